@@ -1,0 +1,16 @@
+// Command mapper-apiserver is the aggregated API server that keeps one indexed cache of a
+// source API server and serves each location a view holding only that location's objects
+// (DESIGN.md).
+package main
+
+import (
+	"os"
+
+	"k8s.io/component-base/cli"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/apiserver"
+)
+
+func main() {
+	os.Exit(cli.Run(apiserver.NewCommand()))
+}

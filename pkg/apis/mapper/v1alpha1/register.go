@@ -1,0 +1,67 @@
+/*
+Copyright The cluster-mapper Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// GroupName is the name of the API group served by mapper-apiserver.
+const GroupName = "mapper.kcp.io"
+
+// SchemeGroupVersion is the group version of this package: mapper.kcp.io/v1alpha1.
+var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1alpha1"}
+
+// Kind takes an unqualified kind and returns a group-qualified GroupKind.
+func Kind(kind string) schema.GroupKind {
+	return SchemeGroupVersion.WithKind(kind).GroupKind()
+}
+
+// Resource takes an unqualified resource and returns a group-qualified GroupResource.
+func Resource(resource string) schema.GroupResource {
+	return SchemeGroupVersion.WithResource(resource).GroupResource()
+}
+
+var (
+	// SchemeBuilder collects the functions that add the v1alpha1 types, their
+	// conversions and their defaulting functions to a scheme.
+	SchemeBuilder runtime.SchemeBuilder
+	// localSchemeBuilder is what the generated conversion code registers with;
+	// it is a pointer so that registrations from init functions are kept.
+	localSchemeBuilder = &SchemeBuilder
+	// AddToScheme adds the v1alpha1 types, conversions and defaults to a scheme.
+	AddToScheme = localSchemeBuilder.AddToScheme
+)
+
+func init() {
+	// The generated conversion functions are registered from
+	// zz_generated.conversion.go's init; the defaulting functions here.
+	localSchemeBuilder.Register(addKnownTypes, addDefaultingFuncs)
+}
+
+// addKnownTypes registers the v1alpha1 types, and the meta types every group
+// version serves (ListOptions, WatchEvent, Status, ...), with the scheme.
+func addKnownTypes(scheme *runtime.Scheme) error {
+	scheme.AddKnownTypes(SchemeGroupVersion,
+		&Location{},
+		&LocationList{},
+		&LocationViewOptions{},
+	)
+	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
+	return nil
+}

@@ -1,0 +1,118 @@
+/*
+Copyright The cluster-mapper Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// +genclient
+// +genclient:nonNamespaced
+// +genclient:onlyVerbs=get,list,watch
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// Location is a target cluster as seen by mapper-apiserver: one entry per
+// location that has objects assigned to it (via the kcp.io/assigned-locations
+// annotation on source objects). It is cluster-scoped and read-only; its name
+// is the location name, a DNS-1123 label. The location's view, an ordinary
+// Kubernetes API holding only the objects assigned to it, is served below the
+// locations/view subresource.
+type Location struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// Standard object metadata. The name is the location name.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Status is what the server currently observes for the location.
+	// +optional
+	Status LocationStatus `json:"status,omitempty"`
+}
+
+// LocationStatus is the observed state of a Location.
+type LocationStatus struct {
+	// Objects is the total number of objects assigned to the location, summed
+	// over all mirrored resources.
+	// +required
+	Objects int64 `json:"objects"`
+
+	// Resources breaks Objects down per mirrored resource, sorted by group,
+	// then resource. Resources with no assigned objects are left out.
+	// +optional
+	// +listType=map
+	// +listMapKey=group
+	// +listMapKey=resource
+	Resources []ResourceCount `json:"resources,omitempty"`
+
+	// Watchers is the number of watches currently open on the location's view.
+	// +required
+	Watchers int32 `json:"watchers"`
+
+	// FirstSeen is when the server first saw an object assigned to the
+	// location.
+	// +optional
+	FirstSeen metav1.Time `json:"firstSeen,omitempty"`
+}
+
+// ResourceCount is the number of objects of one resource assigned to a
+// location.
+type ResourceCount struct {
+	// Group is the API group of the resource; empty for the core group.
+	// +required
+	Group string `json:"group"`
+
+	// Resource is the lower-case plural resource name, e.g. "configmaps".
+	// +required
+	Resource string `json:"resource"`
+
+	// Objects is the number of objects of this resource assigned to the
+	// location.
+	// +required
+	Objects int64 `json:"objects"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// LocationList is a list of Locations.
+type LocationList struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// Standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// Items is the list of Locations.
+	Items []Location `json:"items"`
+}
+
+// +k8s:conversion-gen:explicit-from=net/url.Values
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// LocationViewOptions are the connect options of the locations/view
+// subresource, the counterpart of core's PodProxyOptions: they are decoded
+// from the query of a request to
+// /apis/mapper.kcp.io/v1alpha1/locations/<name>/view[/<path>], and the
+// apiserver fills Path from the part of the URL after "view/".
+type LocationViewOptions struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// Path is the request path below the view's base URL
+	// (/apis/mapper.kcp.io/v1alpha1/locations/<name>/view), without a leading
+	// slash, e.g. "api/v1/namespaces/default/configmaps".
+	// +optional
+	Path string `json:"path,omitempty"`
+}

@@ -1,0 +1,105 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"k8s.io/apiserver/pkg/registry/rest"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/klog/v2"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/apis/mapper"
+	"github.com/cluster-mapper/cluster-mapper/pkg/apis/mapper/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
+	"github.com/cluster-mapper/cluster-mapper/pkg/registry/location"
+	"github.com/cluster-mapper/cluster-mapper/pkg/registry/view"
+)
+
+// ExtraConfig is the mapper-apiserver's own configuration.
+type ExtraConfig struct {
+	// Cache is the indexed cache of the source that views serve from.
+	Cache *cache.Cache
+	// View tunes the location views.
+	View view.Options
+}
+
+// Config is the configuration of a mapper-apiserver: the generic server's and our own.
+type Config struct {
+	GenericConfig *genericapiserver.RecommendedConfig
+	ExtraConfig   ExtraConfig
+}
+
+type completedConfig struct {
+	GenericConfig genericapiserver.CompletedConfig
+	ExtraConfig   *ExtraConfig
+}
+
+// CompletedConfig is a Config with its defaults filled in, ready for New.
+type CompletedConfig struct {
+	*completedConfig
+}
+
+// Server is a running mapper-apiserver.
+type Server struct {
+	GenericAPIServer *genericapiserver.GenericAPIServer
+}
+
+// Complete fills in the defaults of the generic configuration.
+func (cfg *Config) Complete() CompletedConfig {
+	return CompletedConfig{&completedConfig{
+		GenericConfig: cfg.GenericConfig.Complete(),
+		ExtraConfig:   &cfg.ExtraConfig,
+	}}
+}
+
+// New builds the server: the mapper.kcp.io/v1alpha1 group with `locations` and the
+// `locations/view` subresource, a post-start hook that runs the cache, and a readyz check that
+// turns true once every source informer has synced.
+func (c completedConfig) New() (*Server, error) {
+	if c.ExtraConfig.Cache == nil {
+		return nil, fmt.Errorf("a source cache is required")
+	}
+	genericServer, err := c.GenericConfig.New("mapper-apiserver", genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{GenericAPIServer: genericServer}
+
+	locations := location.NewREST(c.ExtraConfig.Cache)
+	views := view.NewREST(view.New(c.ExtraConfig.Cache, c.ExtraConfig.View))
+	apiGroupInfo := genericapiserver.NewDefaultAPIGroupInfo(mapper.GroupName, Scheme, ParameterCodec, Codecs)
+	apiGroupInfo.VersionedResourcesStorageMap[v1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
+		"locations":      locations,
+		"locations/view": views,
+	}
+	if err := s.GenericAPIServer.InstallAPIGroup(&apiGroupInfo); err != nil {
+		return nil, err
+	}
+
+	sourceCache := c.ExtraConfig.Cache
+	s.GenericAPIServer.AddPostStartHookOrDie("start-source-cache", func(ctx genericapiserver.PostStartHookContext) error {
+		go sourceCache.Run(ctx)
+		return nil
+	})
+	if err := s.GenericAPIServer.AddReadyzChecks(healthz.NamedCheck("source-cache-synced", func(*http.Request) error {
+		if !sourceCache.HasSynced() {
+			return fmt.Errorf("the source cache has not synced every mirrored resource yet")
+		}
+		return nil
+	})); err != nil {
+		return nil, err
+	}
+	s.GenericAPIServer.AddPreShutdownHookOrDie("stop-locations", func() error {
+		locations.Destroy()
+		return nil
+	})
+	return s, nil
+}
+
+// Run serves until ctx ends.
+func (s *Server) Run(ctx context.Context) error {
+	klog.FromContext(ctx).Info("starting mapper-apiserver")
+	return s.GenericAPIServer.PrepareRun().RunWithContext(ctx)
+}

@@ -1,0 +1,236 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/endpoints/openapi"
+	"k8s.io/apiserver/pkg/endpoints/request"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	genericfilters "k8s.io/apiserver/pkg/server/filters"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	utilcompatibility "k8s.io/apiserver/pkg/util/compatibility"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/apis/mapper/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
+	generatedopenapi "github.com/cluster-mapper/cluster-mapper/pkg/generated/openapi"
+	"github.com/cluster-mapper/cluster-mapper/pkg/registry/view"
+)
+
+// Options are the command-line options of mapper-apiserver: the generic aggregated-server
+// options (secure serving, delegated authentication and authorization, audit, features) and
+// the source to mirror.
+type Options struct {
+	RecommendedOptions *genericoptions.RecommendedOptions
+
+	// SourceKubeconfig is the kubeconfig of the source API server; empty means what client-go
+	// does by default ($KUBECONFIG, ~/.kube/config, then in-cluster).
+	SourceKubeconfig string
+	// SourceQPS and SourceBurst limit the server's own requests to the source (consistent-read
+	// probes, live GETs); list and watch of the mirrored resources are long-running.
+	SourceQPS   float32
+	SourceBurst int
+	// Resources are the mirrored resources as "resource.group" ("configmaps" for the core
+	// group, "deployments.apps"); empty mirrors every namespaced resource the source serves with
+	// list and watch, minus events and leases.
+	Resources []string
+	// ClusterName is the logical cluster of source objects that carry no kcp.io/cluster
+	// annotation (a plain Kubernetes source is one logical cluster).
+	ClusterName string
+
+	HistorySize       int
+	WatcherBufferSize int
+	BookmarkInterval  time.Duration
+	DiscoveryInterval time.Duration
+	FreshnessTimeout  time.Duration
+}
+
+// NewOptions returns the default options. There is no etcd (the server stores nothing) and no
+// admission (views are read-only).
+func NewOptions() *Options {
+	o := &Options{
+		RecommendedOptions: genericoptions.NewRecommendedOptions("", Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)),
+		SourceQPS:          50,
+		SourceBurst:        100,
+		ClusterName:        "default",
+		HistorySize:        10000,
+		WatcherBufferSize:  1000,
+		BookmarkInterval:   10 * time.Second,
+		DiscoveryInterval:  5 * time.Second,
+		FreshnessTimeout:   3 * time.Second,
+	}
+	o.RecommendedOptions.Etcd = nil
+	o.RecommendedOptions.Admission = nil
+	return o
+}
+
+// AddFlags registers the options' flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.RecommendedOptions.AddFlags(fs)
+	fs.StringVar(&o.SourceKubeconfig, "source-kubeconfig", o.SourceKubeconfig, "Kubeconfig of the source API server whose objects are mirrored. Empty: $KUBECONFIG, ~/.kube/config, then in-cluster, as client-go does.")
+	fs.Float32Var(&o.SourceQPS, "source-qps", o.SourceQPS, "Queries per second of the server's own requests to the source.")
+	fs.IntVar(&o.SourceBurst, "source-burst", o.SourceBurst, "Burst of the server's own requests to the source.")
+	fs.StringSliceVar(&o.Resources, "resources", o.Resources, "Mirrored resources as resource.group (e.g. configmaps,deployments.apps,widgets.example.com). Empty: every namespaced resource the source serves with list and watch, minus events and leases.")
+	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "Logical cluster name of source objects without the kcp.io/cluster annotation.")
+	fs.IntVar(&o.HistorySize, "watch-history-size", o.HistorySize, "Events kept per resource so watches can resume from a resourceVersion; older ones answer 410 Gone.")
+	fs.IntVar(&o.WatcherBufferSize, "watcher-buffer-size", o.WatcherBufferSize, "Events a watcher may fall behind before it is closed (its client re-watches).")
+	fs.DurationVar(&o.BookmarkInterval, "bookmark-interval", o.BookmarkInterval, "How often watchers that allow bookmarks get one.")
+	fs.DurationVar(&o.DiscoveryInterval, "source-discovery-interval", o.DiscoveryInterval, "How often the source's discovery is re-read to pick up added and removed resources (CRDs).")
+	fs.DurationVar(&o.FreshnessTimeout, "freshness-timeout", o.FreshnessTimeout, "How long a read waits for the cache to reach a resourceVersion before answering 504.")
+}
+
+// Complete fills in what the flags left open: a self-signed serving certificate when none is
+// given (for local runs and tests).
+func (o *Options) Complete() error {
+	return o.RecommendedOptions.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil, []net.IP{net.ParseIP("127.0.0.1")})
+}
+
+// Validate reports every invalid option.
+func (o *Options) Validate() error {
+	var errs []string
+	for _, err := range o.RecommendedOptions.Validate() {
+		errs = append(errs, err.Error())
+	}
+	if _, err := ParseResources(o.Resources); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if o.ClusterName == "" {
+		errs = append(errs, "--cluster-name must not be empty")
+	}
+	if o.HistorySize < 1 {
+		errs = append(errs, "--watch-history-size must be at least 1")
+	}
+	if o.WatcherBufferSize < 1 {
+		errs = append(errs, "--watcher-buffer-size must be at least 1")
+	}
+	if o.BookmarkInterval <= 0 || o.DiscoveryInterval <= 0 || o.FreshnessTimeout <= 0 {
+		errs = append(errs, "--bookmark-interval, --source-discovery-interval and --freshness-timeout must be positive")
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid options: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// ParseResources parses "resource.group" names ("configmaps", "deployments.apps").
+// It returns an error naming the first entry that is empty.
+func ParseResources(names []string) ([]schema.GroupResource, error) {
+	var out []schema.GroupResource
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			return nil, fmt.Errorf("--resources has an empty entry")
+		}
+		out = append(out, schema.ParseGroupResource(n))
+	}
+	return out, nil
+}
+
+// Config builds the server configuration from the options: the generic config (with OpenAPI,
+// the long-running check for view watches) and the source cache.
+func (o *Options) Config() (*Config, error) {
+	sourceConfig, err := o.sourceRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	serverConfig := genericapiserver.NewRecommendedConfig(Codecs)
+	serverConfig.EffectiveVersion = utilcompatibility.DefaultBuildEffectiveVersion()
+	serverConfig.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(generatedopenapi.GetOpenAPIDefinitions, openapi.NewDefinitionNamer(Scheme))
+	serverConfig.OpenAPIConfig.Info.Title = "mapper-apiserver"
+	serverConfig.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(generatedopenapi.GetOpenAPIDefinitions, openapi.NewDefinitionNamer(Scheme))
+	serverConfig.OpenAPIV3Config.Info.Title = "mapper-apiserver"
+	serverConfig.LongRunningFunc = longRunning
+	if err := o.RecommendedOptions.ApplyTo(serverConfig); err != nil {
+		return nil, err
+	}
+
+	resources, _ := ParseResources(o.Resources)
+	dyn, err := dynamic.NewForConfig(sourceConfig)
+	if err != nil {
+		return nil, err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(sourceConfig)
+	if err != nil {
+		return nil, err
+	}
+	c, err := cache.New(cache.Config{
+		Dynamic:   dyn,
+		Discovery: disc,
+		Resources: resources,
+		Store: cache.StoreOptions{
+			DefaultCluster:    o.ClusterName,
+			HistorySize:       o.HistorySize,
+			WatcherBufferSize: o.WatcherBufferSize,
+			BookmarkInterval:  o.BookmarkInterval,
+		},
+		DiscoveryInterval: o.DiscoveryInterval,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Config{
+		GenericConfig: serverConfig,
+		ExtraConfig: ExtraConfig{
+			Cache: c,
+			View: view.Options{
+				FreshnessTimeout:  o.FreshnessTimeout,
+				MinRequestTimeout: time.Duration(serverConfig.MinRequestTimeout) * time.Second,
+			},
+		},
+	}, nil
+}
+
+// Run builds and runs the server until ctx ends.
+func (o *Options) Run(ctx context.Context) error {
+	cfg, err := o.Config()
+	if err != nil {
+		return err
+	}
+	server, err := cfg.Complete().New()
+	if err != nil {
+		return err
+	}
+	return server.Run(ctx)
+}
+
+func (o *Options) sourceRESTConfig() (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.SourceKubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("cannot load the source kubeconfig: %w", err)
+	}
+	cfg.QPS, cfg.Burst = o.SourceQPS, o.SourceBurst
+	cfg.UserAgent = "mapper-apiserver/source-cache"
+	return cfg, nil
+}
+
+// baseLongRunning is kube-apiserver's own check: watches are long-running.
+var baseLongRunning = genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch"), sets.NewString())
+
+// longRunning marks watches inside a location view as long-running as well: kube-apiserver
+// derives the verb "get" for them (the outer path names the location), so without this the
+// request timeout would cut every view watch after a minute and in-flight limits would count
+// them.
+func longRunning(r *http.Request, ri *request.RequestInfo) bool {
+	if baseLongRunning(r, ri) {
+		return true
+	}
+	if ri == nil || ri.Resource != "locations" || ri.Subresource != "view" {
+		return false
+	}
+	w, err := strconv.ParseBool(r.URL.Query().Get("watch"))
+	return err == nil && w
+}

@@ -1,0 +1,21 @@
+// Package cache is the indexed cache of the source API server behind mapper-apiserver.
+//
+// It mirrors every selected resource of the source with one client-go reflector each
+// (see Cache), and keeps for each resource a ResourceStore that
+//
+//   - indexes the objects by location (the kcp.io/assigned-locations annotation, see
+//     ParseLocations and DESIGN.md), one ordered B-tree per location, so that serving a
+//     location costs in proportion to that location's objects, not to the cache total;
+//   - records a bounded event history so that a watch can resume from a resourceVersion,
+//     answering 410 Gone ("too old resource version") like kube-apiserver's watch cache;
+//   - fans events out to per-location watchers: each event is routed only to the watchers
+//     of the locations the object had before or has after the event, and turned into
+//     ADDED / MODIFIED / DELETED for each watcher the same way kube-apiserver's cacher turns
+//     an object that starts or stops matching a label selector into ADDED or DELETED;
+//   - shares one immutable *Object per object version among all readers, which caches its
+//     serializations (runtime.CacheableObject) so that an event going to many watchers is
+//     encoded once per wire format.
+//
+// The behaviour follows k8s.io/apiserver/pkg/storage/cacher (watch_cache.go, cache_watcher.go,
+// caching_object.go) wherever the location view needs the same semantics as kube-apiserver.
+package cache

@@ -1,0 +1,118 @@
+package cache
+
+import (
+	"sort"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// event is one change of the source, as kept in the history and dispatched to watchers.
+// Events are immutable once recorded, except for the lazily built deletedPrev.
+type event struct {
+	// typ is the source-level change: Added, Modified or Deleted.
+	typ watch.EventType
+	// rv is the event's resourceVersion (the source's).
+	rv uint64
+	// obj is the new object version; for Deleted the object's final state (its
+	// metadata.resourceVersion is the delete's RV).
+	obj *Object
+	// prev is the object version before the event; nil for Added.
+	prev *Object
+
+	deletedPrevOnce sync.Once
+	deletedPrevObj  *Object
+}
+
+// deletedPrev returns the object of the DELETED event sent to a watcher that saw prev but does
+// not see obj (location unassigned or selector no longer matching): prev's content with
+// metadata.resourceVersion set to the event's RV, as kube-apiserver's cacher does. It is built
+// at most once per event and shared by all watchers (so it is encoded once, too).
+func (e *event) deletedPrev() *Object {
+	e.deletedPrevOnce.Do(func() {
+		if e.prev.rv == e.rv {
+			e.deletedPrevObj = e.prev
+			return
+		}
+		e.deletedPrevObj = e.prev.withResourceVersion(e.rv)
+	})
+	return e.deletedPrevObj
+}
+
+// forWatcher turns the event into what a watcher of location with predicate pred must see, if
+// anything. inOld/inNew say whether prev/obj are assigned to location. This is the decision of
+// the cacher's cacheWatcher.convertToWatchEvent, with "matches" meaning "assigned to the
+// location and passing the predicate":
+//
+//	old & new → MODIFIED(obj); only new → ADDED(obj); only old → DELETED(prev at the event's RV,
+//	or the final state for a source delete); neither → nothing.
+func (e *event) forWatcher(inOld, inNew bool, pred func(*Object) bool) (watch.Event, bool) {
+	oldPasses := inOld && e.prev != nil && (pred == nil || pred(e.prev))
+	if e.typ == watch.Deleted {
+		if oldPasses {
+			return watch.Event{Type: watch.Deleted, Object: e.obj}, true
+		}
+		return watch.Event{}, false
+	}
+	newPasses := inNew && (pred == nil || pred(e.obj))
+	switch {
+	case oldPasses && newPasses:
+		return watch.Event{Type: watch.Modified, Object: e.obj}, true
+	case newPasses:
+		return watch.Event{Type: watch.Added, Object: e.obj}, true
+	case oldPasses:
+		return watch.Event{Type: watch.Deleted, Object: e.deletedPrev()}, true
+	}
+	return watch.Event{}, false
+}
+
+// forLocation is forWatcher for a watcher that does not know inOld/inNew yet (history replay).
+func (e *event) forLocation(location string, pred func(*Object) bool) (watch.Event, bool) {
+	inOld := e.prev != nil && e.prev.HasLocation(location)
+	inNew := e.typ != watch.Deleted && e.obj.HasLocation(location)
+	if !inOld && !inNew {
+		return watch.Event{}, false
+	}
+	return e.forWatcher(inOld, inNew, pred)
+}
+
+// history is the bounded, RV-ordered list of recent events used to resume watches, the
+// equivalent of the watch cache's cyclic buffer.
+//
+// events only ever grows at the end and is cut at the front, and elements are never
+// overwritten, so a sub-slice handed to a watcher stays valid and race-free while new events
+// are appended (appends write beyond the sub-slice's length, or into a new array).
+type history struct {
+	events []*event
+	size   int
+	// start is the lowest resourceVersion a watch can resume from: every event with a greater
+	// RV is still in events. It is the RV of the first Replace, then of the newest evicted
+	// event.
+	start uint64
+}
+
+// add appends e, evicting the oldest event when the history is full.
+func (h *history) add(e *event) {
+	if len(h.events) >= h.size {
+		n := len(h.events) - h.size + 1
+		if h.events[n-1].rv > h.start {
+			h.start = h.events[n-1].rv
+		}
+		// Evicted elements are not cleared: a watcher may still be replaying a view that
+		// includes them. The backing array is dropped when append next reallocates.
+		h.events = h.events[n:]
+	}
+	h.events = append(h.events, e)
+}
+
+// reset drops all events; watches can resume from rv on.
+func (h *history) reset(rv uint64) {
+	h.events = nil
+	h.start = rv
+}
+
+// since returns the events with RV > rv (a shared, read-only view).
+func (h *history) since(rv uint64) []*event {
+	i := sort.Search(len(h.events), func(i int) bool { return h.events[i].rv > rv })
+	return h.events[i:len(h.events):len(h.events)]
+}

@@ -1,0 +1,132 @@
+package cache
+
+import (
+	"sort"
+	"time"
+
+	"github.com/google/btree"
+)
+
+// btreeDegree is the degree of the per-location B-trees (google/btree recommends small tens).
+const btreeDegree = 32
+
+// objectLess orders Objects by Key, the order of List pages.
+func objectLess(a, b *Object) bool { return a.key < b.key }
+
+// newObjectTree returns an empty per-location B-tree ordered by Key.
+func newObjectTree() *btree.BTreeG[*Object] { return btree.NewG(btreeDegree, objectLess) }
+
+// nsName is the secondary index key for Get by namespace/name.
+type nsName struct{ namespace, name string }
+
+// locationIndex is everything a ResourceStore keeps about one location: the location's
+// objects ordered by Key, a namespace/name index for Get, per-namespace counts, and the
+// watchers of the location. It is guarded by the store's mutex.
+type locationIndex struct {
+	name string
+
+	// tree holds the location's objects ordered by Key. Cloned (O(1), copy on write) for
+	// List snapshots and for the initial events of a watch.
+	tree *btree.BTreeG[*Object]
+	// byName maps namespace/name to the location's objects with that namespace/name, sorted by
+	// Key (more than one only when several logical clusters hold the same namespace/name).
+	byName map[nsName][]*Object
+	// namespaces counts the location's objects per namespace.
+	namespaces map[string]int
+
+	// firstSeen is when this store first saw the location (object or watcher).
+	firstSeen time.Time
+	// lastChangeRV is the resourceVersion of the last event that changed the location's
+	// content. The live tree equals the location's state at every RV >= lastChangeRV.
+	lastChangeRV uint64
+
+	// watchers are the location's registered watchers; watcher.pos is the position in it.
+	watchers []*watcher
+}
+
+func newLocationIndex(name string, now time.Time) *locationIndex {
+	return &locationIndex{
+		name:       name,
+		tree:       newObjectTree(),
+		byName:     map[nsName][]*Object{},
+		namespaces: map[string]int{},
+		firstSeen:  now,
+	}
+}
+
+// insert adds o, which must not be in the index yet.
+func (li *locationIndex) insert(o *Object) {
+	li.tree.ReplaceOrInsert(o)
+	k := nsName{o.namespace, o.name}
+	objs := li.byName[k]
+	i := sort.Search(len(objs), func(i int) bool { return objs[i].key >= o.key })
+	objs = append(objs, nil)
+	copy(objs[i+1:], objs[i:])
+	objs[i] = o
+	li.byName[k] = objs
+	li.namespaces[o.namespace]++
+}
+
+// replace swaps old for new, which have the same Key.
+func (li *locationIndex) replace(old, new *Object) {
+	li.tree.ReplaceOrInsert(new)
+	objs := li.byName[nsName{old.namespace, old.name}]
+	for i := range objs {
+		if objs[i].key == old.key {
+			objs[i] = new
+			return
+		}
+	}
+}
+
+// remove deletes o (found by Key).
+func (li *locationIndex) remove(o *Object) {
+	li.tree.Delete(o)
+	k := nsName{o.namespace, o.name}
+	objs := li.byName[k]
+	for i := range objs {
+		if objs[i].key == o.key {
+			objs = append(objs[:i:i], objs[i+1:]...)
+			break
+		}
+	}
+	if len(objs) == 0 {
+		delete(li.byName, k)
+	} else {
+		li.byName[k] = objs
+	}
+	if n := li.namespaces[o.namespace] - 1; n > 0 {
+		li.namespaces[o.namespace] = n
+	} else {
+		delete(li.namespaces, o.namespace)
+	}
+}
+
+// get returns the location's object namespace/name with the lowest Key.
+func (li *locationIndex) get(namespace, name string) (*Object, bool) {
+	objs := li.byName[nsName{namespace, name}]
+	if len(objs) == 0 {
+		return nil, false
+	}
+	return objs[0], true
+}
+
+// addWatcher registers w with the location.
+func (li *locationIndex) addWatcher(w *watcher) {
+	w.pos = len(li.watchers)
+	li.watchers = append(li.watchers, w)
+}
+
+// removeWatcher unregisters w in O(1) (swap with the last watcher).
+func (li *locationIndex) removeWatcher(w *watcher) {
+	last := len(li.watchers) - 1
+	if w.pos < 0 || w.pos > last || li.watchers[w.pos] != w {
+		return
+	}
+	moved := li.watchers[last]
+	li.watchers[w.pos] = moved
+	moved.pos = w.pos
+	li.watchers[last] = nil
+	li.watchers = li.watchers[:last]
+	w.pos = -1
+}

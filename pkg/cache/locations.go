@@ -1,0 +1,102 @@
+package cache
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+const (
+	// AssignedLocationsAnnotation is the annotation on source objects that names the locations
+	// an object is assigned to: a JSON array of location names (DESIGN.md, "Names").
+	AssignedLocationsAnnotation = "kcp.io/assigned-locations"
+
+	// ClusterAnnotation names the logical cluster of a source object (set by kcp). Objects
+	// without it belong to StoreOptions.DefaultCluster (DESIGN.md, "Names").
+	ClusterAnnotation = "kcp.io/cluster"
+
+	// MaxLocationsPerObject is the largest number of entries ParseLocations accepts in one
+	// annotation. It bounds the per-event fan-out work of a single object; an annotation with
+	// more entries is malformed (the object is then assigned to no location).
+	MaxLocationsPerObject = 1000
+)
+
+// ParseLocations parses a kcp.io/assigned-locations annotation value.
+//
+// It returns the location names sorted and de-duplicated, or an error that says what is
+// wrong: the value is not JSON, not a JSON array, has an entry that is not a string or not a
+// DNS-1123 label (DESIGN.md: a location name is a DNS-1123 label), is an empty array, or has
+// more than MaxLocationsPerObject entries. It never panics.
+func ParseLocations(value string) ([]string, error) {
+	var raw interface{}
+	if err := json.Unmarshal([]byte(value), &raw); err != nil {
+		return nil, fmt.Errorf("not valid JSON: %v", err)
+	}
+	entries, ok := raw.([]interface{})
+	if !ok {
+		return nil, fmt.Errorf("not a JSON array of location names (got %s)", jsonKind(raw))
+	}
+	if len(entries) == 0 {
+		return nil, fmt.Errorf("empty array: name at least one location, or remove the annotation")
+	}
+	if len(entries) > MaxLocationsPerObject {
+		return nil, fmt.Errorf("too many locations: %d entries, at most %d allowed", len(entries), MaxLocationsPerObject)
+	}
+	out := make([]string, 0, len(entries))
+	for i, e := range entries {
+		s, ok := e.(string)
+		if !ok {
+			return nil, fmt.Errorf("entry %d is not a string (got %s)", i, jsonKind(e))
+		}
+		if errs := validation.IsDNS1123Label(s); len(errs) > 0 {
+			return nil, fmt.Errorf("entry %d %q is not a valid location name: %s", i, s, strings.Join(errs, "; "))
+		}
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return dedupSorted(out), nil
+}
+
+// dedupSorted removes adjacent duplicates from a sorted slice, in place.
+func dedupSorted(s []string) []string {
+	if len(s) < 2 {
+		return s
+	}
+	j := 1
+	for i := 1; i < len(s); i++ {
+		if s[i] != s[j-1] {
+			s[j] = s[i]
+			j++
+		}
+	}
+	return s[:j]
+}
+
+// jsonKind names the JSON type of a value decoded by encoding/json into interface{}.
+func jsonKind(v interface{}) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64:
+		return "a number"
+	case string:
+		return "a string"
+	case []interface{}:
+		return "an array"
+	case map[string]interface{}:
+		return "an object"
+	default:
+		return fmt.Sprintf("%T", v)
+	}
+}
+
+// hasLocation reports whether the sorted slice locs contains loc.
+func hasLocation(locs []string, loc string) bool {
+	i := sort.SearchStrings(locs, loc)
+	return i < len(locs) && locs[i] == loc
+}

@@ -1,0 +1,205 @@
+package cache
+
+import (
+	"bytes"
+	"io"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Object is one immutable cached object version.
+//
+// An Object is never mutated after it was stored: every List, Get and watch event that shows
+// this version of the source object shares the same *Object. It implements
+//
+//   - runtime.Object (GetObjectKind delegates to the wrapped unstructured object, DeepCopyObject
+//     returns a deep copy of it as *unstructured.Unstructured);
+//   - runtime.CacheableObject: CacheEncode runs each encoder (runtime.Identifier) at most once
+//     per Object and replays the cached bytes afterwards, exactly like the cachingObject of
+//     kube-apiserver's cacher (k8s.io/apiserver/pkg/storage/cacher/caching_object.go). The
+//     apiserver's watch encoder caches a whole watch frame per event type this way, so an
+//     event delivered to many watchers is encoded once;
+//   - json.Marshaler: MarshalJSON encodes the object once (lazily) and returns the cached JSON,
+//     which serves list responses;
+//   - metav1.ObjectMetaAccessor: GetObjectMeta returns the wrapped unstructured object.
+//
+// The unstructured object returned by Unstructured, GetObject and GetObjectMeta is shared and
+// READ-ONLY: callers must copy it (DeepCopyObject) before changing anything.
+type Object struct {
+	key       Key
+	cluster   string
+	namespace string
+	name      string
+	locations []string
+	rv        uint64
+	rvString  string
+	u         *unstructured.Unstructured
+	labels    labels.Set
+	fields    fields.Set
+
+	// serializations caches CacheEncode results: map[runtime.Identifier]*serialization,
+	// replaced (copy on insert) under encodeMu so that lookups are lock-free.
+	serializations atomic.Pointer[map[runtime.Identifier]*serialization]
+	encodeMu       sync.Mutex
+
+	jsonOnce sync.Once
+	json     []byte
+	jsonErr  error
+}
+
+// serialization is one cached encoder output.
+type serialization struct {
+	once sync.Once
+	raw  []byte
+	err  error
+}
+
+var (
+	_ runtime.Object                             = &Object{}
+	_ runtime.CacheableObject                    = &Object{}
+	_ metav1.ObjectMetaAccessor                  = &Object{}
+	_ interface{ MarshalJSON() ([]byte, error) } = &Object{}
+)
+
+// newObject wraps u, which must not be changed afterwards, into an Object with the given
+// identity and locations. rv is the parsed metadata.resourceVersion of u.
+func newObject(key Key, cluster, namespace, name string, locations []string, rv uint64, u *unstructured.Unstructured) *Object {
+	o := &Object{
+		key:       key,
+		cluster:   cluster,
+		namespace: namespace,
+		name:      name,
+		locations: locations,
+		rv:        rv,
+		rvString:  u.GetResourceVersion(),
+		u:         u,
+		labels:    labels.Set(u.GetLabels()),
+		fields:    fields.Set{"metadata.name": name, "metadata.namespace": namespace},
+	}
+	return o
+}
+
+// withResourceVersion returns a new Object with the content of o but metadata.resourceVersion
+// set to rv. kube-apiserver's cacher sends such a copy of the previous object state in the
+// DELETED event of a watcher whose selector the object stopped matching.
+func (o *Object) withResourceVersion(rv uint64) *Object {
+	u := o.u.DeepCopy()
+	u.SetResourceVersion(strconv.FormatUint(rv, 10))
+	return newObject(o.key, o.cluster, o.namespace, o.name, o.locations, rv, u)
+}
+
+// Key returns the object's Key ("cluster|namespace/name").
+func (o *Object) Key() Key { return o.key }
+
+// Cluster returns the object's logical cluster (annotation kcp.io/cluster, else the store's
+// default cluster).
+func (o *Object) Cluster() string { return o.cluster }
+
+// Namespace returns the object's namespace ("" for cluster-scoped resources).
+func (o *Object) Namespace() string { return o.namespace }
+
+// Name returns the object's name.
+func (o *Object) Name() string { return o.name }
+
+// Locations returns the sorted, de-duplicated locations the object is assigned to; nil when the
+// object is unassigned or its kcp.io/assigned-locations annotation is malformed. The slice is
+// shared and must not be changed.
+func (o *Object) Locations() []string { return o.locations }
+
+// HasLocation reports whether the object is assigned to location.
+func (o *Object) HasLocation(location string) bool { return hasLocation(o.locations, location) }
+
+// ResourceVersion returns the object's metadata.resourceVersion as a number (the source's
+// resourceVersion; 0 if it is not a number).
+func (o *Object) ResourceVersion() uint64 { return o.rv }
+
+// Unstructured returns the object's content. It is shared by all readers: READ-ONLY.
+func (o *Object) Unstructured() *unstructured.Unstructured { return o.u }
+
+// Labels returns the object's labels for label-selector matching. Shared: READ-ONLY.
+func (o *Object) Labels() labels.Set { return o.labels }
+
+// Fields returns the object's selectable fields, "metadata.name" and "metadata.namespace"
+// (the field selectors a location view supports, DESIGN.md). Shared: READ-ONLY.
+func (o *Object) Fields() fields.Set { return o.fields }
+
+// GetObjectKind implements runtime.Object by delegating to the wrapped object.
+func (o *Object) GetObjectKind() schema.ObjectKind { return o.u.GetObjectKind() }
+
+// DeepCopyObject implements runtime.Object: it returns a deep copy of the wrapped object as
+// *unstructured.Unstructured, which the caller owns.
+func (o *Object) DeepCopyObject() runtime.Object { return o.u.DeepCopy() }
+
+// GetObjectMeta implements metav1.ObjectMetaAccessor (so meta.Accessor works on an *Object).
+// It returns the shared wrapped object: READ-ONLY.
+func (o *Object) GetObjectMeta() metav1.Object { return o.u }
+
+// GetObject implements runtime.CacheableObject. Unlike the cacher's cachingObject it returns
+// the shared wrapped object, not a copy: encoders must not change it (encoders of
+// unstructured objects whose GVK already is the target GVK do not).
+func (o *Object) GetObject() runtime.Object { return o.u }
+
+// CacheEncode implements runtime.CacheableObject: the first call for an identifier runs encode
+// on the wrapped object and caches the result (bytes or error); every call writes the cached
+// bytes to w (using runtime.Splice when w supports it, like the cacher).
+func (o *Object) CacheEncode(id runtime.Identifier, encode func(runtime.Object, io.Writer) error, w io.Writer) error {
+	s := o.serialization(id)
+	s.once.Do(func() {
+		var buf bytes.Buffer
+		s.err = encode(o.u, &buf)
+		s.raw = buf.Bytes()
+	})
+	if s.err != nil {
+		return s.err
+	}
+	if sp, ok := w.(runtime.Splice); ok {
+		sp.Splice(s.raw)
+		return nil
+	}
+	_, err := w.Write(s.raw)
+	return err
+}
+
+// serialization returns the cache slot for id, creating it if needed.
+func (o *Object) serialization(id runtime.Identifier) *serialization {
+	if m := o.serializations.Load(); m != nil {
+		if s, ok := (*m)[id]; ok {
+			return s
+		}
+	}
+	o.encodeMu.Lock()
+	defer o.encodeMu.Unlock()
+	old := o.serializations.Load()
+	if old != nil {
+		if s, ok := (*old)[id]; ok {
+			return s
+		}
+	}
+	n := make(map[runtime.Identifier]*serialization, 1)
+	if old != nil {
+		for k, v := range *old {
+			n[k] = v
+		}
+	}
+	s := &serialization{}
+	n[id] = s
+	o.serializations.Store(&n)
+	return s
+}
+
+// MarshalJSON implements json.Marshaler: the object's JSON, encoded on first use and cached.
+// The returned slice is shared: do not change it.
+func (o *Object) MarshalJSON() ([]byte, error) {
+	o.jsonOnce.Do(func() {
+		o.json, o.jsonErr = o.u.MarshalJSON()
+	})
+	return o.json, o.jsonErr
+}

@@ -1,0 +1,105 @@
+package view
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apiserver/pkg/storage"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
+)
+
+// continuePrefix is the key prefix storage.EncodeContinue/DecodeContinue expect; cache keys are
+// stored below it in continue tokens.
+const continuePrefix = "/"
+
+// readMode says how a list or watch relates to the source's resourceVersion, following the
+// resourceVersion / resourceVersionMatch table of the Kubernetes API concepts documentation.
+type readMode int
+
+const (
+	// readConsistent: resourceVersion "" — the result must include every source write that
+	// completed before the request.
+	readConsistent readMode = iota
+	// readAny: resourceVersion "0" — any cached state.
+	readAny
+	// readNotOlderThan: resourceVersion N (no match or NotOlderThan) — state at least as new as N.
+	readNotOlderThan
+	// readExact: resourceVersion N with resourceVersionMatch=Exact — state exactly at N.
+	readExact
+)
+
+// parseResourceVersion turns a request's resourceVersion and resourceVersionMatch into a
+// readMode and a number. It returns a 400 Status for a resourceVersion that is not a number.
+func parseResourceVersion(rv string, match metav1.ResourceVersionMatch) (readMode, uint64, error) {
+	switch rv {
+	case "":
+		return readConsistent, 0, nil
+	case "0":
+		if match == metav1.ResourceVersionMatchExact {
+			return 0, 0, apierrors.NewBadRequest("resourceVersionMatch=Exact requires a resourceVersion other than 0")
+		}
+		return readAny, 0, nil
+	}
+	n, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil {
+		return 0, 0, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: it must be a number the server returned", rv))
+	}
+	if match == metav1.ResourceVersionMatchExact {
+		return readExact, n, nil
+	}
+	return readNotOlderThan, n, nil
+}
+
+// predicate returns the filter a list or watch applies on top of the location: the request's
+// namespace (empty for all), label selector and field selector (metadata.name and
+// metadata.namespace, the fields every resource supports).
+func predicate(namespace string, label labels.Selector, field fields.Selector) func(*cache.Object) bool {
+	if label == nil {
+		label = labels.Everything()
+	}
+	if field == nil {
+		field = fields.Everything()
+	}
+	matchAll := label.Empty() && field.Empty()
+	return func(o *cache.Object) bool {
+		if namespace != "" && o.Namespace() != namespace {
+			return false
+		}
+		if matchAll {
+			return true
+		}
+		if !label.Empty() && !label.Matches(labels.Set(o.Unstructured().GetLabels())) {
+			return false
+		}
+		return field.Empty() || field.Matches(fields.Set{"metadata.name": o.Name(), "metadata.namespace": o.Namespace()})
+	}
+}
+
+// listPredicate builds the predicate of a list or watch request.
+func listPredicate(namespace string, opts *metainternalversion.ListOptions) func(*cache.Object) bool {
+	return predicate(namespace, opts.LabelSelector, opts.FieldSelector)
+}
+
+// decodeContinue reads a continue token written by encodeContinue: the key after which the
+// next page starts and the snapshot resourceVersion of the first page. An unreadable token is a
+// 400, as in kube-apiserver.
+func decodeContinue(token string) (cache.Key, uint64, error) {
+	key, rv, err := storage.DecodeContinue(token, continuePrefix)
+	if err != nil {
+		return "", 0, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
+	}
+	return cache.Key(strings.TrimPrefix(key, continuePrefix)), uint64(rv), nil
+}
+
+// encodeContinue writes the continue token for a page that ended at key, with the snapshot
+// resourceVersion every page of the list is served at.
+func encodeContinue(key cache.Key, rv uint64) (string, error) {
+	return storage.EncodeContinue(continuePrefix+string(key), continuePrefix, int64(rv))
+}

@@ -1,0 +1,165 @@
+package view
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/endpoints/handlers"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+	"k8s.io/apiserver/pkg/endpoints/request"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
+)
+
+// Cache is what views read: the mirrored resources and their stores. *cache.Cache implements it.
+type Cache interface {
+	Source
+	// Resources lists the currently mirrored resources.
+	Resources() []cache.ResourceInfo
+	// Store returns the store of a mirrored resource.
+	Store(gvr schema.GroupVersionResource) (*cache.ResourceStore, bool)
+}
+
+// Options tunes how views serve.
+type Options struct {
+	// FreshnessTimeout bounds how long a read waits for the cache to reach a resourceVersion it
+	// asked for before answering 504 (default 3s, as kube-apiserver's watch cache).
+	FreshnessTimeout time.Duration
+	// MinRequestTimeout is the lower bound of a watch's server-side timeout when the client sets
+	// none; the timeout is randomized in [MinRequestTimeout, 2*MinRequestTimeout) as in
+	// kube-apiserver (--min-request-timeout, default 1800s).
+	MinRequestTimeout time.Duration
+}
+
+// Views serves every location's view from one cache. It is safe for concurrent use.
+type Views struct {
+	cache      Cache
+	opts       Options
+	serializer *serializer
+	namespaces *resourceHandlers
+
+	mu        sync.Mutex
+	resources map[schema.GroupVersionResource]*resourceHandlers
+}
+
+// resourceHandlers are the endpoint handlers of one mirrored resource, built once per store.
+type resourceHandlers struct {
+	store *cache.ResourceStore
+	scope *handlers.RequestScope
+	get   http.Handler
+	list  http.Handler // list and watch
+}
+
+// New returns the views over c.
+func New(c Cache, opts Options) *Views {
+	if opts.FreshnessTimeout <= 0 {
+		opts.FreshnessTimeout = 3 * time.Second
+	}
+	if opts.MinRequestTimeout <= 0 {
+		opts.MinRequestTimeout = 1800 * time.Second
+	}
+	v := &Views{cache: c, opts: opts, serializer: newSerializer(), resources: map[schema.GroupVersionResource]*resourceHandlers{}}
+	ns := &namespaceStorage{cache: c}
+	scope := newRequestScope(namespacesGVR, "Namespace", false, v.serializer, ns)
+	v.namespaces = &resourceHandlers{
+		scope: scope,
+		get:   handlers.GetResource(ns, scope),
+		list:  handlers.ListResource(ns, nil, scope, false, opts.MinRequestTimeout),
+	}
+	RegisterMetrics()
+	return v
+}
+
+// ServeView serves one request inside the view of location; innerPath is the part of the URL
+// below the view's base URL. The outer request has been authenticated and authorized already.
+//
+// Reads (get, list, watch) of mirrored resources and discovery are served; every other verb is
+// refused with 405 MethodNotAllowed; unknown paths and resources are 404.
+func (v *Views) ServeView(w http.ResponseWriter, req *http.Request, location, innerPath string) {
+	info, err := ParsePath(req.Method, innerPath, req.URL.Query())
+	if err != nil {
+		v.writeError(w, req, apierrors.NewNotFound(schema.GroupResource{}, innerPath))
+		return
+	}
+	ctx := withLocation(req.Context(), location)
+	if !info.IsResourceRequest {
+		v.serveDiscovery(w, req.WithContext(ctx), info.Path)
+		return
+	}
+	ctx = request.WithNamespace(request.WithRequestInfo(ctx, info), info.Namespace)
+	req = req.WithContext(ctx)
+
+	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
+	h, ok := v.handlers(gvr)
+	if !ok {
+		v.writeError(w, req, apierrors.NewNotFound(gvr.GroupResource(), info.Name))
+		return
+	}
+	switch info.Verb {
+	case "get", "list", "watch":
+	default:
+		v.writeError(w, req, readOnly(gvr.GroupResource(), info.Verb, location))
+		return
+	}
+	if info.Subresource != "" && !(info.Subresource == "status" && info.Verb == "get") {
+		v.writeError(w, req, apierrors.NewNotFound(gvr.GroupResource(), info.Name+"/"+info.Subresource))
+		return
+	}
+	if info.Verb == "get" {
+		h.get.ServeHTTP(w, req)
+		return
+	}
+	h.list.ServeHTTP(w, req)
+}
+
+// handlers returns the endpoint handlers of a resource served in views, building them the first
+// time and again when the cache replaced the resource's store (a CRD deleted and re-created).
+func (v *Views) handlers(gvr schema.GroupVersionResource) (*resourceHandlers, bool) {
+	if gvr == namespacesGVR {
+		return v.namespaces, true
+	}
+	store, ok := v.cache.Store(gvr)
+	if !ok {
+		return nil, false
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if h, ok := v.resources[gvr]; ok && h.store == store {
+		return h, true
+	}
+	var info cache.ResourceInfo
+	for _, r := range v.cache.Resources() {
+		if r.GVR == gvr {
+			info = r
+		}
+	}
+	if info.Kind == "" {
+		return nil, false
+	}
+	st := &resourceStorage{info: info, store: store, source: v.cache, freshnessTimeout: v.opts.FreshnessTimeout}
+	scope := newRequestScope(gvr, info.Kind, info.Namespaced, v.serializer, st)
+	h := &resourceHandlers{
+		store: store,
+		scope: scope,
+		get:   handlers.GetResource(st, scope),
+		list:  handlers.ListResource(st, st, scope, false, v.opts.MinRequestTimeout),
+	}
+	v.resources[gvr] = h
+	return h, true
+}
+
+// writeError writes err as a Kubernetes Status in the format the client asked for.
+func (v *Views) writeError(w http.ResponseWriter, req *http.Request, err error) {
+	responsewriters.ErrorNegotiated(err, v.serializer, schema.GroupVersion{Version: "v1"}, w, req)
+}
+
+// readOnly is the 405 of a write through a view.
+func readOnly(gr schema.GroupResource, verb, location string) error {
+	err := apierrors.NewMethodNotSupported(gr, verb)
+	err.ErrStatus.Message = fmt.Sprintf("location views are read-only: %s of %s is not allowed through the view of location %q; change the object in the source cluster instead", verb, gr.String(), location)
+	return err
+}

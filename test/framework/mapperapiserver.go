@@ -1,0 +1,175 @@
+package framework
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// MapperAPIServerStartTimeout bounds how long [StartMapperAPIServer] waits for /readyz.
+var MapperAPIServerStartTimeout = 90 * time.Second
+
+// MapperAPIServer is a mapper-apiserver process started by [StartMapperAPIServer], mirroring a
+// source control plane and delegating authentication and authorization to it.
+type MapperAPIServer struct {
+	// URL is the server's base URL (https://127.0.0.1:<port>).
+	URL string
+	// ServingCA signed the server's serving certificate.
+	ServingCA *CA
+	// Process is the running server.
+	Process *Process
+	// Source is the control plane it mirrors.
+	Source *ControlPlane
+}
+
+var (
+	buildMu    sync.Mutex
+	buildCache = map[string]string{}
+)
+
+// BuildBinary builds the main package pkg of this module (e.g. "./cmd/mapper-apiserver", relative
+// to the module root) once per test binary and returns the path of the executable. It fails
+// the test with the compiler output on error.
+func BuildBinary(t testing.TB, pkg string) string {
+	t.Helper()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if p, ok := buildCache[pkg]; ok {
+		return p
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatalf("building %s: %v", pkg, err)
+	}
+	dir, err := os.MkdirTemp("", "cluster-mapper-bin-")
+	if err != nil {
+		t.Fatalf("building %s: %v", pkg, err)
+	}
+	out := filepath.Join(dir, filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
+	buildCache[pkg] = out
+	return out
+}
+
+// moduleRoot finds the directory holding this module's go.mod, upwards from the working directory.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// StartMapperAPIServer builds and starts mapper-apiserver on a free loopback port, mirroring
+// source with the source's admin credentials, delegating authentication and authorization to
+// the source, with a serving certificate from a new CA. extraArgs are appended to the command
+// line (e.g. "--resources=configmaps,deployments.apps"). It waits until /readyz answers 200
+// (every source informer synced) and stops the process in t.Cleanup.
+func StartMapperAPIServer(t testing.TB, source *ControlPlane, extraArgs ...string) *MapperAPIServer {
+	t.Helper()
+	bin := BuildBinary(t, "./cmd/mapper-apiserver")
+	dir := t.TempDir()
+	ca := NewCA(t, dir, "serving-ca", "mapper-apiserver-ca")
+	serving := ca.IssueServingCert(t, dir, "serving", "localhost", "127.0.0.1")
+	admin := source.AdminKubeconfig()
+	var lastErr error
+	for attempt := 0; attempt < startAttempts; attempt++ {
+		port, err := FreePort()
+		if err != nil {
+			t.Fatalf("mapper-apiserver: %v", err)
+		}
+		args := append([]string{
+			"--bind-address=127.0.0.1",
+			"--secure-port=" + strconv.Itoa(port),
+			"--tls-cert-file=" + serving.CertFile,
+			"--tls-private-key-file=" + serving.KeyFile,
+			"--source-kubeconfig=" + admin,
+			"--kubeconfig=" + admin,
+			"--authentication-kubeconfig=" + admin,
+			"--authorization-kubeconfig=" + admin,
+			"-v=2",
+		}, extraArgs...)
+		p := StartProcess(t, ProcessSpec{Name: "mapper-apiserver", Path: bin, Args: args})
+		m := &MapperAPIServer{URL: fmt.Sprintf("https://127.0.0.1:%d", port), ServingCA: ca, Process: p, Source: source}
+		if lastErr = m.waitReady(); lastErr == nil {
+			return m
+		}
+		_ = p.Stop()
+	}
+	t.Fatalf("mapper-apiserver did not become ready: %v", lastErr)
+	return nil
+}
+
+// waitReady polls /readyz until it answers 200, the process exits, or the timeout passes.
+func (m *MapperAPIServer) waitReady() error {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(m.ServingCA.CertPEM)
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	ctx, cancel := context.WithTimeout(context.Background(), MapperAPIServerStartTimeout)
+	defer cancel()
+	var last string
+	for ctx.Err() == nil {
+		if !m.Process.Running() {
+			return fmt.Errorf("the process exited; log:\n%s", m.Process.LogTail(logTailLines))
+		}
+		resp, err := client.Get(m.URL + "/readyz?verbose")
+		if err == nil {
+			b := make([]byte, 4096)
+			n, _ := resp.Body.Read(b)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Sprintf("%d: %s", resp.StatusCode, b[:n])
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("not ready after %v (last answer: %s); log:\n%s", MapperAPIServerStartTimeout, last, m.Process.LogTail(logTailLines))
+}
+
+// ViewURL returns the base URL of location's view.
+func (m *MapperAPIServer) ViewURL(location string) string {
+	return m.URL + "/apis/mapper.kcp.io/v1alpha1/locations/" + location + "/view"
+}
+
+// Config returns a client config for user against the server itself.
+func (m *MapperAPIServer) Config(u *User) *rest.Config {
+	cfg := u.RESTConfig()
+	cfg.Host = m.URL
+	cfg.CAData = m.ServingCA.CertPEM
+	return cfg
+}
+
+// ViewConfig returns a client config for user against location's view: client-go, informers
+// and kubectl work on it unchanged.
+func (m *MapperAPIServer) ViewConfig(u *User, location string) *rest.Config {
+	cfg := m.Config(u)
+	cfg.Host = m.ViewURL(location)
+	return cfg
+}
