@@ -31,11 +31,19 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export GOFLAGS=-mod=mod GOWORK=off
 
-build() { # build <name> <wrapper-dir> <package>
-  local name=$1 dir=$2 pkg=$3 log="$work/$1.log"
+# Kubernetes binaries report their version (/version, `kubectl version`) from these variables,
+# which the upstream build sets from git; without them they would claim v0.0.0-master.
+KUBE_LDFLAGS=""
+for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
+  KUBE_LDFLAGS+=" -X $p.gitVersion=${KUBE_VERSION} -X $p.gitMajor=1 -X $p.gitMinor=${minor} -X $p.gitTreeState=clean"
+done
+
+build() { # build <name> <wrapper-dir> <package> [extra ldflags]
+  local name=$1 dir=$2 pkg=$3 ldflags="-s -w${4:-}" log="$work/$1.log"
   [ -x "$DEST/$name" ] && return 0
   echo ">> building $name from $pkg" >&2
-  if ! (cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$DEST/$name.tmp" "$pkg") >"$log" 2>&1; then
+  if ! (cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o "$DEST/$name.tmp" "$pkg") >"$log" 2>&1; then
     echo "!! building $name failed; build log:" >&2
     cat "$log" >&2
     return 1
@@ -71,10 +79,10 @@ mkdir -p "$work/kube"
 
 pids=()
 build etcd "$work/etcd" go.etcd.io/etcd/server/v3 & pids+=($!)
-build kube-apiserver "$work/kube" k8s.io/kubernetes/cmd/kube-apiserver & pids+=($!)
+build kube-apiserver "$work/kube" k8s.io/kubernetes/cmd/kube-apiserver "$KUBE_LDFLAGS" & pids+=($!)
 fail=0
 for p in "${pids[@]}"; do wait "$p" || fail=1; done
-build kubectl "$work/kube" k8s.io/kubernetes/cmd/kubectl || fail=1
+build kubectl "$work/kube" k8s.io/kubernetes/cmd/kubectl "$KUBE_LDFLAGS" || fail=1
 [ "$fail" = 0 ] || exit 1
 
 have_all || { echo "!! binaries missing in $DEST after build" >&2; exit 1; }

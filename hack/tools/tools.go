@@ -1,3 +1,5 @@
+//go:build tools
+
 /*
 Copyright The cluster-mapper Authors.
 
@@ -13,8 +15,6 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
-
-//go:build tools
 
 // Package tools pins the code generators that hack/update-codegen.sh runs.
 // It is never built; the blank import keeps k8s.io/code-generator (and so

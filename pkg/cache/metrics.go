@@ -107,4 +107,3 @@ func (m *storeMetrics) recordDispatch(c dispatchCounts) {
 		m.deleted.Add(float64(c.deleted))
 	}
 }
-

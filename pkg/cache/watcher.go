@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/btree"
 	"k8s.io/apimachinery/pkg/watch"
@@ -17,9 +18,9 @@ import (
 // buffer to the consumer (result). A full buffer terminates the watcher (the client re-watches
 // from its last resourceVersion).
 type watcher struct {
-	store    *ResourceStore
-	location string
-	pred     func(*Object) bool
+	store     *ResourceStore
+	location  string
+	pred      func(*Object) bool
 	bookmarks bool
 
 	in     chan watch.Event
@@ -45,6 +46,11 @@ type initialEvents struct {
 	snapshot *btree.BTreeG[*Object]
 	// replay are history events with RV > the resume RV (resume from ResourceVersion).
 	replay []*event
+	// replayFrom is the resume RV of a replay.
+	replayFrom uint64
+	// initial says the watch starts with the location's state (snapshot may be nil if
+	// the location was empty).
+	initial bool
 	// rv is the watch's starting resourceVersion.
 	rv uint64
 	// endBookmark asks for the KEP-3157 "initial events end" bookmark after the snapshot.
@@ -75,7 +81,10 @@ func (w *watcher) run(ctx context.Context, init initialEvents) {
 	defer w.Stop()
 
 	switch {
-	case init.snapshot != nil:
+	case init.initial:
+		if init.snapshot == nil {
+			break
+		}
 		ok := true
 		init.snapshot.Ascend(func(o *Object) bool {
 			if w.pred != nil && !w.pred(o) {

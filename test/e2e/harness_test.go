@@ -72,14 +72,22 @@ func TestHarness(t *testing.T) {
 				t.Errorf("kubectl as a user without permissions: got %v, want a forbidden error", err)
 			}
 
-			// A user in a group bound to the view ClusterRole may list.
+			// A user in a group granted access by a Role may read. (The aggregated default roles
+			// such as "view" are empty here: no kube-controller-manager aggregates them.)
 			reader := cp.NewUser(t, "reader", "harness:readers")
-			binding := &rbacv1.ClusterRoleBinding{
-				ObjectMeta: metav1.ObjectMeta{Name: "harness-readers"},
-				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+			role := &rbacv1.Role{
+				ObjectMeta: metav1.ObjectMeta{Name: "configmap-reader", Namespace: ns},
+				Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}}},
+			}
+			if _, err := client.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("creating role: %v", err)
+			}
+			binding := &rbacv1.RoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: "harness-readers", Namespace: ns},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 				Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "harness:readers"}},
 			}
-			if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+			if _, err := client.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 				t.Fatalf("creating binding: %v", err)
 			}
 			// RBAC sees the new binding through an informer, so allow it a moment.

@@ -86,8 +86,9 @@ type ControlPlane struct {
 	// verify them).
 	ServiceAccountKeyFile string
 
-	ownsEtcd bool
-	admin    *User
+	extraArgs []string
+	ownsEtcd  bool
+	admin     *User
 }
 
 var controlPlanes atomic.Int64
@@ -129,7 +130,7 @@ func StartControlPlanes(t testing.TB, opts ...ControlPlaneOptions) []*ControlPla
 func newControlPlane(t testing.TB, opts ControlPlaneOptions) *ControlPlane {
 	t.Helper()
 	n := controlPlanes.Add(1)
-	cp := &ControlPlane{Name: opts.Name, Etcd: opts.Etcd, EtcdPrefix: opts.EtcdPrefix, Dir: t.TempDir()}
+	cp := &ControlPlane{Name: opts.Name, Etcd: opts.Etcd, EtcdPrefix: opts.EtcdPrefix, Dir: t.TempDir(), extraArgs: opts.ExtraArgs}
 	if cp.Name == "" {
 		cp.Name = "kube-apiserver-" + strconv.FormatInt(n, 10)
 	}
@@ -208,6 +209,7 @@ func (cp *ControlPlane) launch(t testing.TB) {
 		"--enable-aggregator-routing=false",
 		"--profiling=false",
 	}
+	args = append(args, cp.extraArgs...)
 	cp.APIServer = StartProcess(t, ProcessSpec{
 		Name:   cp.Name,
 		Path:   binary(t, KubeAPIServerBinary),

@@ -20,6 +20,8 @@
 // really gone.
 //
 // There is no kube-controller-manager, scheduler or kubelet: namespaces are not finalized,
-// garbage collection does not run, and the ServiceAccount admission plugin is disabled so that
-// pods can be created without a token controller.
+// garbage collection does not run, the aggregated ClusterRoles (admin, edit, view) have no
+// rules, and the ServiceAccount admission plugin is disabled so that pods can be created
+// without a token controller. RBAC picks up new bindings through an informer, so a test that
+// grants a permission should poll until it takes effect.
 package framework

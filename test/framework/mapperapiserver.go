@@ -158,11 +158,13 @@ func (m *MapperAPIServer) ViewURL(location string) string {
 	return m.URL + "/apis/mapper.kcp.io/v1alpha1/locations/" + location + "/view"
 }
 
-// Config returns a client config for user against the server itself.
+// Config returns a client config for user against the server itself, without client-side
+// throttling (QPS -1), as tests drive many requests on purpose.
 func (m *MapperAPIServer) Config(u *User) *rest.Config {
 	cfg := u.RESTConfig()
 	cfg.Host = m.URL
 	cfg.CAData = m.ServingCA.CertPEM
+	cfg.QPS = -1
 	return cfg
 }
 

@@ -126,8 +126,11 @@ func startProcess(t testing.TB, spec ProcessSpec) (*Process, error) {
 	processesMu.Unlock()
 
 	t.Cleanup(func() {
-		if err := p.Stop(); err != nil {
-			t.Errorf("stopping %s: %v", p.Name, err)
+		// Report a stop error here only if an explicit Stop has not already returned it.
+		stoppedHere := false
+		p.stopOnce.Do(func() { stoppedHere = true; p.stopErr = p.stop() })
+		if stoppedHere && p.stopErr != nil {
+			t.Errorf("stopping %s: %v", p.Name, p.stopErr)
 		}
 		if t.Failed() {
 			t.Logf("last lines of %s (pid %d, %s):\n%s", p.Name, p.PID, p.LogPath, p.LogTail(logTailLines))
@@ -156,37 +159,44 @@ func (p *Process) Running() bool {
 	}
 }
 
-// Stop ends the process group: SIGTERM, then SIGKILL when the leader has not exited after
-// [StopTimeout], then waits until the leader is reaped and SIGKILLs any group member left. It is
-// idempotent; every call returns the first call's result, which is an error only when the
-// process had to be killed or did not exit at all. An exit status caused by the stop signal is
-// not an error; see [Process.ExitError] for the raw status.
+// Stop ends the process group: SIGTERM to the group, then SIGKILL to the group when the leader
+// or another member has not exited after [StopTimeout]; it returns once the leader is reaped
+// and no member of the group is alive. It is idempotent; every call returns the first call's
+// result, which is an error only when SIGKILL was needed or did not help. An exit status caused
+// by the stop signal is not an error; see [Process.ExitError] for the raw status.
 func (p *Process) Stop() error {
 	p.stopOnce.Do(func() { p.stopErr = p.stop() })
 	return p.stopErr
 }
 
 func (p *Process) stop() error {
-	var err error
-	if p.Running() {
-		_ = syscall.Kill(-p.PID, syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(StopTimeout):
-			err = fmt.Errorf("%s (pid %d) did not exit %v after SIGTERM; killed it", p.Name, p.PID, StopTimeout)
-			_ = syscall.Kill(-p.PID, syscall.SIGKILL)
-			select {
-			case <-p.done:
-			case <-time.After(StopTimeout):
-				return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", p.Name, p.PID)
-			}
+	_ = syscall.Kill(-p.PID, syscall.SIGTERM)
+	deadline := time.Now().Add(StopTimeout)
+	if !p.waitGroupGone(deadline) {
+		_ = syscall.Kill(-p.PID, syscall.SIGKILL)
+		if !p.waitGroupGone(time.Now().Add(StopTimeout)) {
+			return fmt.Errorf("%s (pid %d): processes %v survived SIGKILL", p.Name, p.PID, LiveProcesses(p.PID))
 		}
+		return fmt.Errorf("%s (pid %d) or a process of its group did not exit %v after SIGTERM; killed them", p.Name, p.PID, StopTimeout)
 	}
-	// The group outlives its leader if the leader left children behind.
-	if kerr := syscall.Kill(-p.PID, syscall.SIGKILL); kerr == nil {
-		err = errors.Join(err, fmt.Errorf("%s (pid %d) left processes behind in its group; killed them", p.Name, p.PID))
+	return nil
+}
+
+// waitGroupGone waits until the leader is reaped and no member of its group is alive, and
+// reports whether that happened before deadline.
+func (p *Process) waitGroupGone(deadline time.Time) bool {
+	select {
+	case <-p.done:
+	case <-time.After(time.Until(deadline)):
+		return false
 	}
-	return err
+	for len(LiveProcesses(p.PID)) > 0 {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
 }
 
 // LogTail returns the last n lines of the process's log file, or a note why it cannot be read.

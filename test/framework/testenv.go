@@ -61,9 +61,9 @@ func BinDir(t testing.TB) string {
 		err = checkBinaries(dir)
 	}
 	if err != nil {
-		msg := fmt.Sprintf("control-plane binaries not available: %v; build them with `make testenv` "+
-			"(hack/install-testenv.sh) or point $%s at a directory holding %s, %s and %s",
-			err, TestenvEnv, EtcdBinary, KubeAPIServerBinary, KubectlBinary)
+		msg := fmt.Sprintf("control-plane binaries not available; build them with `make testenv` "+
+			"(hack/install-testenv.sh) or point $%s at a directory holding %s, %s and %s:\n%v",
+			TestenvEnv, EtcdBinary, KubeAPIServerBinary, KubectlBinary, err)
 		if testing.Short() {
 			t.Skip(msg)
 		}

@@ -40,16 +40,21 @@ func (cp *ControlPlane) NewUser(t testing.TB, name string, groups ...string) *Us
 		Cert:   cp.ClientCA.IssueClientCert(t, dir, "client", name, groups...),
 		dir:    dir,
 	}
-	u.config = &rest.Config{
-		Host: cp.URL,
-		TLSClientConfig: rest.TLSClientConfig{
-			CAData:   cp.ServingCA.CertPEM,
-			CertData: u.Cert.CertPEM,
-			KeyData:  u.Cert.KeyPEM,
-		},
-	}
+	u.config = restConfigFor(cp.URL, cp.ServingCA.CertPEM, u.Cert)
 	u.KubeconfigPath = u.KubeconfigFor(t, cp.URL, cp.ServingCA.CertPEM)
 	return u
+}
+
+// restConfigFor returns a client config for host, verified with caData, authenticating with kp.
+func restConfigFor(host string, caData []byte, kp *KeyPair) *rest.Config {
+	return &rest.Config{
+		Host: host,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAData:   caData,
+			CertData: kp.CertPEM,
+			KeyData:  kp.KeyPEM,
+		},
+	}
 }
 
 // RESTConfig returns a new copy of the user's client config for the control plane; the caller

@@ -13,6 +13,7 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
+
 // +k8s:openapi-gen=true
 // +k8s:openapi-model-package=io.kcp.mapper.v1alpha1
 // +k8s:deepcopy-gen=package

@@ -1,0 +1,43 @@
+# cluster-mapper developer entry points. `make help` lists the targets.
+
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+GO ?= go
+# TEST_TIMEOUT bounds each test binary; the end-to-end tests start real control planes.
+TEST_TIMEOUT ?= 60m
+# TEST_FLAGS are extra `go test` flags, parsed by the shell: TEST_FLAGS="-v -run 'TestA|TestB'".
+TEST_FLAGS ?=
+# TEST_PACKAGES are the packages `make test` runs.
+TEST_PACKAGES ?= ./...
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: testenv
+testenv: ## Build etcd, kube-apiserver and kubectl for the tests (once; cached, see hack/install-testenv.sh).
+	@bash hack/install-testenv.sh
+
+.PHONY: test
+test: testenv ## Run the unit and end-to-end tests against the testenv binaries.
+	@testenv="$$(bash hack/install-testenv.sh | tail -n 1)"; \
+	echo ">> go test $(TEST_PACKAGES) (CLUSTER_MAPPER_TESTENV=$$testenv)"; \
+	CLUSTER_MAPPER_TESTENV="$$testenv" $(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(TEST_PACKAGES)
+
+.PHONY: verify
+verify: ## Check formatting (gofmt), go vet, and that generated code is up to date.
+	@echo ">> gofmt"; \
+	unformatted="$$(find . -name '*.go' -not -path './.git/*' -not -path './_output/*' -print0 | xargs -0 gofmt -l)"; \
+	if [ -n "$$unformatted" ]; then echo "files need gofmt:"; echo "$$unformatted"; exit 1; fi
+	@echo ">> go vet"; $(GO) vet ./...
+	@if [ -f hack/verify-codegen.sh ]; then echo ">> hack/verify-codegen.sh"; bash hack/verify-codegen.sh; fi
+
+.PHONY: codegen
+codegen: ## Regenerate deepcopy, conversion, defaulting and OpenAPI code (hack/update-codegen.sh).
+	@bash hack/update-codegen.sh
+
+.PHONY: build
+build: ## Build the binaries of ./cmd/... into bin/.
+	$(GO) build -o bin/ ./cmd/...

@@ -1,0 +1,227 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/klog/v2"
+)
+
+// DefaultDiscoveryInterval is how often the source's discovery is re-read by default.
+const DefaultDiscoveryInterval = 5 * time.Second
+
+// Config configures a Cache.
+type Config struct {
+	// Dynamic is the client of the source API server.
+	Dynamic dynamic.Interface
+	// Discovery is the discovery client of the source (from the same rest.Config).
+	Discovery discovery.DiscoveryInterface
+	// Resources are the group resources to mirror. Empty means every namespaced resource the
+	// source serves with list and watch, at its preferred version, except events (core and
+	// events.k8s.io) and leases (coordination.k8s.io); subresources are never mirrored.
+	Resources []schema.GroupResource
+	// Store configures each resource's ResourceStore.
+	Store StoreOptions
+	// DiscoveryInterval is how often the source's discovery is re-read to pick up new and
+	// removed resources (CRDs); default DefaultDiscoveryInterval.
+	DiscoveryInterval time.Duration
+}
+
+// Cache mirrors the selected resources of one source: one client-go Reflector per resource
+// writes into that resource's ResourceStore, and the set of resources follows the source's
+// discovery.
+type Cache struct {
+	cfg Config
+
+	mu         sync.RWMutex
+	mirrors    map[schema.GroupVersionResource]*mirror
+	discovered bool
+
+	rvMu       sync.Mutex
+	rvBatchers map[schema.GroupVersionResource]*rvBatcher
+}
+
+// mirror is one mirrored resource: its store and its running reflector.
+type mirror struct {
+	info   ResourceInfo
+	store  *ResourceStore
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New validates cfg and returns a Cache; Run starts it.
+func New(cfg Config) (*Cache, error) {
+	if cfg.Dynamic == nil {
+		return nil, fmt.Errorf("cache: Config.Dynamic is required")
+	}
+	if cfg.Discovery == nil {
+		return nil, fmt.Errorf("cache: Config.Discovery is required")
+	}
+	if cfg.DiscoveryInterval <= 0 {
+		cfg.DiscoveryInterval = DefaultDiscoveryInterval
+	}
+	return &Cache{
+		cfg:        cfg,
+		mirrors:    map[schema.GroupVersionResource]*mirror{},
+		rvBatchers: map[schema.GroupVersionResource]*rvBatcher{},
+	}, nil
+}
+
+// Run reads the source's discovery every DiscoveryInterval and keeps one reflector per selected
+// resource running: a resource that appears gets a new store and reflector, one that
+// disappears has its reflector stopped and its store closed (its watches end cleanly). Run
+// returns when ctx ends, after stopping every reflector and closing every store.
+func (c *Cache) Run(ctx context.Context) {
+	defer c.stopAll()
+	t := time.NewTicker(c.cfg.DiscoveryInterval)
+	defer t.Stop()
+	for {
+		c.syncResources(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// syncResources reconciles the mirrored resources with the source's discovery.
+func (c *Cache) syncResources(ctx context.Context) {
+	infos, failedGroups, err := discoverResources(c.cfg.Discovery, c.cfg.Resources)
+	if err != nil {
+		klog.ErrorS(err, "Reading the source's discovery failed; keeping the mirrored resources")
+		return
+	}
+	if len(failedGroups) > 0 {
+		klog.V(2).InfoS("Discovery of some source API groups failed; keeping their mirrored resources", "groups", sets.List(failedGroups))
+	}
+	want := make(map[schema.GroupVersionResource]ResourceInfo, len(infos))
+	for _, info := range infos {
+		want[info.GVR] = info
+	}
+
+	var stopped []*mirror
+	c.mu.Lock()
+	for gvr, m := range c.mirrors {
+		if _, ok := want[gvr]; ok || failedGroups.Has(gvr.Group) {
+			continue
+		}
+		delete(c.mirrors, gvr)
+		stopped = append(stopped, m)
+	}
+	for gvr, info := range want {
+		if m, ok := c.mirrors[gvr]; ok {
+			m.info = info
+			continue
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		c.mirrors[gvr] = c.startMirror(ctx, info)
+		klog.V(1).InfoS("Mirroring a source resource", "resource", gvr.String(), "kind", info.Kind)
+	}
+	c.discovered = true
+	c.mu.Unlock()
+
+	for _, m := range stopped {
+		klog.V(1).InfoS("The source no longer serves a resource; stopped mirroring it", "resource", m.info.GVR.String())
+		m.stop()
+	}
+}
+
+// stop stops the mirror's reflector and closes its store.
+func (m *mirror) stop() {
+	m.cancel()
+	<-m.done
+	m.store.Close()
+}
+
+// stopAll stops every mirror (Run ending).
+func (c *Cache) stopAll() {
+	c.mu.Lock()
+	mirrors := c.mirrors
+	c.mirrors = map[schema.GroupVersionResource]*mirror{}
+	c.mu.Unlock()
+	for _, m := range mirrors {
+		m.cancel()
+	}
+	for _, m := range mirrors {
+		m.stop()
+	}
+}
+
+// HasSynced reports whether the source's discovery was read and every currently mirrored
+// resource's store has synced (for readyz).
+func (c *Cache) HasSynced() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if !c.discovered {
+		return false
+	}
+	for _, m := range c.mirrors {
+		if !m.store.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// Resources returns the currently mirrored resources, sorted by group, resource, version.
+func (c *Cache) Resources() []ResourceInfo {
+	c.mu.RLock()
+	out := make([]ResourceInfo, 0, len(c.mirrors))
+	for _, m := range c.mirrors {
+		out = append(out, m.info)
+	}
+	c.mu.RUnlock()
+	sortResources(out)
+	return out
+}
+
+// Store returns the store of a mirrored resource.
+func (c *Cache) Store(gvr schema.GroupVersionResource) (*ResourceStore, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	m, ok := c.mirrors[gvr]
+	if !ok {
+		return nil, false
+	}
+	return m.store, true
+}
+
+// Locations returns the stats of every location with at least one object or watcher in any
+// mirrored resource, merged over resources: Objects and Watchers summed, FirstSeen the
+// earliest, Resources the per-resource object counts.
+func (c *Cache) Locations() map[string]LocationStats {
+	c.mu.RLock()
+	stores := make([]*ResourceStore, 0, len(c.mirrors))
+	for _, m := range c.mirrors {
+		stores = append(stores, m.store)
+	}
+	c.mu.RUnlock()
+	out := map[string]LocationStats{}
+	for _, s := range stores {
+		for loc, st := range s.Locations() {
+			agg, ok := out[loc]
+			if !ok {
+				agg = LocationStats{FirstSeen: st.FirstSeen, Resources: map[schema.GroupResource]int{}}
+			}
+			agg.Objects += st.Objects
+			agg.Watchers += st.Watchers
+			if st.FirstSeen.Before(agg.FirstSeen) {
+				agg.FirstSeen = st.FirstSeen
+			}
+			for gr, n := range st.Resources {
+				agg.Resources[gr] += n
+			}
+			out[loc] = agg
+		}
+	}
+	return out
+}

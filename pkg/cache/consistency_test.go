@@ -1,0 +1,358 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// TestConsistencyUnderConcurrency drives random ingest (adds, updates with re-assignment and
+// label changes, malformed annotations, deletes, relists, source bookmarks) while clients
+// list, watch, get resumed, get closed as too slow and re-watch. Every client checks the
+// watch protocol (ADDED only for unknown objects, MODIFIED/DELETED only for known ones, RVs
+// never going backwards) and, at the end, that the state it built equals List. Run with -race.
+func TestConsistencyUnderConcurrency(t *testing.T) {
+	s := newTestStore(t, StoreOptions{HistorySize: 300, WatcherBufferSize: 20, BookmarkInterval: 5 * time.Millisecond})
+	locations := []string{"l0", "l1", "l2", "l3"}
+	rng := rand.New(rand.NewSource(1))
+	mustReplace(t, s, 1)
+
+	randomObj := func(rv uint64) *unstructured.Unstructured {
+		var ls []string
+		for _, l := range locations {
+			if rng.Intn(3) == 0 {
+				ls = append(ls, l)
+			}
+		}
+		cluster := []string{"root", "c1"}[rng.Intn(2)]
+		extra := []string{"a:kcp.io/cluster=" + cluster, "l:app=" + []string{"x", "y"}[rng.Intn(2)]}
+		if rng.Intn(20) == 0 {
+			extra = append(extra, "a:kcp.io/assigned-locations=[bad")
+			ls = nil
+		}
+		return cm(fmt.Sprintf("ns%d", rng.Intn(2)), fmt.Sprintf("o%d", rng.Intn(40)), rv, ls, extra...)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	type client struct {
+		loc     string
+		pred    func(*Object) bool
+		state   map[Key]uint64
+		lastRV  uint64
+		rewatch int
+		log     []string
+		initial bool // receiving initial events (not RV-ordered) until the end bookmark
+	}
+	preds := []func(*Object) bool{nil, func(o *Object) bool { return o.Labels()["app"] == "x" }}
+	clients := make([]*client, 12)
+	for i := range clients {
+		clients[i] = &client{loc: locations[i%len(locations)], pred: preds[(i/len(locations))%2], state: map[Key]uint64{}}
+	}
+	var finalRV uint64
+	var finalMu sync.Mutex
+	errs := make(chan error, len(clients))
+	for i, c := range clients {
+		wg.Add(1)
+		go func(i int, c *client) {
+			defer wg.Done()
+			slow := i%3 == 2 // reads slowly, gets closed as too slow and resumes
+			lg := func(f string, a ...interface{}) {
+				c.log = append(c.log, fmt.Sprintf(f, a...))
+				if len(c.log) > 60 {
+					c.log = c.log[1:]
+				}
+			}
+			start := func() (watch.Interface, error) {
+				for {
+					var w watch.Interface
+					var err error
+					switch {
+					case c.lastRV == 0 && i%2 == 0:
+						// streaming list
+						c.state = map[Key]uint64{}
+						c.initial = true
+						w, err = s.Watch(ctx, c.loc, WatchOptions{InitialEvents: true, InitialEventsEndBookmark: true, AllowBookmarks: true, Predicate: c.pred})
+					case c.lastRV == 0:
+						// list + watch
+						res, lerr := s.List(c.loc, ListOptions{Predicate: c.pred})
+						if lerr != nil {
+							return nil, lerr
+						}
+						c.state = map[Key]uint64{}
+						for _, o := range res.Items {
+							c.state[o.Key()] = o.ResourceVersion()
+						}
+						c.lastRV = res.ResourceVersion
+						lg("listed %d items at %d: %v", len(res.Items), res.ResourceVersion, sortedState(c.state))
+						fallthrough
+					default:
+						w, err = s.Watch(ctx, c.loc, WatchOptions{ResourceVersion: c.lastRV, AllowBookmarks: true, Predicate: c.pred})
+					}
+					lg("watch err=%v", err)
+					if apierrors.IsResourceExpired(err) {
+						c.lastRV = 0 // relist
+						continue
+					}
+					return w, err
+				}
+			}
+			var logf func(f string, a ...interface{})
+			logf = func(f string, a ...interface{}) {
+				c.log = append(c.log, fmt.Sprintf(f, a...))
+				if len(c.log) > 40 {
+					c.log = c.log[1:]
+				}
+			}
+			origStart := start
+			start = func() (watch.Interface, error) {
+				logf("start lastRV=%d store=%d", c.lastRV, s.ResourceVersion())
+				return origStart()
+			}
+			w, err := start()
+			if err != nil {
+				errs <- err
+				return
+			}
+			for {
+				e, ok := <-w.ResultChan()
+				if !ok {
+					if ctx.Err() != nil {
+						return
+					}
+					c.rewatch++
+					if w, err = start(); err != nil {
+						errs <- err
+						return
+					}
+					finalMu.Lock()
+					done := finalRV != 0 && c.lastRV >= finalRV && !c.initial
+					finalMu.Unlock()
+					if done {
+						w.Stop()
+						return
+					}
+					continue
+				}
+				if slow && rng2(i) {
+					time.Sleep(time.Millisecond)
+				}
+				if o, ok := e.Object.(*Object); ok {
+					logf("%s %s@%d", e.Type, o.Key(), o.ResourceVersion())
+				} else {
+					logf("%s", ev(e))
+				}
+				var rv uint64
+				switch o := e.Object.(type) {
+				case *Object:
+					rv = o.ResourceVersion()
+					if c.initial && e.Type != watch.Added {
+						errs <- fmt.Errorf("client %d: %s during initial events", i, e.Type)
+						return
+					}
+					if !c.initial && rv < c.lastRV {
+						errs <- fmt.Errorf("client %d: %s %s@%d after RV %d", i, e.Type, o.Key(), rv, c.lastRV)
+						return
+					}
+					_, known := c.state[o.Key()]
+					switch {
+					case e.Type == watch.Added && known, e.Type != watch.Added && !known:
+						errs <- fmt.Errorf("client %d (%s): %s %s@%d, known=%v\n%s", i, c.loc, e.Type, o.Key(), rv, known, strings.Join(c.log, "\n"))
+						return
+					case !o.HasLocation(c.loc) && e.Type != watch.Deleted:
+						errs <- fmt.Errorf("client %d: %s of an object not in %s", i, e.Type, c.loc)
+						return
+					}
+					if e.Type == watch.Deleted {
+						delete(c.state, o.Key())
+					} else {
+						c.state[o.Key()] = rv
+					}
+				case *unstructured.Unstructured:
+					rv, _ = strconv.ParseUint(o.GetResourceVersion(), 10, 64)
+					c.initial = false
+				}
+				if c.initial {
+					continue
+				}
+				c.lastRV = rv
+				finalMu.Lock()
+				done := finalRV != 0 && c.lastRV >= finalRV
+				finalMu.Unlock()
+				if done {
+					w.Stop()
+					return
+				}
+			}
+		}(i, c)
+	}
+
+	// A paging client: pages of a list must be consistent (sorted, unique, nothing newer than
+	// the first page's RV) even while ingest runs.
+	pagingDone := make(chan struct{})
+	go func() {
+		defer close(pagingDone)
+		for ctx.Err() == nil {
+			loc := locations[rng2int(len(locations))]
+			page, err := s.List(loc, ListOptions{Limit: 3})
+			if err != nil {
+				errs <- err
+				return
+			}
+			snap := page.ResourceVersion
+			var last Key
+			for {
+				for _, o := range page.Items {
+					if o.Key() <= last || o.ResourceVersion() > snap || !o.HasLocation(loc) {
+						errs <- fmt.Errorf("inconsistent page of %s at %d: %s@%d after %s", loc, snap, o.Key(), o.ResourceVersion(), last)
+						return
+					}
+					last = o.Key()
+				}
+				if !page.More {
+					break
+				}
+				page, err = s.List(loc, ListOptions{Limit: 3, After: last, SnapshotRV: snap})
+				if apierrors.IsResourceExpired(err) {
+					break
+				}
+				if err != nil || page.ResourceVersion != snap {
+					errs <- fmt.Errorf("continue: %v (rv %d, want %d)", err, page.ResourceVersion, snap)
+					return
+				}
+			}
+		}
+	}()
+	defer func() { cancel(); <-pagingDone }()
+
+	// Ingest.
+	rv := uint64(1)
+	present := map[string]*unstructured.Unstructured{}
+	for step := 0; step < 4000; step++ {
+		rv++
+		switch r := rng.Intn(100); {
+		case r < 70:
+			u := randomObj(rv)
+			k := string(s.identify(u).key)
+			if present[k] == nil {
+				mustAdd(t, s, u)
+			} else {
+				mustUpdate(t, s, u)
+			}
+			present[k] = u
+		case r < 90:
+			for k, u := range present {
+				d := u.DeepCopy()
+				d.SetResourceVersion(strconv.FormatUint(rv, 10))
+				mustDelete(t, s, d)
+				delete(present, k)
+				break
+			}
+		case r < 97:
+			s.UpdateResourceVersion(strconv.FormatUint(rv, 10))
+		default:
+			// Relist: some objects changed, some vanished, some new.
+			next := map[string]*unstructured.Unstructured{}
+			for k, u := range present {
+				if rng.Intn(4) > 0 {
+					next[k] = u
+				} else {
+					rv++ // the (unseen) delete used an RV of the source
+				}
+			}
+			for i := 0; i < 5; i++ {
+				rv++
+				u := randomObj(rv)
+				next[string(s.identify(u).key)] = u
+			}
+			rv++
+			var items []*unstructured.Unstructured
+			for _, u := range next {
+				items = append(items, u)
+			}
+			mustReplace(t, s, rv, items...)
+			present = next
+		}
+		if step%500 == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	rv++
+	finalMu.Lock()
+	finalRV = rv
+	finalMu.Unlock()
+	s.UpdateResourceVersion(strconv.FormatUint(rv, 10))
+
+	waitDone := make(chan struct{})
+	go func() { wg.Wait(); close(waitDone) }()
+	select {
+	case <-waitDone:
+	case err := <-errs:
+		t.Fatal(err)
+	case <-time.After(10 * time.Second):
+		for i, c := range clients {
+			t.Logf("client %d loc %s lastRV %d initial %v rewatch %d", i, c.loc, c.lastRV, c.initial, c.rewatch)
+		}
+		t.Logf("locations %+v", s.Locations())
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		t.Fatalf("clients did not catch up to %d\n%s", finalRV, buf)
+	}
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	rewatches := 0
+	for i, c := range clients {
+		rewatches += c.rewatch
+		res, err := s.List(c.loc, ListOptions{Predicate: c.pred})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[Key]uint64{}
+		for _, o := range res.Items {
+			want[o.Key()] = o.ResourceVersion()
+		}
+		if fmt.Sprint(sortedState(want)) != fmt.Sprint(sortedState(c.state)) {
+			t.Errorf("client %d (%s): state\n got %v\nwant %v", i, c.loc, sortedState(c.state), sortedState(want))
+		}
+	}
+	t.Logf("re-watches after slow close: %d", rewatches)
+}
+
+var rngMu sync.Mutex
+var rngShared = rand.New(rand.NewSource(2))
+
+func rng2(int) bool {
+	rngMu.Lock()
+	defer rngMu.Unlock()
+	return rngShared.Intn(4) == 0
+}
+
+func sortedState(m map[Key]uint64) []string {
+	var out []string
+	for k, v := range m {
+		out = append(out, fmt.Sprintf("%s@%d", k, v))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func rng2int(n int) int {
+	rngMu.Lock()
+	defer rngMu.Unlock()
+	return rngShared.Intn(n)
+}

@@ -1,0 +1,316 @@
+package cache
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+var (
+	_ toolscache.ReflectorStore         = &ResourceStore{}
+	_ toolscache.ResourceVersionUpdater = &ResourceStore{}
+)
+
+// identity is the part of an object that is computed before deciding whether it is new.
+type identity struct {
+	u         *unstructured.Unstructured
+	key       Key
+	cluster   string
+	namespace string
+	name      string
+	// annotations is the object's metadata.annotations (not copied; may be nil).
+	annotations map[string]interface{}
+}
+
+// toUnstructured accepts what a reflector hands to the store.
+func toUnstructured(obj interface{}) (*unstructured.Unstructured, error) {
+	switch t := obj.(type) {
+	case *unstructured.Unstructured:
+		if t == nil {
+			return nil, fmt.Errorf("nil object")
+		}
+		return t, nil
+	case toolscache.DeletedFinalStateUnknown:
+		return toUnstructured(t.Obj)
+	case *toolscache.DeletedFinalStateUnknown:
+		if t == nil {
+			return nil, fmt.Errorf("nil object")
+		}
+		return toUnstructured(t.Obj)
+	default:
+		return nil, fmt.Errorf("expected *unstructured.Unstructured, got %T", obj)
+	}
+}
+
+// identify computes the Key of u.
+func (s *ResourceStore) identify(u *unstructured.Unstructured) identity {
+	id := identity{u: u, name: u.GetName(), cluster: s.opts.DefaultCluster}
+	if s.namespaced {
+		id.namespace = u.GetNamespace()
+	}
+	if a, found, err := unstructured.NestedFieldNoCopy(u.Object, "metadata", "annotations"); found && err == nil {
+		id.annotations, _ = a.(map[string]interface{})
+	}
+	if c, ok := id.annotations[ClusterAnnotation].(string); ok && c != "" {
+		id.cluster = c
+	}
+	id.key = NewKey(id.cluster, id.namespace, id.name)
+	return id
+}
+
+// build turns an identified object version into an Object, parsing its assignment once. A
+// malformed annotation leaves the object unassigned, is counted and logged (once per object
+// version, since build runs once per version).
+func (s *ResourceStore) build(id identity) *Object {
+	var locs []string
+	if raw, present := id.annotations[AssignedLocationsAnnotation]; present {
+		var err error
+		if str, ok := raw.(string); ok {
+			locs, err = ParseLocations(str)
+		} else {
+			err = fmt.Errorf("annotation value is not a string")
+		}
+		if err != nil {
+			locs = nil
+			s.metrics.malformed.Inc()
+			klog.InfoS("Ignoring malformed location assignment; the object is assigned to no location",
+				"resource", s.gvr.GroupResource().String(), "object", string(id.key),
+				"resourceVersion", id.u.GetResourceVersion(), "annotation", AssignedLocationsAnnotation, "err", err.Error())
+		}
+	}
+	rv, _ := strconv.ParseUint(id.u.GetResourceVersion(), 10, 64)
+	return newObject(id.key, id.cluster, id.namespace, id.name, locs, rv, id.u)
+}
+
+// sameVersion reports whether u is the version already stored as prev (same non-empty
+// resourceVersion), in which case it carries no change.
+func sameVersion(prev *Object, u *unstructured.Unstructured) bool {
+	return prev != nil && prev.rvString != "" && prev.rvString == u.GetResourceVersion()
+}
+
+// Add implements cache.ReflectorStore: the source reported obj (an *unstructured.Unstructured,
+// which the store keeps and never changes) as added.
+func (s *ResourceStore) Add(obj interface{}) error { return s.upsert(obj) }
+
+// Update implements cache.ReflectorStore: the source reported obj as modified.
+func (s *ResourceStore) Update(obj interface{}) error { return s.upsert(obj) }
+
+// upsert applies an added or modified object version. A version already stored (same
+// resourceVersion) is ignored.
+func (s *ResourceStore) upsert(obj interface{}) error {
+	u, err := toUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	id := s.identify(u)
+	prev := s.objects[id.key]
+	if sameVersion(prev, u) {
+		return nil
+	}
+	o := s.build(id)
+	typ := watch.Added
+	if prev != nil {
+		typ = watch.Modified
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.applyLocked(&event{typ: typ, rv: max(o.rv, s.rv), obj: o, prev: prev}, true)
+	s.notifyLocked()
+	return nil
+}
+
+// Delete implements cache.ReflectorStore: the source reported obj (its final state; a
+// cache.DeletedFinalStateUnknown is accepted too) as deleted. Every location of the stored
+// object gets a DELETED event with that final state.
+func (s *ResourceStore) Delete(obj interface{}) error {
+	u, err := toUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	id := s.identify(u)
+	prev := s.objects[id.key]
+	if prev == nil {
+		return nil
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	rv, _ := strconv.ParseUint(u.GetResourceVersion(), 10, 64)
+	rv = max(rv, s.rv)
+	final := u
+	if u.GetResourceVersion() != strconv.FormatUint(rv, 10) {
+		// A stale final state (DeletedFinalStateUnknown) or an unparsable RV: the DELETED
+		// object must carry the event's RV.
+		final = u.DeepCopy()
+		final.SetResourceVersion(strconv.FormatUint(rv, 10))
+	}
+	o := newObject(prev.key, prev.cluster, prev.namespace, prev.name, prev.locations, rv, final)
+	s.applyLocked(&event{typ: watch.Deleted, rv: rv, obj: o, prev: prev}, true)
+	s.notifyLocked()
+	return nil
+}
+
+// Replace implements cache.ReflectorStore: list is the complete content of the source at
+// resourceVersion (the initial list, and relists, e.g. after the source answered 410).
+//
+// Unlike the cacher, which empties its event buffer and ends all watchers on a relist, the
+// store diffs the list against its content and applies the difference as events, so watchers
+// stay open and correct: ADDED/MODIFIED for new or changed objects at their own RVs, DELETED
+// for vanished objects (their last known state), all in RV order (see planReplaceLocked for
+// the RVs of the deletions). RVs never go backwards. The first Replace only loads the content
+// (nobody can watch before it) and starts the history at the list's RV.
+func (s *ResourceStore) Replace(list []interface{}, resourceVersion string) error {
+	var listRV uint64
+	if resourceVersion != "" {
+		var err error
+		if listRV, err = strconv.ParseUint(resourceVersion, 10, 64); err != nil {
+			return fmt.Errorf("invalid resourceVersion %q of the %s list: %v", resourceVersion, s.gvr.GroupResource(), err)
+		}
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+
+	seen := make(map[Key]struct{}, len(list))
+	var changed []*Object
+	for _, item := range list {
+		u, err := toUnstructured(item)
+		if err != nil {
+			klog.ErrorS(err, "Ignoring list item", "resource", s.gvr.GroupResource().String())
+			continue
+		}
+		id := s.identify(u)
+		if _, dup := seen[id.key]; dup {
+			continue
+		}
+		seen[id.key] = struct{}{}
+		if sameVersion(s.objects[id.key], u) {
+			continue
+		}
+		changed = append(changed, s.build(id))
+	}
+	var vanished []*Object
+	for k, o := range s.objects {
+		if _, ok := seen[k]; !ok {
+			vanished = append(vanished, o)
+		}
+	}
+	sort.SliceStable(changed, func(i, j int) bool {
+		if changed[i].rv != changed[j].rv {
+			return changed[i].rv < changed[j].rv
+		}
+		return changed[i].key < changed[j].key
+	})
+	sort.Slice(vanished, func(i, j int) bool { return vanished[i].key < vanished[j].key })
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	record := s.synced
+	for _, ev := range s.planReplaceLocked(changed, vanished, listRV) {
+		if ev.rv < s.rv { // never backwards, even for a source whose RVs did
+			ev.rv = s.rv
+			if ev.typ == watch.Deleted {
+				ev.obj = ev.prev.withResourceVersion(ev.rv)
+			}
+		}
+		s.applyLocked(ev, record)
+	}
+	s.rv = max(s.rv, listRV)
+	if !s.synced {
+		s.history.reset(s.rv)
+		s.synced = true
+	}
+	s.notifyLocked()
+	klog.V(3).InfoS("Replaced store content", "resource", s.gvr.GroupResource().String(), "resourceVersion", s.rv,
+		"objects", len(s.objects), "changed", len(changed), "vanished", len(vanished))
+	return nil
+}
+
+// Resync implements cache.ReflectorStore; nothing to do.
+func (s *ResourceStore) Resync() error { return nil }
+
+// UpdateResourceVersion implements cache.ResourceVersionUpdater. The reflector calls it with
+// the RV of bookmarks (and of events) so the store's ResourceVersion progresses even when no
+// object changes; watchers that allow bookmarks get it with their next periodic BOOKMARK.
+func (s *ResourceStore) UpdateResourceVersion(resourceVersion string) {
+	rv, err := strconv.ParseUint(resourceVersion, 10, 64)
+	if err != nil {
+		klog.ErrorS(err, "Ignoring invalid resourceVersion", "resource", s.gvr.GroupResource().String(), "resourceVersion", resourceVersion)
+		return
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || !s.synced || rv <= s.rv {
+		return
+	}
+	s.rv = rv
+	s.notifyLocked()
+}
+
+// planReplaceLocked orders the events of a relist by RV. changed are the new or changed
+// objects (each at its own RV), vanished the stored objects missing from the list at listRV.
+//
+// Each vanished object was deleted by its own write somewhere in (current RV, listRV], at an
+// RV the relist does not reveal. Every event in the history must have its own RV: a client
+// that received one of several events sharing an RV and then resumes from that RV would miss
+// the others. So the deletions get distinct RVs: the highest RVs of (current RV, listRV] that
+// no changed object uses, in Key order. Such RVs exist whenever the source gives every write
+// its own RV (etcd does): the deletes themselves used as many. Otherwise (a source whose RVs
+// went backwards) all deletions fall back to listRV.
+func (s *ResourceStore) planReplaceLocked(changed, vanished []*Object, listRV uint64) []*event {
+	events := make([]*event, 0, len(changed)+len(vanished))
+	for _, o := range changed {
+		prev := s.objects[o.key]
+		typ := watch.Added
+		if prev != nil {
+			typ = watch.Modified
+		}
+		events = append(events, &event{typ: typ, rv: o.rv, obj: o, prev: prev})
+	}
+	if len(vanished) == 0 {
+		return events
+	}
+	used := make(map[uint64]bool, len(changed))
+	for _, o := range changed {
+		used[o.rv] = true
+	}
+	free := make([]uint64, 0, len(vanished))
+	for r := listRV; r > s.rv && len(free) < len(vanished); r-- {
+		if !used[r] {
+			free = append(free, r)
+		}
+	}
+	for i, prev := range vanished {
+		rv := listRV
+		if len(free) == len(vanished) {
+			rv = free[len(free)-1-i] // ascending with the Key order
+		}
+		final := prev
+		if prev.rv != rv {
+			final = prev.withResourceVersion(rv)
+		}
+		events = append(events, &event{typ: watch.Deleted, rv: rv, obj: final, prev: prev})
+	}
+	sort.SliceStable(events, func(i, j int) bool { return events[i].rv < events[j].rv })
+	return events
+}

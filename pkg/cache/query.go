@@ -1,0 +1,135 @@
+package cache
+
+import (
+	"github.com/google/btree"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// ListOptions selects a page of a location's objects for ResourceStore.List.
+type ListOptions struct {
+	// After is the Key after which the page starts (exclusive); "" starts at the beginning.
+	After Key
+	// Limit is the maximum number of items in the page; 0 means all.
+	Limit int64
+	// SnapshotRV, when not 0, serves the page from the location's state at that
+	// resourceVersion: the ResourceVersion of the list's first page, carried in the continue
+	// token. If that state is no longer available the error is a 410 Expired.
+	SnapshotRV uint64
+	// Predicate selects objects (label/field selectors, namespace); nil selects all.
+	Predicate func(*Object) bool
+}
+
+// ListResult is one page of a location's objects.
+type ListResult struct {
+	// Items are the matching objects in Key order (shared, READ-ONLY).
+	Items []*Object
+	// ResourceVersion is the RV of the state the page shows (the list's resourceVersion).
+	ResourceVersion uint64
+	// More says whether matching items remain after the last item (the caller then issues a
+	// continue token with the last item's Key and ResourceVersion).
+	More bool
+	// RemainingItemCount is always nil: counting the rest would cost as much as listing it.
+	RemainingItemCount *int64
+}
+
+// List returns, in Key order, the objects of location that match opts.Predicate, starting
+// strictly after opts.After, at most opts.Limit items, the resourceVersion the page reflects,
+// and whether more matching items remain. Its cost grows with the location's objects, never
+// with the cache total.
+//
+// Without SnapshotRV the page shows the current state at the store's current RV; when more
+// items remain, that state is kept as a snapshot (an O(1) copy-on-write clone of the location's
+// B-tree, kept StoreOptions.SnapshotTTL) so the continue pages (SnapshotRV = the page's RV) are
+// consistent with the first, like kube-apiserver's paginated lists. With SnapshotRV, the page
+// comes from that snapshot, or from the live state if the location has not changed since; if
+// neither is possible, List returns apierrors.NewResourceExpired (410 Gone), which the view
+// answers like kube-apiserver answers an expired continue token.
+//
+// Before HasSynced the store is empty (RV 0); the view should not serve a resource before its
+// store synced (readyz) and uses WaitForResourceVersion for consistent reads.
+func (s *ResourceStore) List(location string, opts ListOptions) (ListResult, error) {
+	now := s.clock.Now()
+	s.mu.RLock()
+	li := s.locs[location]
+	rv := s.rv
+	var tree *btree.BTreeG[*Object]
+	live := true
+	if opts.SnapshotRV != 0 {
+		rv = opts.SnapshotRV
+		if t, ok := s.snaps.get(location, opts.SnapshotRV, now); ok {
+			tree, live = t, false
+		} else if opts.SnapshotRV > s.rv || (li != nil && li.lastChangeRV > opts.SnapshotRV) {
+			s.mu.RUnlock()
+			return ListResult{}, apierrors.NewResourceExpired("the provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
+		}
+	}
+	if live {
+		if li != nil {
+			tree = li.tree
+		}
+	} else {
+		s.mu.RUnlock()
+	}
+
+	items, more := collect(tree, opts)
+	if live {
+		if more {
+			s.snaps.add(location, rv, li.tree, li.lastChangeRV, now)
+		}
+		s.mu.RUnlock()
+	}
+	return ListResult{Items: items, ResourceVersion: rv, More: more}, nil
+}
+
+// collect walks tree from opts.After and returns up to opts.Limit matching objects, and whether
+// more matching objects follow.
+func collect(tree *btree.BTreeG[*Object], opts ListOptions) ([]*Object, bool) {
+	if tree == nil {
+		return []*Object{}, false
+	}
+	capHint := tree.Len()
+	if opts.Limit > 0 && int64(capHint) > opts.Limit {
+		capHint = int(opts.Limit)
+	}
+	if opts.Predicate != nil && capHint > 64 {
+		capHint = 64
+	}
+	items := make([]*Object, 0, capHint)
+	more := false
+	iter := func(o *Object) bool {
+		if o.key <= opts.After {
+			return true
+		}
+		if opts.Predicate != nil && !opts.Predicate(o) {
+			return true
+		}
+		if opts.Limit > 0 && int64(len(items)) >= opts.Limit {
+			more = true
+			return false
+		}
+		items = append(items, o)
+		return true
+	}
+	if opts.After != "" {
+		tree.AscendGreaterOrEqual(&Object{key: opts.After}, iter)
+	} else {
+		tree.Ascend(iter)
+	}
+	return items, more
+}
+
+// Get returns the object namespace/name (namespace "" for cluster-scoped resources) of
+// location, and the store's current resourceVersion. If several logical clusters hold the same
+// namespace/name for that location, the one with the lowest Key (i.e. the lowest cluster name)
+// wins. ok is false when no such object is assigned to location.
+func (s *ResourceStore) Get(location, namespace, name string) (obj *Object, rv uint64, ok bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	rv = s.rv
+	li := s.locs[location]
+	if li == nil {
+		return nil, rv, false
+	}
+	obj, ok = li.get(namespace, name)
+	return obj, rv, ok
+}

@@ -1,0 +1,110 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// sourceRequestTimeout bounds a shared resourceVersion request to the source.
+const sourceRequestTimeout = 30 * time.Second
+
+// SourceResourceVersion returns the source's current resourceVersion for gvr, read with a
+// `limit=1` LIST at resourceVersion "" (a consistent read on the source). The view waits until
+// the store reached it (ResourceStore.WaitForResourceVersion) to serve consistent reads, like
+// kube-apiserver's consistent reads from cache.
+//
+// Concurrent callers for the same gvr share requests, but a caller only joins a request that
+// starts after it arrived (at most one request in flight and one queued per gvr), so the RV is
+// never older than the caller's own call: read-your-writes holds. (singleflight would let a
+// caller join a request started before a write the caller has just made.)
+func (c *Cache) SourceResourceVersion(ctx context.Context, gvr schema.GroupVersionResource) (uint64, error) {
+	c.rvMu.Lock()
+	b := c.rvBatchers[gvr]
+	if b == nil {
+		b = &rvBatcher{fetch: func(ctx context.Context) (uint64, error) {
+			list, err := c.cfg.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
+			if err != nil {
+				return 0, err
+			}
+			rv, err := strconv.ParseUint(list.GetResourceVersion(), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("the source answered resourceVersion %q for %s: %v", list.GetResourceVersion(), gvr.GroupResource(), err)
+			}
+			return rv, nil
+		}}
+		c.rvBatchers[gvr] = b
+	}
+	c.rvMu.Unlock()
+	return b.get(ctx)
+}
+
+// SourceGet reads namespace/name of gvr live from the source (a consistent GET, resourceVersion
+// ""). namespace is "" for cluster-scoped resources. Errors are the source's API errors.
+func (c *Cache) SourceGet(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
+	if namespace == "" {
+		return c.cfg.Dynamic.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
+	}
+	return c.cfg.Dynamic.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// rvBatcher batches resourceVersion reads: one request in flight; callers arriving meanwhile
+// share the next request, which starts when the current one ends.
+type rvBatcher struct {
+	fetch func(context.Context) (uint64, error)
+
+	mu       sync.Mutex
+	inflight *rvCall
+	next     *rvCall
+}
+
+type rvCall struct {
+	done chan struct{}
+	rv   uint64
+	err  error
+}
+
+func (b *rvBatcher) get(ctx context.Context) (uint64, error) {
+	b.mu.Lock()
+	var call *rvCall
+	switch {
+	case b.inflight == nil:
+		call = &rvCall{done: make(chan struct{})}
+		b.inflight = call
+		go b.run(call)
+	case b.next == nil:
+		call = &rvCall{done: make(chan struct{})}
+		b.next = call
+	default:
+		call = b.next
+	}
+	b.mu.Unlock()
+	select {
+	case <-call.done:
+		return call.rv, call.err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// run performs call, then the queued call (if any), until none is left. The requests do not
+// depend on any single caller's context (callers give up on their own).
+func (b *rvBatcher) run(call *rvCall) {
+	for call != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), sourceRequestTimeout)
+		call.rv, call.err = b.fetch(ctx)
+		cancel()
+		close(call.done)
+		b.mu.Lock()
+		call = b.next
+		b.next = nil
+		b.inflight = call
+		b.mu.Unlock()
+	}
+}

@@ -1,0 +1,309 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
+)
+
+// Defaults of StoreOptions.
+const (
+	// DefaultHistorySize is the default number of events kept for watch resumption. The
+	// cacher sizes its buffer dynamically (up to ~100k events for 75s); 10000 covers a few
+	// minutes of a busy source at a bounded memory cost (each event references two object
+	// versions). Only events that touch at least one location are kept.
+	DefaultHistorySize = 10000
+	// DefaultWatcherBufferSize is the default number of events buffered per watcher before the
+	// watcher is closed as too slow (the cacher uses 10-1000, depending on the resource).
+	DefaultWatcherBufferSize = 1000
+	// DefaultBookmarkInterval is how often a watch that allows bookmarks gets a BOOKMARK with the
+	// store's current resourceVersion (only if the store moved past what the watch has seen).
+	// The cacher uses about a minute; a shorter interval keeps the resume point of a quiet
+	// location's watcher inside the history while other locations churn.
+	DefaultBookmarkInterval = 5 * time.Second
+	// DefaultSnapshotTTL is how long the snapshot behind a paginated list stays available for
+	// its continue pages (kube-apiserver's continue tokens of the watch cache last about as
+	// long as its event history, 75s).
+	DefaultSnapshotTTL = 2 * time.Minute
+	// DefaultMaxSnapshotsPerLocation bounds the snapshots kept per location.
+	DefaultMaxSnapshotsPerLocation = 16
+)
+
+// tooLargeResourceVersionWait is how long Watch waits for the store to reach a resourceVersion
+// ahead of it before answering "Too large resource version" (the cacher waits 3s as well).
+var tooLargeResourceVersionWait = 3 * time.Second
+
+// StoreOptions configures a ResourceStore. Zero values select the defaults.
+type StoreOptions struct {
+	// DefaultCluster is the logical cluster of objects without the kcp.io/cluster annotation.
+	DefaultCluster string
+	// HistorySize is the number of events kept for watch resumption (DefaultHistorySize).
+	HistorySize int
+	// WatcherBufferSize is the number of events buffered per watcher before it is closed as
+	// too slow (DefaultWatcherBufferSize).
+	WatcherBufferSize int
+	// BookmarkInterval is how often watchers that allow bookmarks get one
+	// (DefaultBookmarkInterval).
+	BookmarkInterval time.Duration
+	// SnapshotTTL is how long list snapshots are kept for continue pages (DefaultSnapshotTTL).
+	SnapshotTTL time.Duration
+	// MaxSnapshotsPerLocation bounds the list snapshots per location
+	// (DefaultMaxSnapshotsPerLocation).
+	MaxSnapshotsPerLocation int
+	// Clock is the time source (tests use a fake clock); default the real clock. It needs
+	// tickers (periodic bookmarks), hence clock.WithTicker.
+	Clock clock.WithTicker
+}
+
+// withDefaults returns o with zero fields defaulted.
+func (o StoreOptions) withDefaults() StoreOptions {
+	if o.HistorySize <= 0 {
+		o.HistorySize = DefaultHistorySize
+	}
+	if o.WatcherBufferSize <= 0 {
+		o.WatcherBufferSize = DefaultWatcherBufferSize
+	}
+	if o.BookmarkInterval <= 0 {
+		o.BookmarkInterval = DefaultBookmarkInterval
+	}
+	if o.SnapshotTTL <= 0 {
+		o.SnapshotTTL = DefaultSnapshotTTL
+	}
+	if o.MaxSnapshotsPerLocation <= 0 {
+		o.MaxSnapshotsPerLocation = DefaultMaxSnapshotsPerLocation
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	return o
+}
+
+// ResourceStore holds one mirrored resource (one GroupVersionResource) of the source: its
+// objects, the per-location index, the event history and the location watchers.
+//
+// The ingest side (Add, Update, Delete, Replace, UpdateResourceVersion: a client-go
+// cache.ReflectorStore and cache.ResourceVersionUpdater) is written by one client-go
+// Reflector, in event order, like kube-apiserver's cacher feeds its watchCache. The query side
+// (Get, List, Watch, ...) is safe for concurrent use with ingest: each event is applied
+// atomically under a mutex, so readers never see a half-applied event.
+type ResourceStore struct {
+	gvr        schema.GroupVersionResource
+	gvk        schema.GroupVersionKind
+	namespaced bool
+	opts       StoreOptions
+	clock      clock.WithTicker
+	metrics    *storeMetrics
+
+	// writeMu serializes the writers. Holding it, a writer may read objects without mu
+	// (only writers change it, under mu).
+	writeMu sync.Mutex
+
+	mu      sync.RWMutex
+	objects map[Key]*Object
+	// locs has an entry for every location ever seen (object or watcher); entries are kept
+	// while empty so that lastChangeRV stays known (List with SnapshotRV) — locations are few.
+	locs    map[string]*locationIndex
+	rv      uint64
+	synced  bool
+	closed  bool
+	history history
+	// changed is closed (and replaced) when rv, synced or closed change while waiters > 0.
+	changed chan struct{}
+	waiters int
+
+	snaps *snapshots
+}
+
+// NewResourceStore returns an empty store for the resource gvr of kind gvk. namespaced says
+// whether the resource is namespaced (for a cluster-scoped resource the namespace of objects is
+// ignored). The store starts unsynced: HasSynced turns true with the first Replace.
+func NewResourceStore(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, namespaced bool, opts StoreOptions) *ResourceStore {
+	opts = opts.withDefaults()
+	return &ResourceStore{
+		gvr:        gvr,
+		gvk:        gvk,
+		namespaced: namespaced,
+		opts:       opts,
+		clock:      opts.Clock,
+		metrics:    newStoreMetrics(gvr.GroupResource().String()),
+		objects:    map[Key]*Object{},
+		locs:       map[string]*locationIndex{},
+		history:    history{size: opts.HistorySize},
+		changed:    make(chan struct{}),
+		snaps:      newSnapshots(opts.SnapshotTTL, opts.MaxSnapshotsPerLocation),
+	}
+}
+
+// GVR returns the store's resource.
+func (s *ResourceStore) GVR() schema.GroupVersionResource { return s.gvr }
+
+// GVK returns the kind of the store's objects.
+func (s *ResourceStore) GVK() schema.GroupVersionKind { return s.gvk }
+
+// Namespaced reports whether the resource is namespaced.
+func (s *ResourceStore) Namespaced() bool { return s.namespaced }
+
+// ResourceVersion returns the highest resourceVersion the store has processed (events, Replace,
+// and the source's bookmarks via UpdateResourceVersion).
+func (s *ResourceStore) ResourceVersion() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.rv
+}
+
+// HasSynced reports whether the first Replace (the initial list of the source) is done.
+func (s *ResourceStore) HasSynced() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.synced
+}
+
+// WaitForResourceVersion blocks until ResourceVersion() >= rv. It returns ctx.Err() when ctx
+// ends first, and a ServiceUnavailable error when the store is closed first. The view uses it
+// for consistent reads: fetch the source's current RV (Cache.SourceResourceVersion), wait, read.
+func (s *ResourceStore) WaitForResourceVersion(ctx context.Context, rv uint64) error {
+	if err := s.waitUntil(ctx, func() bool { return s.rv >= rv || s.closed }); err != nil {
+		return err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.rv < rv {
+		return s.closedError()
+	}
+	return nil
+}
+
+// waitUntil blocks until cond (evaluated under s.mu) holds or ctx ends (ctx.Err()).
+func (s *ResourceStore) waitUntil(ctx context.Context, cond func() bool) error {
+	s.mu.RLock()
+	ok := cond()
+	s.mu.RUnlock()
+	if ok {
+		return nil
+	}
+	for {
+		s.mu.Lock()
+		if cond() {
+			s.mu.Unlock()
+			return nil
+		}
+		s.waiters++
+		ch := s.changed
+		s.mu.Unlock()
+
+		var err error
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		s.mu.Lock()
+		s.waiters--
+		s.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// notifyLocked wakes waitUntil callers. Called with s.mu held for writing.
+func (s *ResourceStore) notifyLocked() {
+	if s.waiters > 0 {
+		close(s.changed)
+		s.changed = make(chan struct{})
+	}
+}
+
+// closedError is returned by calls on a closed store (the resource left the source).
+func (s *ResourceStore) closedError() error {
+	return apierrors.NewServiceUnavailable(fmt.Sprintf("%s is no longer mirrored from the source", s.gvr.GroupResource()))
+}
+
+// Close ends the store: every watch ends (its result channel is closed), waiters return, and
+// the store drops its content. Used when the resource disappears from the source. Idempotent.
+func (s *ResourceStore) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	for _, li := range s.locs {
+		for _, w := range append([]*watcher(nil), li.watchers...) {
+			w.signalStop()
+			s.unregisterLocked(w)
+		}
+	}
+	s.metrics.objects.Add(-float64(len(s.objects)))
+	s.objects = map[Key]*Object{}
+	s.locs = map[string]*locationIndex{}
+	s.history.reset(s.rv)
+	s.snaps.reset()
+	s.notifyLocked()
+}
+
+// LocationStats describes one location within a store (or, from Cache.Locations, across all
+// mirrored resources).
+type LocationStats struct {
+	// Objects is the number of objects assigned to the location.
+	Objects int
+	// Watchers is the number of open watches of the location.
+	Watchers int
+	// FirstSeen is when the location was first seen (earliest over resources for
+	// Cache.Locations); it restarts with the process.
+	FirstSeen time.Time
+	// Resources counts the location's objects per resource (only resources with objects).
+	Resources map[schema.GroupResource]int
+}
+
+// Locations returns the stats of every location that has at least one object or one watcher in
+// this resource.
+func (s *ResourceStore) Locations() map[string]LocationStats {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make(map[string]LocationStats, len(s.locs))
+	gr := s.gvr.GroupResource()
+	for name, li := range s.locs {
+		n := li.tree.Len()
+		if n == 0 && len(li.watchers) == 0 {
+			continue
+		}
+		st := LocationStats{Objects: n, Watchers: len(li.watchers), FirstSeen: li.firstSeen}
+		if n > 0 {
+			st.Resources = map[schema.GroupResource]int{gr: n}
+		}
+		out[name] = st
+	}
+	return out
+}
+
+// Namespaces returns the namespaces that hold objects of location in this resource, with the
+// number of the location's objects in each ("" for cluster-scoped resources).
+func (s *ResourceStore) Namespaces(location string) map[string]int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	li := s.locs[location]
+	if li == nil {
+		return map[string]int{}
+	}
+	out := make(map[string]int, len(li.namespaces))
+	for ns, n := range li.namespaces {
+		out[ns] = n
+	}
+	return out
+}
+
+// locationLocked returns the index of location name, creating it. Called with s.mu held for writing.
+func (s *ResourceStore) locationLocked(name string) *locationIndex {
+	li := s.locs[name]
+	if li == nil {
+		li = newLocationIndex(name, s.clock.Now())
+		s.locs[name] = li
+	}
+	return li
+}

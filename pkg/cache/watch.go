@@ -1,0 +1,185 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// WatchOptions configures ResourceStore.Watch.
+type WatchOptions struct {
+	// ResourceVersion is the resume point: every event with a greater RV that affects the
+	// location and passes Predicate is sent, none with a smaller or equal one. 0 means "from
+	// now" (the store's current RV). Ignored with InitialEvents.
+	ResourceVersion uint64
+	// InitialEvents sends first an ADDED event for every object of the location that passes
+	// Predicate (the state at the start of the watch), then the live events. The view uses it
+	// for resourceVersion "" and "0" and for sendInitialEvents=true.
+	InitialEvents bool
+	// InitialEventsEndBookmark, with InitialEvents, sends after the initial events a BOOKMARK
+	// whose object carries the annotation "k8s.io/initial-events-end": "true" and the RV of
+	// the initial state (KEP-3157 streaming lists, sendInitialEvents=true). It is sent when
+	// requested, whatever AllowBookmarks says. For sendInitialEvents=true with a
+	// resourceVersion (NotOlderThan) or a consistent read, call WaitForResourceVersion first:
+	// the initial state is the store's state when Watch registers.
+	InitialEventsEndBookmark bool
+	// AllowBookmarks asks for periodic BOOKMARK events (StoreOptions.BookmarkInterval) with
+	// the store's current RV; the object is an *unstructured.Unstructured of the resource's
+	// apiVersion/kind with only metadata.resourceVersion set.
+	AllowBookmarks bool
+	// Predicate selects the objects the watch shows (label/field selectors, namespace); nil
+	// selects all of the location's objects. It must be cheap and safe for concurrent use.
+	Predicate func(*Object) bool
+}
+
+// Watch starts a watch on the objects of location.
+//
+// Each event the source makes to an object becomes, for this watch, ADDED / MODIFIED / DELETED
+// according to whether the object was and is assigned to location and passes Predicate (see
+// the cacher's convertToWatchEvent); a DELETED for an object that stops matching carries the
+// old content at the event's RV. Registration and taking the initial state or reading the
+// history are atomic with ingest: no event is lost or sent twice.
+//
+// Before the store's first sync, Watch waits for it (like the cacher waits until ready). A
+// ResourceVersion ahead of the store is waited for up to 3s, then answered with a "Too large
+// resource version" Timeout error (as the cacher does). A ResourceVersion older than the
+// history returns a 410 Expired error "too old resource version: R (oldest)" (kube-apiserver's
+// wording; oldest is the lowest RV that can still be resumed from). ctx ending (or Stop, or the
+// store closing, or the client falling WatcherBufferSize events behind) ends the watch and
+// closes its result channel.
+func (s *ResourceStore) Watch(ctx context.Context, location string, opts WatchOptions) (watch.Interface, error) {
+	if err := s.waitUntil(ctx, func() bool { return s.synced || s.closed }); err != nil {
+		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("%s is not synced with the source yet: %v", s.gvr.GroupResource(), err))
+	}
+	if !opts.InitialEvents && opts.ResourceVersion > 0 {
+		if err := s.waitForWatchRV(ctx, opts.ResourceVersion); err != nil {
+			return nil, err
+		}
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, s.closedError()
+	}
+	init := initialEvents{rv: s.rv}
+	li := s.locs[location]
+	if opts.InitialEvents {
+		init.initial = true
+		if li != nil && li.tree.Len() > 0 {
+			init.snapshot = li.tree.Clone()
+		}
+		init.endBookmark = opts.InitialEventsEndBookmark
+	} else {
+		from := opts.ResourceVersion
+		if from == 0 {
+			from = s.rv
+		}
+		if from < s.history.start {
+			return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, s.history.start))
+		}
+		init.replay = s.history.since(from)
+		init.replayFrom = from
+	}
+
+	w := &watcher{
+		store:     s,
+		location:  location,
+		pred:      opts.Predicate,
+		bookmarks: opts.AllowBookmarks,
+		in:        make(chan watch.Event, s.opts.WatcherBufferSize),
+		result:    make(chan watch.Event),
+		done:      make(chan struct{}),
+	}
+	// Periodic bookmarks start from what the watch is handed: the resume point (the replay
+	// may not touch the location at all) or, for initial events, the state's RV only if the
+	// end bookmark conveys it.
+	switch {
+	case !opts.InitialEvents:
+		w.lastQueuedRV.Store(init.replayFrom)
+	case opts.InitialEventsEndBookmark:
+		w.lastQueuedRV.Store(s.rv)
+	}
+	if li == nil {
+		li = s.locationLocked(location)
+	}
+	w.loc = li
+	li.addWatcher(w)
+	w.registered = true
+	s.metrics.watchers.Inc()
+
+	go w.run(ctx, init)
+	return w, nil
+}
+
+// waitForWatchRV waits (up to tooLargeResourceVersionWait) until the store reached rv.
+func (s *ResourceStore) waitForWatchRV(ctx context.Context, rv uint64) error {
+	wctx, cancel := context.WithTimeout(ctx, tooLargeResourceVersionWait)
+	defer cancel()
+	if err := s.waitUntil(wctx, func() bool { return s.rv >= rv || s.closed }); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		current := s.ResourceVersion()
+		// The cacher's storage.NewTooLargeResourceVersionError (504 with a retry hint).
+		e := apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", rv, current), 1)
+		e.ErrStatus.Details.Causes = []metav1.StatusCause{{
+			Type:    metav1.CauseTypeResourceVersionTooLarge,
+			Message: "Too large resource version",
+		}}
+		return e
+	}
+	return nil
+}
+
+// unregister removes w from the store (no more events are queued for it).
+func (s *ResourceStore) unregister(w *watcher) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unregisterLocked(w)
+}
+
+// unregisterLocked removes w. Called with s.mu held for writing.
+func (s *ResourceStore) unregisterLocked(w *watcher) {
+	if !w.registered {
+		return
+	}
+	w.registered = false
+	w.loc.removeWatcher(w)
+	s.metrics.watchers.Dec()
+}
+
+// queueBookmark queues a periodic BOOKMARK at the store's current RV for w, behind the events
+// already queued (so a bookmark never claims an RV whose events w has not received yet). It is
+// skipped when w has already been handed that RV or its buffer is full.
+func (s *ResourceStore) queueBookmark(w *watcher) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if !w.registered || s.rv <= w.lastQueuedRV.Load() {
+		return
+	}
+	select {
+	case w.in <- watch.Event{Type: watch.Bookmark, Object: s.bookmarkObject(s.rv, false)}:
+		w.lastQueuedRV.Store(s.rv)
+		s.metrics.bookmarks.Inc()
+	default:
+	}
+}
+
+// bookmarkObject returns the object of a BOOKMARK event at rv: the resource's apiVersion/kind
+// and metadata.resourceVersion only; with initialEventsEnd also the annotation
+// "k8s.io/initial-events-end": "true" (KEP-3157).
+func (s *ResourceStore) bookmarkObject(rv uint64, initialEventsEnd bool) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]interface{}{}}
+	u.SetGroupVersionKind(s.gvk)
+	u.SetResourceVersion(strconv.FormatUint(rv, 10))
+	if initialEventsEnd {
+		u.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+	}
+	return u
+}

@@ -1,0 +1,599 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	clientfeatures "k8s.io/client-go/features"
+	clientfeaturestesting "k8s.io/client-go/features/testing"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/cluster-mapper/cluster-mapper/test/framework"
+)
+
+var viewLocations = []string{"east", "west", "north"}
+
+// viewEnv is one source kube-apiserver with test data and a mapper-apiserver mirroring it.
+type viewEnv struct {
+	source *framework.ControlPlane
+	server *framework.MapperAPIServer
+	src    dynamic.Interface
+	views  map[string]dynamic.Interface
+	nss    []string
+}
+
+// historySize is the mapper-apiserver's watch history in these tests: small, so that a test
+// can push a resourceVersion out of it.
+const historySize = 300
+
+func startViewEnv(t *testing.T, ctx context.Context) *viewEnv {
+	t.Helper()
+	source := framework.StartControlPlane(t, framework.ControlPlaneOptions{Name: "source"})
+	srcConfig := source.AdminConfig()
+	srcConfig.QPS = -1 // no client-side throttling: the tests write hundreds of objects
+	src, err := dynamic.NewForConfig(srcConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createCRD(t, ctx, src, "widgets", "Widget")
+	env := &viewEnv{source: source, src: src, views: map[string]dynamic.Interface{}, nss: []string{"team-a", "team-b", "team-c"}}
+
+	// About 300 objects over ConfigMaps, Deployments and Widgets, in three namespaces, each
+	// assigned to a random subset of the locations, some with malformed annotations.
+	r := rand.New(rand.NewSource(1))
+	for _, ns := range env.nss {
+		ensureNamespace(t, ctx, src, ns)
+		for i := 0; i < 40; i++ {
+			env.create(t, ctx, configMapsGVR, newConfigMap(ns, fmt.Sprintf("cm-%02d", i), randomLocations(r, viewLocations)...))
+		}
+		for i := 0; i < 30; i++ {
+			env.create(t, ctx, deploymentsGVR, newDeployment(ns, fmt.Sprintf("deploy-%02d", i), randomLocations(r, viewLocations)...))
+		}
+		for i := 0; i < 30; i++ {
+			env.create(t, ctx, widgetsGVR, newWidget(widgetsGVR, "Widget", ns, fmt.Sprintf("widget-%02d", i), randomLocations(r, viewLocations)...))
+		}
+		for i, bad := range []string{`not json`, `{"east":true}`, `[1,2]`, `["East"]`, `[]`, `["` + strings.Repeat("x", 64) + `"]`, bigAssignment(5000)} {
+			cm := newConfigMap(ns, fmt.Sprintf("malformed-%d", i))
+			setMalformed(cm, bad)
+			env.create(t, ctx, configMapsGVR, cm)
+		}
+	}
+
+	env.server = framework.StartMapperAPIServer(t, source,
+		"--resources=configmaps,deployments.apps,widgets.example.com,gadgets.example.com",
+		fmt.Sprintf("--watch-history-size=%d", historySize),
+		"--source-discovery-interval=1s",
+		"--bookmark-interval=1s",
+	)
+	for _, l := range viewLocations {
+		v, err := dynamic.NewForConfig(env.server.ViewConfig(source.Admin(), l))
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.views[l] = v
+	}
+	return env
+}
+
+// bigAssignment is an annotation value with n valid location names: more than an object may name.
+func bigAssignment(n int) string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf(`"loc-%d"`, i)
+	}
+	return "[" + strings.Join(names, ",") + "]"
+}
+
+func (e *viewEnv) create(t *testing.T, ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	out, err := e.src.Resource(gvr).Namespace(obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating %s %s/%s: %v", gvr.Resource, obj.GetNamespace(), obj.GetName(), err)
+	}
+	return out
+}
+
+// update reads the source object, applies mutate and writes it back.
+func (e *viewEnv) update(t *testing.T, ctx context.Context, gvr schema.GroupVersionResource, ns, name string, mutate func(*unstructured.Unstructured)) *unstructured.Unstructured {
+	t.Helper()
+	obj, err := e.src.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading %s %s/%s: %v", gvr.Resource, ns, name, err)
+	}
+	mutate(obj)
+	out, err := e.src.Resource(gvr).Namespace(ns).Update(ctx, obj, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("updating %s %s/%s: %v", gvr.Resource, ns, name, err)
+	}
+	return out
+}
+
+// TestViews proves the read path of location views against a real source kube-apiserver, a
+// real mapper-apiserver process and the built kubectl.
+func TestViews(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	env := startViewEnv(t, ctx)
+
+	t.Run("lists match ground truth", func(t *testing.T) { testListsMatchGroundTruth(t, ctx, env) })
+	t.Run("get", func(t *testing.T) { testGet(t, ctx, env) })
+	t.Run("writes are refused", func(t *testing.T) { testWritesRefused(t, ctx, env) })
+	t.Run("paging", func(t *testing.T) { testPaging(t, ctx, env) })
+	for _, watchList := range []bool{true, false} {
+		t.Run(fmt.Sprintf("informer WatchListClient=%v", watchList), func(t *testing.T) {
+			clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, watchList)
+			testInformer(t, ctx, env, watchList)
+		})
+	}
+	t.Run("resume watch", func(t *testing.T) { testResumeWatch(t, ctx, env) })
+	t.Run("kubectl", func(t *testing.T) { testKubectl(t, ctx, env) })
+	t.Run("new CRD", func(t *testing.T) { testNewCRD(t, ctx, env) })
+}
+
+func testListsMatchGroundTruth(t *testing.T, ctx context.Context, env *viewEnv) {
+	total := 0
+	for _, loc := range viewLocations {
+		for _, gvr := range []schema.GroupVersionResource{configMapsGVR, deploymentsGVR, widgetsGVR} {
+			for _, ns := range append([]string{""}, env.nss...) {
+				want := groundTruth(t, ctx, env.src, gvr, loc, ns)
+				got := viewKeys(t, ctx, env.views[loc], gvr, ns)
+				if !want.Equal(got) {
+					t.Errorf("%s %s in namespace %q: %s", loc, gvr.Resource, ns, diff(want, got))
+				}
+				if ns == "" {
+					total += got.Len()
+				}
+			}
+		}
+	}
+	if total == 0 {
+		t.Fatal("no view holds any object: the test data assigns none")
+	}
+	t.Logf("%d assigned objects across %d locations match the source's label-selector lists", total, len(viewLocations))
+
+	// /api/v1/namespaces inside a view lists the namespaces that hold the location's objects.
+	list, err := env.views["east"].Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("listing namespaces through the view: %v", err)
+	}
+	got := sets.New[string]()
+	for _, ns := range list.Items {
+		got.Insert(ns.GetName())
+	}
+	want := sets.New[string]()
+	for _, gvr := range []schema.GroupVersionResource{configMapsGVR, deploymentsGVR, widgetsGVR} {
+		for k := range groundTruth(t, ctx, env.src, gvr, "east", "") {
+			want.Insert(strings.SplitN(k, "/", 2)[0])
+		}
+	}
+	if !want.Equal(got) {
+		t.Errorf("namespaces of east: %s", diff(want, got))
+	}
+}
+
+func testGet(t *testing.T, ctx context.Context, env *viewEnv) {
+	env.create(t, ctx, configMapsGVR, newConfigMap("team-a", "get-east", "east"))
+	env.create(t, ctx, configMapsGVR, newConfigMap("team-a", "get-west", "west"))
+	// resourceVersion "" is a consistent read: the object just written is there at once.
+	got, err := env.views["east"].Resource(configMapsGVR).Namespace("team-a").Get(ctx, "get-east", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("GET of an east object through east's view right after writing it: %v", err)
+	}
+	if got.GetAnnotations()[assignedAnnotation] != `["east"]` {
+		t.Errorf("the view's object lost its annotation: %v", got.GetAnnotations())
+	}
+	_, err = env.views["east"].Resource(configMapsGVR).Namespace("team-a").Get(ctx, "get-west", metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("GET of a west-only object through east's view: want 404, got %v", err)
+	}
+	_, err = env.views["east"].Resource(configMapsGVR).Namespace("team-a").Get(ctx, "does-not-exist", metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("GET of an absent object: want 404, got %v", err)
+	}
+	// A location name that is not a DNS-1123 label is a 404 that says why.
+	bad, err := dynamic.NewForConfig(env.server.ViewConfig(env.source.Admin(), "Not_A_Label"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = bad.Resource(configMapsGVR).List(ctx, metav1.ListOptions{})
+	if !apierrors.IsNotFound(err) || !strings.Contains(err.Error(), "DNS-1123") {
+		t.Errorf("view of an invalid location name: want 404 naming DNS-1123, got %v", err)
+	}
+}
+
+func testWritesRefused(t *testing.T, ctx context.Context, env *viewEnv) {
+	view := env.views["east"].Resource(configMapsGVR).Namespace("team-a")
+	before, err := env.src.Resource(configMapsGVR).Namespace("team-a").Get(ctx, "get-east", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := map[string]error{}
+	_, checks["create"] = view.Create(ctx, newConfigMap("team-a", "created-through-view", "east"), metav1.CreateOptions{})
+	upd := before.DeepCopy()
+	upd.Object["data"] = map[string]interface{}{"key": "changed-through-view"}
+	_, checks["update"] = view.Update(ctx, upd, metav1.UpdateOptions{})
+	_, checks["patch"] = view.Patch(ctx, "get-east", "application/merge-patch+json", []byte(`{"data":{"key":"patched"}}`), metav1.PatchOptions{})
+	checks["delete"] = view.Delete(ctx, "get-east", metav1.DeleteOptions{})
+	for verb, err := range checks {
+		if !apierrors.IsMethodNotSupported(err) || !strings.Contains(err.Error(), "read-only") {
+			t.Errorf("%s through a view: want 405 saying views are read-only, got %v", verb, err)
+		}
+	}
+	after, err := env.src.Resource(configMapsGVR).Namespace("team-a").Get(ctx, "get-east", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the source object is gone after writes through the view: %v", err)
+	}
+	if after.GetResourceVersion() != before.GetResourceVersion() {
+		t.Errorf("a refused write changed the source object: resourceVersion %s → %s", before.GetResourceVersion(), after.GetResourceVersion())
+	}
+	if _, err := env.src.Resource(configMapsGVR).Namespace("team-a").Get(ctx, "created-through-view", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a create through the view reached the source: %v", err)
+	}
+}
+
+func testPaging(t *testing.T, ctx context.Context, env *viewEnv) {
+	want := groundTruth(t, ctx, env.src, configMapsGVR, "west", "")
+	got := sets.New[string]()
+	opts := metav1.ListOptions{Limit: 7}
+	pages, rv := 0, ""
+	for {
+		list, err := env.views["west"].Resource(configMapsGVR).List(ctx, opts)
+		if err != nil {
+			t.Fatalf("page %d: %v", pages, err)
+		}
+		pages++
+		if rv == "" {
+			rv = list.GetResourceVersion()
+		} else if list.GetResourceVersion() != rv {
+			t.Errorf("page %d served at resourceVersion %s, the first at %s", pages, list.GetResourceVersion(), rv)
+		}
+		if len(list.Items) > 7 {
+			t.Errorf("page %d has %d items, limit 7", pages, len(list.Items))
+		}
+		for _, k := range keysOf(list.Items).UnsortedList() {
+			if got.Has(k) {
+				t.Errorf("%s on two pages", k)
+			}
+			got.Insert(k)
+		}
+		if list.GetContinue() == "" {
+			break
+		}
+		opts.Continue = list.GetContinue()
+	}
+	if !want.Equal(got) {
+		t.Errorf("paged list of west: %s", diff(want, got))
+	}
+	if pages < 2 {
+		t.Errorf("only %d page(s) for %d objects at limit 7", pages, got.Len())
+	}
+	_, err := env.views["west"].Resource(configMapsGVR).List(ctx, metav1.ListOptions{Limit: 5, Continue: "not-a-token"})
+	if !apierrors.IsBadRequest(err) {
+		t.Errorf("list with a garbage continue token: want 400, got %v", err)
+	}
+}
+
+// eventLog records the informer's notifications per object key.
+type eventLog struct {
+	mu     sync.Mutex
+	events []string // "ADDED ns/name", ...
+}
+
+func (l *eventLog) add(typ string, obj interface{}) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	u := obj.(*unstructured.Unstructured)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, typ+" "+u.GetNamespace()+"/"+u.GetName())
+}
+
+func (l *eventLog) since(i int) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.events[i:]...)
+}
+
+func (l *eventLog) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.events)
+}
+
+func testInformer(t *testing.T, ctx context.Context, env *viewEnv, watchList bool) {
+	const loc = "east"
+	ictx, stop := context.WithCancel(ctx)
+	defer stop()
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(env.views[loc], 0)
+	informer := factory.ForResource(configMapsGVR).Informer()
+	log := &eventLog{}
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { log.add("ADDED", obj) },
+		UpdateFunc: func(_, obj interface{}) { log.add("MODIFIED", obj) },
+		DeleteFunc: func(obj interface{}) { log.add("DELETED", obj) },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ictx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		t.Fatal("the informer on the view did not sync")
+	}
+	storeKeys := func() sets.Set[string] {
+		out := sets.New[string]()
+		for _, k := range informer.GetStore().ListKeys() {
+			out.Insert(k)
+		}
+		return out
+	}
+	converge := func(step string) {
+		t.Helper()
+		var want, got sets.Set[string]
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+			want = groundTruth(t, ctx, env.src, configMapsGVR, loc, "")
+			got = storeKeys()
+			return want.Equal(got), nil
+		})
+		if err != nil {
+			t.Fatalf("after %s the informer's store differs from ground truth: %s", step, diff(want, got))
+		}
+	}
+	converge("the initial sync")
+
+	ns := "team-b"
+	name := fmt.Sprintf("informer-%v", watchList)
+	key := ns + "/" + name
+	// expect checks that after a step the store converged and the step's event arrived; mark is
+	// the event count taken before the step.
+	expect := func(step, want string, mark int) {
+		t.Helper()
+		converge(step)
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			for _, e := range log.since(mark) {
+				if e == want+" "+key {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Errorf("after %s: want a %s event for %s, got %v", step, want, key, log.since(mark))
+		}
+	}
+	// Each step is checked before the next one runs (its event is searched from the mark).
+	mark := log.len()
+	env.create(t, ctx, configMapsGVR, newConfigMap(ns, name))
+	converge("creating an unassigned object")
+	for _, e := range log.since(mark) {
+		if strings.HasSuffix(e, " "+key) {
+			t.Errorf("an unassigned object produced %q", e)
+		}
+	}
+	steps := []struct {
+		name   string
+		mutate func(*unstructured.Unstructured)
+		want   string
+	}{
+		{"assign to east", func(u *unstructured.Unstructured) { setAssignment(u, "east") }, "ADDED"},
+		{"edit the data", func(u *unstructured.Unstructured) { u.Object["data"] = map[string]interface{}{"key": "edited"} }, "MODIFIED"},
+		{"re-assign to west", func(u *unstructured.Unstructured) { setAssignment(u, "west") }, "DELETED"},
+		{"assign to east and west", func(u *unstructured.Unstructured) { setAssignment(u, "west", "east") }, "ADDED"},
+		{"a malformed annotation", func(u *unstructured.Unstructured) { setMalformed(u, `["east",`) }, "DELETED"},
+		{"assign to east again", func(u *unstructured.Unstructured) { setAssignment(u, "east") }, "ADDED"},
+		{"unassign", func(u *unstructured.Unstructured) { setAssignment(u) }, "DELETED"},
+		{"assign to east once more", func(u *unstructured.Unstructured) { setAssignment(u, "east") }, "ADDED"},
+	}
+	for _, s := range steps {
+		mark := log.len()
+		env.update(t, ctx, configMapsGVR, ns, name, s.mutate)
+		expect(s.name, s.want, mark)
+	}
+	mark = log.len()
+	if err := env.src.Resource(configMapsGVR).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expect("deleting the object in the source", "DELETED", mark)
+}
+
+func testResumeWatch(t *testing.T, ctx context.Context, env *viewEnv) {
+	view := env.views["north"].Resource(configMapsGVR)
+	list, err := view.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv0 := list.GetResourceVersion()
+	// Changes while "disconnected": two new north objects, one edit, one unassignment; plus
+	// changes elsewhere that north must not see.
+	env.create(t, ctx, configMapsGVR, newConfigMap("team-c", "resume-1", "north"))
+	env.create(t, ctx, configMapsGVR, newConfigMap("team-c", "resume-2", "north", "east"))
+	env.create(t, ctx, configMapsGVR, newConfigMap("team-c", "resume-other", "west"))
+	env.update(t, ctx, configMapsGVR, "team-c", "resume-1", func(u *unstructured.Unstructured) { u.Object["data"] = map[string]interface{}{"k": "v2"} })
+	env.update(t, ctx, configMapsGVR, "team-c", "resume-2", func(u *unstructured.Unstructured) { setAssignment(u, "east") })
+	want := []string{"ADDED team-c/resume-1", "ADDED team-c/resume-2", "MODIFIED team-c/resume-1", "DELETED team-c/resume-2"}
+
+	w, err := view.Watch(ctx, metav1.ListOptions{ResourceVersion: rv0})
+	if err != nil {
+		t.Fatalf("resuming a watch at %s: %v", rv0, err)
+	}
+	defer w.Stop()
+	var got []string
+	timeout := time.After(10 * time.Second)
+	for len(got) < len(want) {
+		select {
+		case e, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("watch closed after %v", got)
+			}
+			if e.Type == watch.Bookmark {
+				continue
+			}
+			u := e.Object.(*unstructured.Unstructured)
+			got = append(got, string(e.Type)+" "+u.GetNamespace()+"/"+u.GetName())
+		case <-timeout:
+			t.Fatalf("resumed watch: got %v, want %v", got, want)
+		}
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("resumed watch: got %v, want exactly %v", got, want)
+	}
+	select {
+	case e := <-w.ResultChan():
+		if e.Type != watch.Bookmark {
+			t.Errorf("an event beyond the missed ones: %v", e.Type)
+		}
+	case <-time.After(500 * time.Millisecond):
+	}
+
+	// Push rv0 out of the history: a resume from it answers 410 Gone.
+	for i := 0; i < historySize+20; i++ {
+		env.update(t, ctx, configMapsGVR, "team-c", "resume-1", func(u *unstructured.Unstructured) {
+			u.Object["data"] = map[string]interface{}{"k": fmt.Sprint(i)}
+		})
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		w, err := view.Watch(ctx, metav1.ListOptions{ResourceVersion: rv0})
+		if err == nil {
+			// The error may also arrive as the watch's first event.
+			defer w.Stop()
+			select {
+			case e := <-w.ResultChan():
+				if e.Type == watch.Error {
+					st, _ := e.Object.(*metav1.Status)
+					return st != nil && st.Code == http.StatusGone, nil
+				}
+			case <-time.After(time.Second):
+			}
+			return false, nil
+		}
+		return apierrors.IsResourceExpired(err) || apierrors.IsGone(err), nil
+	})
+	if err != nil {
+		t.Errorf("a watch from a resourceVersion older than the history did not answer 410 Gone")
+	}
+}
+
+func testKubectl(t *testing.T, ctx context.Context, env *viewEnv) {
+	admin := env.source.Admin()
+	kc := admin.KubeconfigFor(t, env.server.ViewURL("east"), env.server.ServingCA.CertPEM)
+	want := groundTruth(t, ctx, env.src, deploymentsGVR, "east", "team-a")
+
+	out, err := framework.RunKubectl(t, kc, "get", "deployments", "-n", "team-a", "-o", "name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := sets.New[string]()
+	for _, line := range strings.Fields(out) {
+		got.Insert("team-a/" + strings.TrimPrefix(line, "deployment.apps/"))
+	}
+	if !want.Equal(got) {
+		t.Errorf("kubectl get deployments -o name: %s", diff(want, got))
+	}
+
+	out, err = framework.RunKubectl(t, kc, "get", "deployments", "-A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "NAMESPACE") || !strings.Contains(out, "AGE") {
+		t.Errorf("kubectl get deployments -A printed no table header:\n%s", out)
+	}
+	for _, k := range sets.List(groundTruth(t, ctx, env.src, deploymentsGVR, "east", "")) {
+		if !strings.Contains(out, strings.SplitN(k, "/", 2)[1]) {
+			t.Errorf("kubectl get deployments -A lacks %s:\n%s", k, out)
+			break
+		}
+	}
+
+	some := sets.List(want)[0]
+	out, err = framework.RunKubectl(t, kc, "get", "deployment", "-n", "team-a", strings.SplitN(some, "/", 2)[1], "-o", "yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "kind: Deployment") || !strings.Contains(out, assignedAnnotation) {
+		t.Errorf("kubectl get -o yaml:\n%s", out)
+	}
+
+	out, err = framework.RunKubectl(t, kc, "get", "configmaps", "-A", "--chunk-size=2", "-o", "name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, w := len(strings.Fields(out)), groundTruth(t, ctx, env.src, configMapsGVR, "east", "").Len(); n != w {
+		t.Errorf("kubectl get --chunk-size=2 listed %d configmaps, want %d", n, w)
+	}
+
+	// kubectl get -w prints an object assigned while it watches.
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	lines := make(chan string, 100)
+	go func() {
+		_ = framework.StreamKubectl(t, wctx, kc, lines, "get", "configmaps", "-n", "team-c", "-w", "--output-watch-events")
+	}()
+	time.Sleep(2 * time.Second) // let kubectl list and start watching
+	env.create(t, ctx, configMapsGVR, newConfigMap("team-c", "kubectl-watch", "east"))
+	found := false
+	for !found {
+		select {
+		case l := <-lines:
+			found = strings.Contains(l, "ADDED") && strings.Contains(l, "kubectl-watch")
+		case <-wctx.Done():
+			t.Fatal("kubectl get -w did not print the object assigned while it watched")
+		}
+	}
+
+	// kubectl get locations against the server's own URL shows the counts.
+	serverKC := admin.KubeconfigFor(t, env.server.URL, env.server.ServingCA.CertPEM)
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		out, err = framework.RunKubectl(t, serverKC, "get", "locations")
+		return err == nil && strings.Contains(out, "east") && strings.Contains(out, "OBJECTS"), nil
+	})
+	if err != nil {
+		t.Fatalf("kubectl get locations:\n%s", out)
+	}
+	total := 0
+	for _, gvr := range []schema.GroupVersionResource{configMapsGVR, deploymentsGVR, widgetsGVR} {
+		total += groundTruth(t, ctx, env.src, gvr, "east", "").Len()
+	}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "east" && f[1] != fmt.Sprint(total) {
+			t.Errorf("kubectl get locations shows %s objects for east, the source assigns %d:\n%s", f[1], total, out)
+		}
+	}
+}
+
+func testNewCRD(t *testing.T, ctx context.Context, env *viewEnv) {
+	createCRD(t, ctx, env.src, "gadgets", "Gadget")
+	env.create(t, ctx, gadgetsGVR, newWidget(gadgetsGVR, "Gadget", "team-a", "gadget-1", "east"))
+	env.create(t, ctx, gadgetsGVR, newWidget(gadgetsGVR, "Gadget", "team-a", "gadget-2", "west"))
+	var got sets.Set[string]
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := env.views["east"].Resource(gadgetsGVR).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		got = keysOf(list.Items)
+		return got.Equal(sets.New("team-a/gadget-1")), nil
+	})
+	if err != nil {
+		t.Fatalf("a CRD created after start-up is not served by the view: got %v", got)
+	}
+	kc := env.source.Admin().KubeconfigFor(t, env.server.ViewURL("east"), env.server.ServingCA.CertPEM)
+	out, err := framework.RunKubectl(t, kc, "api-resources")
+	if err != nil || !strings.Contains(out, "gadgets") {
+		t.Errorf("kubectl api-resources on the view lacks gadgets (%v):\n%s", err, out)
+	}
+}
