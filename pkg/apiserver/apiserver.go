@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"k8s.io/apiserver/pkg/registry/rest"
+	restclient "k8s.io/client-go/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/klog/v2"
@@ -34,6 +35,8 @@ type Config struct {
 type completedConfig struct {
 	GenericConfig genericapiserver.CompletedConfig
 	ExtraConfig   *ExtraConfig
+	// coreClientConfig reaches the core API (--kubeconfig), for the readiness checks.
+	coreClientConfig *restclient.Config
 }
 
 // CompletedConfig is a Config with its defaults filled in, ready for New.
@@ -49,8 +52,9 @@ type Server struct {
 // Complete fills in the defaults of the generic configuration.
 func (cfg *Config) Complete() CompletedConfig {
 	return CompletedConfig{&completedConfig{
-		GenericConfig: cfg.GenericConfig.Complete(),
-		ExtraConfig:   &cfg.ExtraConfig,
+		GenericConfig:    cfg.GenericConfig.Complete(),
+		ExtraConfig:      &cfg.ExtraConfig,
+		coreClientConfig: cfg.GenericConfig.ClientConfig,
 	}}
 }
 
@@ -90,6 +94,11 @@ func (c completedConfig) New() (*Server, error) {
 		return nil
 	})); err != nil {
 		return nil, err
+	}
+	if check := newClientCACheck(c.GenericConfig.SecureServing, c.coreClientConfig); check != nil {
+		if err := s.GenericAPIServer.AddReadyzChecks(check); err != nil {
+			return nil, err
+		}
 	}
 	s.GenericAPIServer.AddPreShutdownHookOrDie("stop-locations", func() error {
 		locations.Destroy()

@@ -140,9 +140,12 @@ func TestViews(t *testing.T) {
 			testInformer(t, ctx, env, watchList)
 		})
 	}
+	t.Run("streaming list", func(t *testing.T) { testStreamingList(t, ctx, env) })
 	t.Run("resume watch", func(t *testing.T) { testResumeWatch(t, ctx, env) })
 	t.Run("kubectl", func(t *testing.T) { testKubectl(t, ctx, env) })
 	t.Run("new CRD", func(t *testing.T) { testNewCRD(t, ctx, env) })
+	// Last: it restarts the server.
+	t.Run("informer relists after 410", func(t *testing.T) { testInformerRelist(t, ctx, env) })
 }
 
 func testListsMatchGroundTruth(t *testing.T, ctx context.Context, env *viewEnv) {
@@ -411,12 +414,30 @@ func testInformer(t *testing.T, ctx context.Context, env *viewEnv, watchList boo
 }
 
 func testResumeWatch(t *testing.T, ctx context.Context, env *viewEnv) {
-	view := env.views["north"].Resource(configMapsGVR)
-	list, err := view.List(ctx, metav1.ListOptions{})
+	// A second replica, started before the list: a watch resumes on it from a resourceVersion
+	// the first replica returned, as resourceVersions are the source's.
+	replica := framework.StartMapperAPIServer(t, env.source, env.server.ExtraArgs...)
+	replicaView, err := dynamic.NewForConfig(replica.ViewConfig(env.source.Admin(), "north"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rv0 := list.GetResourceVersion()
+	// A replica's history begins at its first list, so the watch resumes from a state written
+	// after the replica started (a replica that restarted later answers 410, as kube-apiserver
+	// does after a restart, and the client relists).
+	view := env.views["north"].Resource(configMapsGVR)
+	env.create(t, ctx, configMapsGVR, newConfigMap("team-c", "resume-0", "north"))
+	var rv0 string
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := view.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		rv0 = list.GetResourceVersion()
+		return keysOf(list.Items).Has("team-c/resume-0"), nil
+	})
+	if err != nil {
+		t.Fatalf("the view did not show resume-0: %v", err)
+	}
 	// Changes while "disconnected": two new north objects, one edit, one unassignment; plus
 	// changes elsewhere that north must not see.
 	env.create(t, ctx, configMapsGVR, newConfigMap("team-c", "resume-1", "north"))
@@ -426,9 +447,9 @@ func testResumeWatch(t *testing.T, ctx context.Context, env *viewEnv) {
 	env.update(t, ctx, configMapsGVR, "team-c", "resume-2", func(u *unstructured.Unstructured) { setAssignment(u, "east") })
 	want := []string{"ADDED team-c/resume-1", "ADDED team-c/resume-2", "MODIFIED team-c/resume-1", "DELETED team-c/resume-2"}
 
-	w, err := view.Watch(ctx, metav1.ListOptions{ResourceVersion: rv0})
+	w, err := replicaView.Resource(configMapsGVR).Watch(ctx, metav1.ListOptions{ResourceVersion: rv0})
 	if err != nil {
-		t.Fatalf("resuming a watch at %s: %v", rv0, err)
+		t.Fatalf("resuming a watch at %s on the other replica: %v", rv0, err)
 	}
 	defer w.Stop()
 	var got []string
@@ -595,5 +616,99 @@ func testNewCRD(t *testing.T, ctx context.Context, env *viewEnv) {
 	out, err := framework.RunKubectl(t, kc, "api-resources")
 	if err != nil || !strings.Contains(out, "gadgets") {
 		t.Errorf("kubectl api-resources on the view lacks gadgets (%v):\n%s", err, out)
+	}
+}
+
+func testStreamingList(t *testing.T, ctx context.Context, env *viewEnv) {
+	// sendInitialEvents=true (KEP-3157): ADDED for the current state, then the bookmark that
+	// ends the initial events, then live changes.
+	want := groundTruth(t, ctx, env.src, deploymentsGVR, "west", "")
+	send := true
+	w, err := env.views["west"].Resource(deploymentsGVR).Watch(ctx, metav1.ListOptions{
+		SendInitialEvents:    &send,
+		AllowWatchBookmarks:  true,
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+	})
+	if err != nil {
+		t.Fatalf("streaming list: %v", err)
+	}
+	defer w.Stop()
+	got := sets.New[string]()
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case e, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatal("streaming list closed before the initial-events-end bookmark")
+			}
+			u, _ := e.Object.(*unstructured.Unstructured)
+			switch e.Type {
+			case watch.Added:
+				got.Insert(u.GetNamespace() + "/" + u.GetName())
+				continue
+			case watch.Bookmark:
+				if u.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
+					continue
+				}
+				if u.GetResourceVersion() == "" {
+					t.Error("the initial-events-end bookmark has no resourceVersion")
+				}
+			default:
+				t.Fatalf("unexpected %s event during the initial events", e.Type)
+			}
+		case <-timeout:
+			t.Fatalf("no initial-events-end bookmark; got %d ADDED", got.Len())
+		}
+		break
+	}
+	if !want.Equal(got) {
+		t.Errorf("initial events of west's deployments: %s", diff(want, got))
+	}
+	env.create(t, ctx, deploymentsGVR, newDeployment("team-b", "streamed-later", "west"))
+	for {
+		select {
+		case e := <-w.ResultChan():
+			if e.Type == watch.Bookmark {
+				continue
+			}
+			if u := e.Object.(*unstructured.Unstructured); e.Type != watch.Added || u.GetName() != "streamed-later" {
+				t.Errorf("after the initial events: got %s %s, want ADDED streamed-later", e.Type, u.GetName())
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("no live event after the initial events")
+		}
+		return
+	}
+}
+
+func testInformerRelist(t *testing.T, ctx context.Context, env *viewEnv) {
+	// An informer whose watch cannot be resumed (the restarted server's history begins after
+	// the informer's resourceVersion) gets 410, relists on its own and converges.
+	const loc = "west"
+	ictx, stop := context.WithCancel(ctx)
+	defer stop()
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(env.views[loc], 0)
+	informer := factory.ForResource(configMapsGVR).Informer()
+	factory.Start(ictx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		t.Fatal("the informer did not sync")
+	}
+	if err := env.server.Process.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	env.create(t, ctx, configMapsGVR, newConfigMap("team-a", "while-down", loc))
+	env.update(t, ctx, configMapsGVR, "team-c", "resume-1", func(u *unstructured.Unstructured) { setAssignment(u, loc) })
+	for _, k := range sets.List(groundTruth(t, ctx, env.src, configMapsGVR, loc, "team-b"))[:2] {
+		env.update(t, ctx, configMapsGVR, "team-b", strings.SplitN(k, "/", 2)[1], func(u *unstructured.Unstructured) { setAssignment(u) })
+	}
+	env.server.Restart(t)
+	var want, got sets.Set[string]
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		want = groundTruth(t, ctx, env.src, configMapsGVR, loc, "")
+		got = sets.New(informer.GetStore().ListKeys()...)
+		return want.Equal(got), nil
+	})
+	if err != nil {
+		t.Fatalf("the informer did not converge after the server restarted: %s", diff(want, got))
 	}
 }

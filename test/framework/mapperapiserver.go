@@ -31,6 +31,10 @@ type MapperAPIServer struct {
 	Process *Process
 	// Source is the control plane it mirrors.
 	Source *ControlPlane
+	// ExtraArgs are the extra command-line arguments it was started with.
+	ExtraArgs []string
+
+	args []string
 }
 
 var (
@@ -114,7 +118,7 @@ func StartMapperAPIServer(t testing.TB, source *ControlPlane, extraArgs ...strin
 			"-v=2",
 		}, extraArgs...)
 		p := StartProcess(t, ProcessSpec{Name: "mapper-apiserver", Path: bin, Args: args})
-		m := &MapperAPIServer{URL: fmt.Sprintf("https://127.0.0.1:%d", port), ServingCA: ca, Process: p, Source: source}
+		m := &MapperAPIServer{URL: fmt.Sprintf("https://127.0.0.1:%d", port), ServingCA: ca, Process: p, Source: source, ExtraArgs: extraArgs, args: args}
 		if lastErr = m.waitReady(); lastErr == nil {
 			return m
 		}
@@ -122,6 +126,20 @@ func StartMapperAPIServer(t testing.TB, source *ControlPlane, extraArgs ...strin
 	}
 	t.Fatalf("mapper-apiserver did not become ready: %v", lastErr)
 	return nil
+}
+
+// Restart stops the server and starts it again with the same command line (same port, same
+// serving certificate), waiting until it is ready: a fresh cache, as after a crash or on
+// another replica. It fails the test if the server does not come back.
+func (m *MapperAPIServer) Restart(t testing.TB) {
+	t.Helper()
+	if err := m.Process.Stop(); err != nil {
+		t.Logf("stopping mapper-apiserver: %v", err)
+	}
+	m.Process = StartProcess(t, ProcessSpec{Name: "mapper-apiserver", Path: m.Process.Args[0], Args: m.args})
+	if err := m.waitReady(); err != nil {
+		t.Fatalf("mapper-apiserver did not come back: %v", err)
+	}
 }
 
 // waitReady polls /readyz until it answers 200, the process exits, or the timeout passes.
