@@ -38,6 +38,12 @@ verify: ## Check formatting (gofmt), go vet, and that generated code is up to da
 codegen: ## Regenerate deepcopy, conversion, defaulting and OpenAPI code (hack/update-codegen.sh).
 	@bash hack/update-codegen.sh
 
+.PHONY: demo
+demo: testenv ## Run the local demo on real servers: source kube-apiserver, workloads, mapper-apiserver; Ctrl-C stops it.
+	@testenv="$$(bash hack/install-testenv.sh | tail -n 1)"; \
+	$(GO) build -o bin/demo ./hack/demo; \
+	CLUSTER_MAPPER_TESTENV="$$testenv" exec bin/demo
+
 .PHONY: build
 build: ## Build the binaries of ./cmd/... into bin/.
 	$(GO) build -o bin/ ./cmd/...

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -98,14 +97,14 @@ var controlPlanes atomic.Int64
 // earlier by [ControlPlane.Stop]. It skips or fails the test as [BinDir] does when binaries
 // are missing, and fails it with the tail of the kube-apiserver log when the server does not
 // become ready within [APIServerStartTimeout].
-func StartControlPlane(t testing.TB, opts ControlPlaneOptions) *ControlPlane {
+func StartControlPlane(t TB, opts ControlPlaneOptions) *ControlPlane {
 	t.Helper()
 	return StartControlPlanes(t, opts)[0]
 }
 
 // StartControlPlanes starts one control plane per options like [StartControlPlane], launching
 // all kube-apiservers before waiting for any, which is faster than starting them one by one.
-func StartControlPlanes(t testing.TB, opts ...ControlPlaneOptions) []*ControlPlane {
+func StartControlPlanes(t TB, opts ...ControlPlaneOptions) []*ControlPlane {
 	t.Helper()
 	cps := make([]*ControlPlane, len(opts))
 	for i, o := range opts {
@@ -127,7 +126,7 @@ func StartControlPlanes(t testing.TB, opts ...ControlPlaneOptions) []*ControlPla
 }
 
 // newControlPlane creates the control plane's etcd (if needed), certificates and admin user.
-func newControlPlane(t testing.TB, opts ControlPlaneOptions) *ControlPlane {
+func newControlPlane(t TB, opts ControlPlaneOptions) *ControlPlane {
 	t.Helper()
 	n := controlPlanes.Add(1)
 	cp := &ControlPlane{Name: opts.Name, Etcd: opts.Etcd, EtcdPrefix: opts.EtcdPrefix, Dir: t.TempDir(), extraArgs: opts.ExtraArgs}
@@ -165,7 +164,7 @@ func newControlPlane(t testing.TB, opts ControlPlaneOptions) *ControlPlane {
 
 // launch picks a port, issues the serving certificate for it and starts the kube-apiserver
 // process without waiting for it.
-func (cp *ControlPlane) launch(t testing.TB) {
+func (cp *ControlPlane) launch(t TB) {
 	t.Helper()
 	port, err := FreePort()
 	if err != nil {

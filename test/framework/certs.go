@@ -12,7 +12,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"testing"
 	"time"
 
 	"k8s.io/client-go/util/cert"
@@ -43,7 +42,7 @@ type CA struct {
 
 // NewCA creates a self-signed CA with the given common name (ECDSA P-256, valid ten years) and
 // writes it to <dir>/<name>.crt and <dir>/<name>.key. It fails the test on any error.
-func NewCA(t testing.TB, dir, name, commonName string) *CA {
+func NewCA(t TB, dir, name, commonName string) *CA {
 	t.Helper()
 	key, keyPEM := newKey(t)
 	caCert, err := cert.NewSelfSignedCACert(cert.Config{CommonName: commonName}, key)
@@ -58,7 +57,7 @@ func NewCA(t testing.TB, dir, name, commonName string) *CA {
 // IssueServingCert issues a TLS serving certificate for hosts (IP addresses become IP SANs,
 // anything else DNS SANs; the first host is also the common name) and writes it to
 // <dir>/<name>.crt and <dir>/<name>.key. It fails the test on any error.
-func (ca *CA) IssueServingCert(t testing.TB, dir, name string, hosts ...string) *KeyPair {
+func (ca *CA) IssueServingCert(t TB, dir, name string, hosts ...string) *KeyPair {
 	t.Helper()
 	if len(hosts) == 0 {
 		t.Fatalf("IssueServingCert %s: no hosts", name)
@@ -80,7 +79,7 @@ func (ca *CA) IssueServingCert(t testing.TB, dir, name string, hosts ...string) 
 // IssueClientCert issues a TLS client certificate that Kubernetes authenticates as user
 // (common name) with groups (organizations), and writes it to <dir>/<name>.crt and
 // <dir>/<name>.key. It fails the test on any error.
-func (ca *CA) IssueClientCert(t testing.TB, dir, name, user string, groups ...string) *KeyPair {
+func (ca *CA) IssueClientCert(t TB, dir, name, user string, groups ...string) *KeyPair {
 	t.Helper()
 	tmpl := &x509.Certificate{
 		Subject:     pkix.Name{CommonName: user, Organization: groups},
@@ -90,7 +89,7 @@ func (ca *CA) IssueClientCert(t testing.TB, dir, name, user string, groups ...st
 }
 
 // issue completes tmpl, signs it with the CA and writes the result.
-func (ca *CA) issue(t testing.TB, dir, name string, tmpl *x509.Certificate) *KeyPair {
+func (ca *CA) issue(t TB, dir, name string, tmpl *x509.Certificate) *KeyPair {
 	t.Helper()
 	key, keyPEM := newKey(t)
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
@@ -118,7 +117,7 @@ func (ca *CA) issue(t testing.TB, dir, name string, tmpl *x509.Certificate) *Key
 // NewKeyFile creates an ECDSA P-256 private key, writes it PEM-encoded to <dir>/<name>.key
 // (for example as a service-account signing key) and returns the path. It fails the test on
 // any error.
-func NewKeyFile(t testing.TB, dir, name string) string {
+func NewKeyFile(t TB, dir, name string) string {
 	t.Helper()
 	_, keyPEM := newKey(t)
 	path := filepath.Join(dir, name+".key")
@@ -129,7 +128,7 @@ func NewKeyFile(t testing.TB, dir, name string) string {
 }
 
 // newKey returns a fresh ECDSA P-256 key and its PEM encoding.
-func newKey(t testing.TB) (*ecdsa.PrivateKey, []byte) {
+func newKey(t TB) (*ecdsa.PrivateKey, []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -143,7 +142,7 @@ func newKey(t testing.TB) (*ecdsa.PrivateKey, []byte) {
 }
 
 // encodeCert PEM-encodes c.
-func encodeCert(t testing.TB, c *x509.Certificate) []byte {
+func encodeCert(t TB, c *x509.Certificate) []byte {
 	t.Helper()
 	data, err := cert.EncodeCertificates(c)
 	if err != nil {
@@ -153,7 +152,7 @@ func encodeCert(t testing.TB, c *x509.Certificate) []byte {
 }
 
 // writeKeyPair writes certPEM and keyPEM to <dir>/<name>.crt and <dir>/<name>.key.
-func writeKeyPair(t testing.TB, dir, name string, certPEM, keyPEM []byte) KeyPair {
+func writeKeyPair(t TB, dir, name string, certPEM, keyPEM []byte) KeyPair {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)

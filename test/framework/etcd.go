@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"testing"
 	"time"
 )
 
@@ -33,7 +32,7 @@ type Etcd struct {
 // its /health endpoint reports healthy. It is stopped in t.Cleanup (or earlier by [Etcd.Stop]).
 // It skips or fails the test as [BinDir] does when the binaries are missing, and fails it with
 // the tail of etcd's log when etcd does not come up within [EtcdStartTimeout].
-func StartEtcd(t testing.TB) *Etcd {
+func StartEtcd(t TB) *Etcd {
 	t.Helper()
 	path := binary(t, EtcdBinary)
 	dir := t.TempDir()

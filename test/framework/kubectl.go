@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
-	"testing"
 	"time"
 )
 
@@ -16,7 +15,7 @@ var KubectlTimeout = 2 * time.Minute
 // RunKubectl runs the testenv's kubectl with --kubeconfig=kubeconfig and args and returns its
 // stdout. The error, when kubectl fails or exceeds [KubectlTimeout], includes the command line
 // and kubectl's stderr. It skips or fails the test as [BinDir] does when kubectl is missing.
-func RunKubectl(t testing.TB, kubeconfig string, args ...string) (string, error) {
+func RunKubectl(t TB, kubeconfig string, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), KubectlTimeout)
 	defer cancel()

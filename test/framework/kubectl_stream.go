@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
-	"testing"
 )
 
 // StreamKubectl runs the testenv's kubectl with --kubeconfig=kubeconfig and args until ctx ends
 // (for long-running commands such as `get -w`) and sends every line it prints on stdout to
 // lines. kubectl is killed when ctx ends; the returned error then is ctx's. Otherwise it is
 // kubectl's own failure, with its command line.
-func StreamKubectl(t testing.TB, ctx context.Context, kubeconfig string, lines chan<- string, args ...string) error {
+func StreamKubectl(t TB, ctx context.Context, kubeconfig string, lines chan<- string, args ...string) error {
 	args = append([]string{"--kubeconfig=" + kubeconfig}, args...)
 	cmd := exec.CommandContext(ctx, KubectlPath(t), args...)
 	out, err := cmd.StdoutPipe()

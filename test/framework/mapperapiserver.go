@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"testing"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -45,7 +44,7 @@ var (
 // BuildBinary builds the main package pkg of this module (e.g. "./cmd/mapper-apiserver", relative
 // to the module root) once per test binary and returns the path of the executable. It fails
 // the test with the compiler output on error.
-func BuildBinary(t testing.TB, pkg string) string {
+func BuildBinary(t TB, pkg string) string {
 	t.Helper()
 	buildMu.Lock()
 	defer buildMu.Unlock()
@@ -93,7 +92,7 @@ func moduleRoot() (string, error) {
 // the source, with a serving certificate from a new CA. extraArgs are appended to the command
 // line (e.g. "--resources=configmaps,deployments.apps"). It waits until /readyz answers 200
 // (every source informer synced) and stops the process in t.Cleanup.
-func StartMapperAPIServer(t testing.TB, source *ControlPlane, extraArgs ...string) *MapperAPIServer {
+func StartMapperAPIServer(t TB, source *ControlPlane, extraArgs ...string) *MapperAPIServer {
 	t.Helper()
 	bin := BuildBinary(t, "./cmd/mapper-apiserver")
 	dir := t.TempDir()
@@ -131,7 +130,7 @@ func StartMapperAPIServer(t testing.TB, source *ControlPlane, extraArgs ...strin
 // Restart stops the server and starts it again with the same command line (same port, same
 // serving certificate), waiting until it is ready: a fresh cache, as after a crash or on
 // another replica. It fails the test if the server does not come back.
-func (m *MapperAPIServer) Restart(t testing.TB) {
+func (m *MapperAPIServer) Restart(t TB) {
 	t.Helper()
 	if err := m.Process.Stop(); err != nil {
 		t.Logf("stopping mapper-apiserver: %v", err)

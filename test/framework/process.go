@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 )
 
@@ -74,7 +73,7 @@ func Processes() []*Process {
 // going to a log file, and registers a t.Cleanup that stops it (see [Process.Stop]) and, when the
 // test has failed, prints the tail of its log. The child also gets SIGKILL when the test binary
 // dies without running cleanups. It fails the test when the process cannot be started.
-func StartProcess(t testing.TB, spec ProcessSpec) *Process {
+func StartProcess(t TB, spec ProcessSpec) *Process {
 	t.Helper()
 	p, err := startProcess(t, spec)
 	if err != nil {
@@ -83,7 +82,7 @@ func StartProcess(t testing.TB, spec ProcessSpec) *Process {
 	return p
 }
 
-func startProcess(t testing.TB, spec ProcessSpec) (*Process, error) {
+func startProcess(t TB, spec ProcessSpec) (*Process, error) {
 	if spec.Name == "" || spec.Path == "" {
 		return nil, errors.New("ProcessSpec needs a Name and a Path")
 	}
@@ -221,7 +220,7 @@ func tailLines(data []byte, n int) string {
 // AssertStopped fails the test (without stopping it) for every pid that still names a live
 // process, or still leads a process group with live members, according to /proc. Zombies count
 // as gone. Use it with the PIDs of processes stopped earlier (for example [ControlPlane.PIDs]).
-func AssertStopped(t testing.TB, pids ...int) {
+func AssertStopped(t TB, pids ...int) {
 	t.Helper()
 	for _, pid := range LiveProcesses(pids...) {
 		t.Errorf("process %d is still running: %s", pid, procCmdline(pid))

@@ -54,7 +54,7 @@ func TestenvDir() (string, error) {
 // BinDir returns the testenv directory after checking that etcd, kube-apiserver and kubectl are
 // executable in it. When one is missing the test is skipped in -short mode and fails otherwise,
 // in both cases naming the command that builds them (make testenv).
-func BinDir(t testing.TB) string {
+func BinDir(t TB) string {
 	t.Helper()
 	dir, err := TestenvDir()
 	if err == nil {
@@ -64,7 +64,7 @@ func BinDir(t testing.TB) string {
 		msg := fmt.Sprintf("control-plane binaries not available; build them with `make testenv` "+
 			"(hack/install-testenv.sh) or point $%s at a directory holding %s, %s and %s:\n%v",
 			TestenvEnv, EtcdBinary, KubeAPIServerBinary, KubectlBinary, err)
-		if testing.Short() {
+		if testing.Testing() && testing.Short() {
 			t.Skip(msg)
 		}
 		t.Fatal(msg)
@@ -89,14 +89,14 @@ func checkBinaries(dir string) error {
 
 // binary returns the absolute path of the named testenv binary, skipping or failing the test as
 // [BinDir] does when the testenv is incomplete.
-func binary(t testing.TB, name string) string {
+func binary(t TB, name string) string {
 	t.Helper()
 	return filepath.Join(BinDir(t), name)
 }
 
 // KubectlPath returns the absolute path of the testenv's kubectl binary; see [BinDir] for what
 // happens when it is missing.
-func KubectlPath(t testing.TB) string {
+func KubectlPath(t TB) string {
 	t.Helper()
 	return binary(t, KubectlBinary)
 }

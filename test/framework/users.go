@@ -3,7 +3,6 @@ package framework
 import (
 	"os"
 	"path/filepath"
-	"testing"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -28,7 +27,7 @@ type User struct {
 
 // NewUser issues a client certificate for name in groups, writes a kubeconfig for it into the
 // control plane's directory, and returns the user. It fails the test on any error.
-func (cp *ControlPlane) NewUser(t testing.TB, name string, groups ...string) *User {
+func (cp *ControlPlane) NewUser(t TB, name string, groups ...string) *User {
 	t.Helper()
 	dir, err := os.MkdirTemp(filepath.Join(cp.Dir, "users"), sanitizeFileName(name)+"-")
 	if err != nil {
@@ -62,7 +61,7 @@ func restConfigFor(host string, caData []byte, kp *KeyPair) *rest.Config {
 func (u *User) RESTConfig() *rest.Config { return rest.CopyConfig(u.config) }
 
 // Client returns a clientset for the user against the control plane. It fails the test on error.
-func (u *User) Client(t testing.TB) kubernetes.Interface {
+func (u *User) Client(t TB) kubernetes.Interface {
 	t.Helper()
 	c, err := kubernetes.NewForConfig(u.RESTConfig())
 	if err != nil {
@@ -74,7 +73,7 @@ func (u *User) Client(t testing.TB) kubernetes.Interface {
 // KubeconfigFor writes a new kubeconfig file with the user's credentials and server (a URL,
 // which may include a path such as a location view's base URL) verified with caData (PEM), and
 // returns its path. It fails the test on error.
-func (u *User) KubeconfigFor(t testing.TB, server string, caData []byte) string {
+func (u *User) KubeconfigFor(t TB, server string, caData []byte) string {
 	t.Helper()
 	f, err := os.CreateTemp(u.dir, "kubeconfig-*")
 	if err != nil {
