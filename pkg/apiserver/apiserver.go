@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"k8s.io/apiserver/pkg/registry/rest"
-	restclient "k8s.io/client-go/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
+	restclient "k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/apis/mapper"
@@ -16,7 +17,12 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/location"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/view"
+	"github.com/cluster-mapper/cluster-mapper/pkg/statusrecords"
 )
+
+// statusRecordsInterval is how often status records on source objects are brought in step with
+// the objects' assignments (pkg/statusrecords).
+const statusRecordsInterval = 2 * time.Second
 
 // ExtraConfig is the mapper-apiserver's own configuration.
 type ExtraConfig struct {
@@ -85,6 +91,7 @@ func (c completedConfig) New() (*Server, error) {
 	sourceCache := c.ExtraConfig.Cache
 	s.GenericAPIServer.AddPostStartHookOrDie("start-source-cache", func(ctx genericapiserver.PostStartHookContext) error {
 		go sourceCache.Run(ctx)
+		go statusrecords.New(sourceCache, statusRecordsInterval).Run(ctx)
 		return nil
 	})
 	if err := s.GenericAPIServer.AddReadyzChecks(healthz.NamedCheck("source-cache-synced", func(*http.Request) error {

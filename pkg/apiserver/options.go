@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/apis/mapper/v1alpha1"
+	locationauthorizer "github.com/cluster-mapper/cluster-mapper/pkg/authorizer"
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 	generatedopenapi "github.com/cluster-mapper/cluster-mapper/pkg/generated/openapi"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/view"
@@ -62,8 +63,8 @@ type Options struct {
 func NewOptions() *Options {
 	o := &Options{
 		RecommendedOptions: genericoptions.NewRecommendedOptions("", Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)),
-		SourceQPS:          50,
-		SourceBurst:        100,
+		SourceQPS:          200,
+		SourceBurst:        400,
 		ClusterName:        "default",
 		HistorySize:        10000,
 		WatcherBufferSize:  1000,
@@ -155,6 +156,8 @@ func (o *Options) Config() (*Config, error) {
 	if err := o.RecommendedOptions.ApplyTo(serverConfig); err != nil {
 		return nil, err
 	}
+	// Per-location authorization of views on top of the delegated authorizer (DESIGN.md).
+	locationauthorizer.Install(&serverConfig.Config)
 
 	resources, _ := ParseResources(o.Resources)
 	dyn, err := dynamic.NewForConfig(sourceConfig)

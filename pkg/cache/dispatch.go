@@ -17,6 +17,7 @@ func (s *ResourceStore) applyLocked(ev *event, record bool) {
 	if ev.prev != nil {
 		oldLocs = ev.prev.locations
 	}
+	delete(s.statusObjects, ev.obj.key)
 	if ev.typ == watch.Deleted {
 		delete(s.objects, ev.obj.key)
 		s.metrics.objects.Dec()
@@ -25,6 +26,9 @@ func (s *ResourceStore) applyLocked(ev *event, record bool) {
 			s.metrics.objects.Inc()
 		}
 		s.objects[ev.obj.key] = ev.obj
+		if ev.obj.variants != nil {
+			s.statusObjects[ev.obj.key] = ev.obj
+		}
 		newLocs = ev.obj.locations
 	}
 

@@ -53,6 +53,10 @@ type Object struct {
 	jsonOnce sync.Once
 	json     []byte
 	jsonErr  error
+
+	// variants, when not nil, holds the per-location copies of an object whose view differs
+	// per location (see ForLocation).
+	variants *locationVariants
 }
 
 // serialization is one cached encoder output.
@@ -83,6 +87,9 @@ func newObject(key Key, cluster, namespace, name string, locations []string, rv 
 		u:         u,
 		labels:    labels.Set(u.GetLabels()),
 		fields:    fields.Set{"metadata.name": name, "metadata.namespace": namespace},
+	}
+	if needsVariants(u, locations) {
+		o.variants = &locationVariants{}
 	}
 	return o
 }

@@ -72,6 +72,9 @@ func (s *ResourceStore) List(location string, opts ListOptions) (ListResult, err
 	}
 
 	items, more := collect(tree, opts)
+	for i, o := range items {
+		items[i] = o.ForLocation(location)
+	}
 	if live {
 		if more {
 			s.snaps.add(location, rv, li.tree, li.lastChangeRV, now)
@@ -131,5 +134,8 @@ func (s *ResourceStore) Get(location, namespace, name string) (obj *Object, rv u
 		return nil, rv, false
 	}
 	obj, ok = li.get(namespace, name)
+	if ok {
+		obj = obj.ForLocation(location)
+	}
 	return obj, rv, ok
 }

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"fmt"
+	"k8s.io/client-go/dynamic"
 	"strconv"
 	"sync"
 	"time"
@@ -52,6 +53,16 @@ func (c *Cache) SourceGet(ctx context.Context, gvr schema.GroupVersionResource, 
 		return c.cfg.Dynamic.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
 	}
 	return c.cfg.Dynamic.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// SourceResource returns a client of gvr on the source (in namespace, "" for cluster-scoped
+// resources or all namespaces), with the server's own identity: for the writes a view makes on
+// the source on a client's behalf (status write-back).
+func (c *Cache) SourceResource(gvr schema.GroupVersionResource, namespace string) dynamic.ResourceInterface {
+	if namespace == "" {
+		return c.cfg.Dynamic.Resource(gvr)
+	}
+	return c.cfg.Dynamic.Resource(gvr).Namespace(namespace)
 }
 
 // rvBatcher batches resourceVersion reads: one request in flight; callers arriving meanwhile

@@ -105,6 +105,10 @@ type ResourceStore struct {
 
 	mu      sync.RWMutex
 	objects map[Key]*Object
+	// statusObjects are the objects whose view differs per location (status records or
+	// status reflection across several locations; see Object.ForLocation), for the status
+	// record reconciler, which so visits only them.
+	statusObjects map[Key]*Object
 	// locs has an entry for every location ever seen (object or watcher); entries are kept
 	// while empty so that lastChangeRV stays known (List with SnapshotRV) — locations are few.
 	locs    map[string]*locationIndex
@@ -125,17 +129,18 @@ type ResourceStore struct {
 func NewResourceStore(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, namespaced bool, opts StoreOptions) *ResourceStore {
 	opts = opts.withDefaults()
 	return &ResourceStore{
-		gvr:        gvr,
-		gvk:        gvk,
-		namespaced: namespaced,
-		opts:       opts,
-		clock:      opts.Clock,
-		metrics:    newStoreMetrics(gvr.GroupResource().String()),
-		objects:    map[Key]*Object{},
-		locs:       map[string]*locationIndex{},
-		history:    history{size: opts.HistorySize},
-		changed:    make(chan struct{}),
-		snaps:      newSnapshots(opts.SnapshotTTL, opts.MaxSnapshotsPerLocation),
+		gvr:           gvr,
+		gvk:           gvk,
+		namespaced:    namespaced,
+		opts:          opts,
+		clock:         opts.Clock,
+		metrics:       newStoreMetrics(gvr.GroupResource().String()),
+		objects:       map[Key]*Object{},
+		statusObjects: map[Key]*Object{},
+		locs:          map[string]*locationIndex{},
+		history:       history{size: opts.HistorySize},
+		changed:       make(chan struct{}),
+		snaps:         newSnapshots(opts.SnapshotTTL, opts.MaxSnapshotsPerLocation),
 	}
 }
 
@@ -241,6 +246,7 @@ func (s *ResourceStore) Close() {
 	}
 	s.metrics.objects.Add(-float64(len(s.objects)))
 	s.objects = map[Key]*Object{}
+	s.statusObjects = map[Key]*Object{}
 	s.locs = map[string]*locationIndex{}
 	s.history.reset(s.rv)
 	s.snaps.reset()

@@ -136,6 +136,9 @@ func (w *watcher) run(ctx context.Context, init initialEvents) {
 
 // send hands ev to the consumer; false when the watch ended meanwhile.
 func (w *watcher) send(ctx context.Context, ev watch.Event) bool {
+	if o, ok := ev.Object.(*Object); ok {
+		ev.Object = o.ForLocation(w.location)
+	}
 	select {
 	case <-w.done:
 		return false

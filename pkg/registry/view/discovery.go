@@ -61,6 +61,10 @@ func (v *Views) discoveryGroups() map[string]map[string][]metav1.APIResource {
 		groups[g][ver] = append(groups[g][ver], metav1.APIResource{
 			Name: r.GVR.Resource, SingularName: r.SingularName, Namespaced: r.Namespaced, Kind: r.Kind,
 			Verbs: metav1.Verbs{"get", "list", "watch"}, ShortNames: r.ShortNames, Categories: r.Categories,
+		}, metav1.APIResource{
+			// Status write-back: the only writes a view accepts.
+			Name: r.GVR.Resource + "/status", Namespaced: r.Namespaced, Kind: r.Kind,
+			Verbs: metav1.Verbs{"get", "patch", "update"},
 		})
 	}
 	return groups

@@ -1,7 +1,13 @@
 package view
 
 import (
+	"net/http"
+	"strconv"
 	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
@@ -16,13 +22,42 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"resource"})
 
+	statusWrites = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "mapper_apiserver",
+		Subsystem:      "view",
+		Name:           "status_writes_total",
+		Help:           "Status writes through location views, by resource and result (the HTTP status code answered).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource", "code"})
+
+	statusWriteDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Namespace:      "mapper_apiserver",
+		Subsystem:      "view",
+		Name:           "status_write_duration_seconds",
+		Help:           "Time a status write through a location view took, including its round trips to the source, by resource.",
+		Buckets:        metrics.ExponentialBuckets(0.001, 2, 14),
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource"})
+
 	registerOnce sync.Once
 )
+
+// observeStatusWrite records one status write: its result and how long it took.
+func observeStatusWrite(gr schema.GroupResource, err error, took time.Duration) {
+	code := http.StatusOK
+	if s, ok := err.(apierrors.APIStatus); ok {
+		code = int(s.Status().Code)
+	} else if err != nil {
+		code = http.StatusInternalServerError
+	}
+	statusWrites.WithLabelValues(gr.String(), strconv.Itoa(code)).Inc()
+	statusWriteDuration.WithLabelValues(gr.String()).Observe(took.Seconds())
+}
 
 // RegisterMetrics registers the view's metrics with the legacy registry (served at /metrics).
 // It is safe to call more than once.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(unprovenConsistentReads)
+		legacyregistry.MustRegister(unprovenConsistentReads, statusWrites, statusWriteDuration)
 	})
 }

@@ -36,20 +36,24 @@ func newSerializer() *serializer {
 	jsonS := json.NewSerializerWithOptions(json.DefaultMetaFactory, unstructuredCreater{}, unstructuredTyper{}, json.SerializerOptions{StreamingCollectionsEncoding: true})
 	pretty := json.NewSerializerWithOptions(json.DefaultMetaFactory, unstructuredCreater{}, unstructuredTyper{}, json.SerializerOptions{Pretty: true})
 	yamlS := json.NewSerializerWithOptions(json.DefaultMetaFactory, unstructuredCreater{}, unstructuredTyper{}, json.SerializerOptions{Yaml: true})
+	// Strict decoders serve field validation (Warn and Strict) of status writes.
+	strictJSON := json.NewSerializerWithOptions(json.DefaultMetaFactory, unstructuredCreater{}, unstructuredTyper{}, json.SerializerOptions{Strict: true})
+	strictYAML := json.NewSerializerWithOptions(json.DefaultMetaFactory, unstructuredCreater{}, unstructuredTyper{}, json.SerializerOptions{Yaml: true, Strict: true})
 	return &serializer{infos: []runtime.SerializerInfo{
 		{
 			MediaType: "application/json", MediaTypeType: "application", MediaTypeSubType: "json",
-			EncodesAsText: true, Serializer: jsonS, PrettySerializer: pretty,
+			EncodesAsText: true, Serializer: jsonS, PrettySerializer: pretty, StrictSerializer: strictJSON,
 			StreamSerializer: &runtime.StreamSerializerInfo{EncodesAsText: true, Serializer: jsonS, Framer: json.Framer},
 		},
 		{
 			MediaType: "application/yaml", MediaTypeType: "application", MediaTypeSubType: "yaml",
-			EncodesAsText: true, Serializer: yamlS,
+			EncodesAsText: true, Serializer: yamlS, StrictSerializer: strictYAML,
 		},
 	}}
 }
 
-// SupportedMediaTypes returns JSON and YAML.
+// SupportedMediaTypes returns JSON and YAML (also application/apply-patch+yaml bodies, which
+// PatchResource decodes itself).
 func (s *serializer) SupportedMediaTypes() []runtime.SerializerInfo { return s.infos }
 
 // EncoderForVersion wraps enc so that meta types get their apiVersion and kind; the view's own

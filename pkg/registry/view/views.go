@@ -11,13 +11,16 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/handlers"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/klog/v2"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 )
 
-// Cache is what views read: the mirrored resources and their stores. *cache.Cache implements it.
+// Cache is what views read (the mirrored resources and their stores) and write through
+// (status write-back). *cache.Cache implements it.
 type Cache interface {
 	Source
+	StatusWriter
 	// Resources lists the currently mirrored resources.
 	Resources() []cache.ResourceInfo
 	// Store returns the store of a mirrored resource.
@@ -52,6 +55,9 @@ type resourceHandlers struct {
 	scope *handlers.RequestScope
 	get   http.Handler
 	list  http.Handler // list and watch
+	// updateStatus and patchStatus write /status (status write-back); nil for namespaces.
+	updateStatus http.Handler
+	patchStatus  http.Handler
 }
 
 // New returns the views over c.
@@ -77,7 +83,8 @@ func New(c Cache, opts Options) *Views {
 // ServeView serves one request inside the view of location; innerPath is the part of the URL
 // below the view's base URL. The outer request has been authenticated and authorized already.
 //
-// Reads (get, list, watch) of mirrored resources and discovery are served; every other verb is
+// Reads (get, list, watch) of mirrored resources and discovery are served, and writes of a
+// resource's /status subresource (status write-back, see statusStorage); every other write is
 // refused with 405 MethodNotAllowed; unknown paths and resources are 404.
 func (v *Views) ServeView(w http.ResponseWriter, req *http.Request, location, innerPath string) {
 	info, err := ParsePath(req.Method, innerPath, req.URL.Query())
@@ -99,21 +106,22 @@ func (v *Views) ServeView(w http.ResponseWriter, req *http.Request, location, in
 		v.writeError(w, req, apierrors.NewNotFound(gvr.GroupResource(), info.Name))
 		return
 	}
-	switch info.Verb {
-	case "get", "list", "watch":
-	default:
-		v.writeError(w, req, readOnly(gvr.GroupResource(), info.Verb, location))
-		return
-	}
-	if info.Subresource != "" && !(info.Subresource == "status" && info.Verb == "get") {
+	if info.Subresource != "" && info.Subresource != "status" {
 		v.writeError(w, req, apierrors.NewNotFound(gvr.GroupResource(), info.Name+"/"+info.Subresource))
 		return
 	}
-	if info.Verb == "get" {
+	switch {
+	case info.Verb == "get":
 		h.get.ServeHTTP(w, req)
-		return
+	case info.Subresource == "" && (info.Verb == "list" || info.Verb == "watch"):
+		h.list.ServeHTTP(w, req)
+	case info.Subresource == "status" && info.Verb == "update" && h.updateStatus != nil:
+		h.updateStatus.ServeHTTP(w, req)
+	case info.Subresource == "status" && info.Verb == "patch" && h.patchStatus != nil:
+		h.patchStatus.ServeHTTP(w, req)
+	default:
+		v.writeError(w, req, readOnly(gvr.GroupResource(), info.Verb, location))
 	}
-	h.list.ServeHTTP(w, req)
 }
 
 // handlers returns the endpoint handlers of a resource served in views, building them the first
@@ -147,6 +155,13 @@ func (v *Views) handlers(gvr schema.GroupVersionResource) (*resourceHandlers, bo
 		scope: scope,
 		get:   handlers.GetResource(st, scope),
 		list:  handlers.ListResource(st, st, scope, false, v.opts.MinRequestTimeout),
+	}
+	ss := &statusStorage{info: info, store: store, writer: v.cache}
+	if statusScope, err := newStatusScope(info, v.serializer, ss); err != nil {
+		klog.ErrorS(err, "status writes are disabled for the resource", "resource", gvr)
+	} else {
+		h.updateStatus = handlers.UpdateResource(ss, statusScope, nil)
+		h.patchStatus = handlers.PatchResource(ss, statusScope, nil, statusPatchTypes(info))
 	}
 	v.resources[gvr] = h
 	return h, true

@@ -1,0 +1,203 @@
+package view
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
+)
+
+// StatusWriter is what the status write path needs of the source: a client of a resource with
+// the server's own identity. *cache.Cache implements it.
+type StatusWriter interface {
+	// SourceResource returns a client of gvr on the source in namespace.
+	SourceResource(gvr schema.GroupVersionResource, namespace string) dynamic.ResourceInterface
+}
+
+// maxUnconditionalAttempts bounds how often a status write without a resourceVersion is
+// re-applied to a fresh source object after losing a race with another writer.
+const maxUnconditionalAttempts = 5
+
+// statusStorage writes `<resource>/<name>/status` through a location view onto the source
+// (DESIGN.md; issue "Status write-back"): rest.Getter and rest.Updater, so that
+// k8s.io/apiserver's UpdateResource and PatchResource handlers (PUT, JSON/merge/strategic merge
+// patches, server-side apply) compute the new object from the location's view of the current
+// source object, and this storage writes only its .status to the source:
+//   - the object must be assigned to the location (else 404) and opted in with
+//     kcp.io/status-policy: Reflect (else 403 naming the annotation);
+//   - a resourceVersion in the request must be the source's current one (else 409), and the
+//     source write carries it as precondition, so a write never clobbers a newer object;
+//   - assigned to this location only: the status becomes the source's .status (through the
+//     source's /status subresource, or the main resource when it has none);
+//   - assigned to several: it is kept in the annotation status.kcp.io/<location> (written
+//     through the main resource: kube-apiserver drops metadata changes made through /status),
+//     and also becomes .status when kcp.io/status-location names this location.
+//
+// The source object is read fresh from the source for every write (not from the cache), so
+// the assignment and opt-in checks are made on the state the write applies to.
+type statusStorage struct {
+	info   cache.ResourceInfo
+	store  *cache.ResourceStore
+	writer StatusWriter
+}
+
+var (
+	_ rest.Getter  = &statusStorage{}
+	_ rest.Updater = &statusStorage{}
+)
+
+// New returns an empty object of the resource's kind.
+func (s *statusStorage) New() runtime.Object {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(s.info.GVK())
+	return u
+}
+
+// Destroy releases nothing.
+func (s *statusStorage) Destroy() {}
+
+// Get returns the location's view of the object from the cache, as a GET of the object does.
+func (s *statusStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
+	location, _ := LocationFrom(ctx)
+	obj, _, ok := s.store.Get(location, genericapirequest.NamespaceValue(ctx), name)
+	if !ok {
+		return nil, apierrors.NewNotFound(s.info.GVR.GroupResource(), name)
+	}
+	return obj, nil
+}
+
+// Update applies objInfo to the location's view of the current source object and writes the
+// resulting .status to the source (see statusStorage). It returns the location's view of the
+// written object. Errors: 404 when the object is absent or assigned elsewhere, 403 without the
+// opt-in, 409 on a stale resourceVersion, the source's own error (e.g. 422) otherwise.
+func (s *statusStorage) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, _ bool, _ *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	location, _ := LocationFrom(ctx)
+	client := s.writer.SourceResource(s.info.GVR, genericapirequest.NamespaceValue(ctx))
+	start := time.Now()
+	for attempt := 1; ; attempt++ {
+		result, retry, err := s.updateOnce(ctx, client, location, name, objInfo, updateValidation)
+		if err != nil && retry && attempt < maxUnconditionalAttempts {
+			continue
+		}
+		observeStatusWrite(s.info.GVR.GroupResource(), err, time.Since(start))
+		if err != nil {
+			return nil, false, err
+		}
+		return result, false, nil
+	}
+}
+
+// updateOnce is one attempt of Update; retry says that it lost a race with another writer and
+// the request carried no resourceVersion, so applying it again to a fresh object is correct.
+func (s *statusStorage) updateOnce(ctx context.Context, client dynamic.ResourceInterface, location, name string, objInfo rest.UpdatedObjectInfo, updateValidation rest.ValidateObjectUpdateFunc) (runtime.Object, bool, error) {
+	gr := s.info.GVR.GroupResource()
+	current, err := client.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, false, apierrors.NewNotFound(gr, name)
+	}
+	if err != nil {
+		return nil, false, sourceError(err)
+	}
+	locations, err := cache.ParseLocations(current.GetAnnotations()[cache.AssignedLocationsAnnotation])
+	if err != nil || !contains(locations, location) {
+		return nil, false, apierrors.NewNotFound(gr, name)
+	}
+	if !cache.ReflectsStatus(current) {
+		return nil, false, apierrors.NewForbidden(gr, name, fmt.Errorf("status write-back is not enabled for this object: set the annotation %s: %s on the source object to let locations write its status", cache.StatusPolicyAnnotation, cache.StatusPolicyReflect))
+	}
+	viewed := cache.LocationView(current, locations, location)
+	updated, err := objInfo.UpdatedObject(ctx, viewed)
+	if err != nil {
+		return nil, false, err
+	}
+	if updateValidation != nil {
+		if err := updateValidation(ctx, updated, viewed); err != nil {
+			return nil, false, err
+		}
+	}
+	u, ok := updated.(*unstructured.Unstructured)
+	if !ok {
+		return nil, false, apierrors.NewInternalError(fmt.Errorf("unexpected object %T", updated))
+	}
+	if rv := u.GetResourceVersion(); rv != "" && rv != current.GetResourceVersion() {
+		return nil, false, apierrors.NewConflict(gr, name, fmt.Errorf("%s", "the object has been modified; please apply your changes to the latest version and try again"))
+	}
+	unconditional := u.GetResourceVersion() == ""
+	status, hasStatus := u.Object["status"]
+	written, err := s.write(ctx, client, current, locations, location, status, hasStatus)
+	if err != nil {
+		if apierrors.IsConflict(err) {
+			return nil, unconditional, apierrors.NewConflict(gr, name, fmt.Errorf("%s", "the object has been modified; please apply your changes to the latest version and try again"))
+		}
+		if _, ok := err.(apierrors.APIStatus); ok {
+			return nil, false, err
+		}
+		return nil, false, sourceError(err)
+	}
+	return cache.LocationView(written, locations, location), false, nil
+}
+
+// write stores status on the source object current (see statusStorage for the rules), each
+// write with current's resourceVersion (or the previous write's) as precondition.
+func (s *statusStorage) write(ctx context.Context, client dynamic.ResourceInterface, current *unstructured.Unstructured, locations []string, location string, status interface{}, hasStatus bool) (*unstructured.Unstructured, error) {
+	setStatus := func(u *unstructured.Unstructured) {
+		if hasStatus {
+			u.Object["status"] = status
+		} else {
+			delete(u.Object, "status")
+		}
+	}
+	if len(locations) > 1 {
+		record, err := json.Marshal(status)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("status is not JSON: %v", err))
+		}
+		target := current.DeepCopy()
+		ann := target.GetAnnotations()
+		if hasStatus {
+			ann[cache.StatusRecordAnnotationPrefix+location] = string(record)
+		} else {
+			delete(ann, cache.StatusRecordAnnotationPrefix+location)
+		}
+		target.SetAnnotations(ann)
+		fillsStatus := current.GetAnnotations()[cache.StatusLocationAnnotation] == location
+		if fillsStatus && !s.info.HasStatus {
+			setStatus(target) // one write: without a status subresource .status is in the main resource
+			return client.Update(ctx, target, metav1.UpdateOptions{FieldManager: fieldManager})
+		}
+		written, err := client.Update(ctx, target, metav1.UpdateOptions{FieldManager: fieldManager})
+		if err != nil || !fillsStatus {
+			return written, err
+		}
+		current = written
+	}
+	target := current.DeepCopy()
+	setStatus(target)
+	if !s.info.HasStatus {
+		return client.Update(ctx, target, metav1.UpdateOptions{FieldManager: fieldManager})
+	}
+	return client.UpdateStatus(ctx, target, metav1.UpdateOptions{FieldManager: fieldManager})
+}
+
+// fieldManager names mapper-apiserver's writes on the source.
+const fieldManager = "mapper-apiserver"
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}

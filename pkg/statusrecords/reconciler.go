@@ -1,0 +1,136 @@
+// Package statusrecords keeps the per-location status records on source objects in step with
+// the objects' assignments (DESIGN.md "Names"; issue "Status write-back"): a record of a
+// location the object is no longer assigned to is removed, and the source's .status follows
+// the location named by kcp.io/status-location.
+package statusrecords
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/klog/v2"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
+)
+
+// fieldManager names the reconciler's writes on the source.
+const fieldManager = "mapper-apiserver-status-records"
+
+// Cache is what the reconciler reads and writes through. *cache.Cache implements it.
+type Cache interface {
+	Resources() []cache.ResourceInfo
+	Store(gvr schema.GroupVersionResource) (*cache.ResourceStore, bool)
+	SourceResource(gvr schema.GroupVersionResource, namespace string) dynamic.ResourceInterface
+}
+
+// Reconciler visits, every interval, the cached objects that carry status records or reflect
+// status across several locations (cache.ResourceStore.StatusObjects, not the whole cache),
+// and for each:
+//   - assigned to several locations: sets .status to the record of the location named by
+//     kcp.io/status-location, when that location is assigned and has a record that differs;
+//   - assigned to one location with a record: folds the record into .status (the view shows
+//     the record until then);
+//   - removes the records of locations the object is not assigned to.
+//
+// Every write carries the cached resourceVersion as precondition, so a newer source object is
+// never overwritten; a conflict is left for the next round. Several replicas may run it: the
+// writes are idempotent.
+type Reconciler struct {
+	cache    Cache
+	interval time.Duration
+}
+
+// New returns a reconciler over c that runs every interval.
+func New(c Cache, interval time.Duration) *Reconciler {
+	return &Reconciler{cache: c, interval: interval}
+}
+
+// Run reconciles every interval until ctx ends.
+func (r *Reconciler) Run(ctx context.Context) {
+	wait.UntilWithContext(ctx, r.reconcileAll, r.interval)
+}
+
+func (r *Reconciler) reconcileAll(ctx context.Context) {
+	for _, info := range r.cache.Resources() {
+		store, ok := r.cache.Store(info.GVR)
+		if !ok {
+			continue
+		}
+		for _, o := range store.StatusObjects() {
+			if err := r.reconcile(ctx, info, o); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+				klog.FromContext(ctx).Error(err, "reconciling status records", "resource", info.GVR, "object", o.Key())
+			}
+		}
+	}
+}
+
+// reconcile brings one object's .status and records in step (see Reconciler).
+func (r *Reconciler) reconcile(ctx context.Context, info cache.ResourceInfo, o *cache.Object) error {
+	u := o.Unstructured()
+	locations := o.Locations()
+	client := r.cache.SourceResource(info.GVR, u.GetNamespace())
+
+	var want map[string]interface{}
+	var fold string
+	switch {
+	case len(locations) == 1:
+		if rec, ok, err := cache.StatusRecord(u, locations[0]); ok && err == nil {
+			want, fold = rec, locations[0]
+		}
+	case len(locations) > 1:
+		if m := u.GetAnnotations()[cache.StatusLocationAnnotation]; contains(locations, m) {
+			if rec, ok, err := cache.StatusRecord(u, m); ok && err == nil {
+				want = rec
+			}
+		}
+	}
+	current := u
+	if want != nil && !reflect.DeepEqual(u.Object["status"], want) {
+		target := u.DeepCopy()
+		target.Object["status"] = want
+		var err error
+		if info.HasStatus {
+			current, err = client.UpdateStatus(ctx, target, metav1.UpdateOptions{FieldManager: fieldManager})
+		} else {
+			current, err = client.Update(ctx, target, metav1.UpdateOptions{FieldManager: fieldManager})
+		}
+		if err != nil {
+			return err
+		}
+	}
+
+	remove := map[string]interface{}{}
+	for _, loc := range cache.StatusRecordLocations(current) {
+		if loc == fold || !contains(locations, loc) {
+			remove[cache.StatusRecordAnnotationPrefix+loc] = nil
+		}
+	}
+	if len(remove) == 0 {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]interface{}{
+		"metadata": map[string]interface{}{"resourceVersion": current.GetResourceVersion(), "annotations": remove},
+	})
+	if err != nil {
+		return err
+	}
+	_, err = client.Patch(ctx, current.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
+	return err
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
