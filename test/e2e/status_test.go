@@ -195,7 +195,7 @@ func testStatusRefusals(t *testing.T, ctx context.Context, env *statusEnv) {
 	admin := env.source.Admin().Client(t)
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "east-reader"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"mapper.kcp.io"}, Resources: []string{"locations/view"}, ResourceNames: []string{"east"}, Verbs: []string{"get", "watch"}}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"mapper.kcp.io"}, Resources: []string{"locations/view"}, ResourceNames: []string{"east"}, Verbs: []string{"get", "watch"}}},
 	}
 	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -358,5 +358,11 @@ func testStatusConcurrentWriters(t *testing.T, ctx context.Context, env *statusE
 	}
 	if checked != objects {
 		t.Errorf("checked %d objects, want %d", checked, objects)
+	}
+	if n := env.server.Metric(t, env.source.Admin(), "mapper_apiserver_view_status_writes_total", `code="200",resource="things.example.com"`); n < objects*writes {
+		t.Errorf("mapper_apiserver_view_status_writes_total{code=200,resource=things.example.com} = %v, want at least %d", n, objects*writes)
+	}
+	if n := env.server.Metric(t, env.source.Admin(), "mapper_apiserver_view_status_write_duration_seconds_count", `resource="things.example.com"`); n < objects*writes {
+		t.Errorf("status write latency histogram count = %v, want at least %d", n, objects*writes)
 	}
 }

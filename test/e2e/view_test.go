@@ -169,6 +169,12 @@ func testListsMatchGroundTruth(t *testing.T, ctx context.Context, env *viewEnv) 
 	}
 	t.Logf("%d assigned objects across %d locations match the source's label-selector lists", total, len(viewLocations))
 
+	// Every malformed annotation was counted, and the server kept serving.
+	malformed := env.server.Metric(t, env.source.Admin(), "mapper_apiserver_malformed_assignments_total", `resource="configmaps"`)
+	if want := float64(7 * len(env.nss)); malformed < want {
+		t.Errorf("mapper_apiserver_malformed_assignments_total{resource=configmaps} = %v, want at least %v", malformed, want)
+	}
+
 	// /api/v1/namespaces inside a view lists the namespaces that hold the location's objects.
 	list, err := env.views["east"].Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).List(ctx, metav1.ListOptions{})
 	if err != nil {

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -191,4 +193,41 @@ func (m *MapperAPIServer) ViewConfig(u *User, location string) *rest.Config {
 	cfg := m.Config(u)
 	cfg.Host = m.ViewURL(location)
 	return cfg
+}
+
+// Metric returns the value of the Prometheus sample name{labels} on the server's /metrics, read
+// as user (labels in the exposition's form, e.g. `code="200",resource="things.example.com"`;
+// empty for an unlabelled metric). It fails the test when /metrics cannot be read, and returns
+// 0 when the sample is absent.
+func (m *MapperAPIServer) Metric(t TB, u *User, name, labels string) float64 {
+	t.Helper()
+	client, err := rest.HTTPClientFor(m.Config(u))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Get(m.URL + "/metrics")
+	if err != nil {
+		t.Fatalf("reading /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("reading /metrics: %s", resp.Status)
+	}
+	sample := name
+	if labels != "" {
+		sample += "{" + labels + "}"
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, sample+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err != nil {
+				t.Fatalf("metric %s: %v", sample, err)
+			}
+			return v
+		}
+	}
+	return 0
 }
