@@ -123,6 +123,10 @@ func crd(plural, kind string) *unstructured.Unstructured {
 			"versions": []interface{}{map[string]interface{}{
 				"name": "v1", "served": true, "storage": true,
 				"subresources": map[string]interface{}{"status": map[string]interface{}{}},
+				"additionalPrinterColumns": []interface{}{
+					map[string]interface{}{"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
+					map[string]interface{}{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+				},
 				"schema": map[string]interface{}{"openAPIV3Schema": map[string]interface{}{
 					"type": "object", "x-kubernetes-preserve-unknown-fields": true,
 				}},

@@ -581,6 +581,27 @@ func testKubectl(t *testing.T, ctx context.Context, env *viewEnv) {
 		}
 	}
 
+	// A custom resource prints the columns of its CRD (additionalPrinterColumns), as on the source.
+	out, err = framework.RunKubectl(t, kc, "get", "widgets", "-n", "team-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "SIZE") {
+		t.Errorf("kubectl get widgets lacks the CRD's printer column SIZE:\n%s", out)
+	}
+	rows := map[string]string{} // name → SIZE cell
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) >= 2 {
+			rows[f[0]] = f[1]
+		}
+	}
+	for _, k := range sets.List(groundTruth(t, ctx, env.src, widgetsGVR, "east", "team-a")) {
+		name := strings.SplitN(k, "/", 2)[1]
+		if rows[name] != fmt.Sprint(len(name)) {
+			t.Errorf("kubectl get widgets: row %q has SIZE %q, want %d:\n%s", name, rows[name], len(name), out)
+		}
+	}
+
 	// kubectl get locations against the server's own URL shows the counts.
 	serverKC := admin.KubeconfigFor(t, env.server.URL, env.server.ServingCA.CertPEM)
 	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
@@ -622,6 +643,36 @@ func testNewCRD(t *testing.T, ctx context.Context, env *viewEnv) {
 	out, err := framework.RunKubectl(t, kc, "api-resources")
 	if err != nil || !strings.Contains(out, "gadgets") {
 		t.Errorf("kubectl api-resources on the view lacks gadgets (%v):\n%s", err, out)
+	}
+
+	// Deleting the CRD ends the watches on it cleanly and drops it from the view's discovery.
+	w, err := env.views["east"].Resource(gadgetsGVR).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := env.src.Resource(crdGVR).Delete(ctx, "gadgets.example.com", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ended := time.After(30 * time.Second)
+	for open := true; open; {
+		select {
+		case e, ok := <-w.ResultChan():
+			if !ok {
+				open = false
+			} else if e.Type == watch.Error {
+				t.Errorf("the watch on a removed resource ended with an error: %v", e.Object)
+			}
+		case <-ended:
+			t.Fatal("the watch on gadgets did not end after the CRD was deleted")
+		}
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		out, err = framework.RunKubectl(t, kc, "api-resources")
+		return err == nil && !strings.Contains(out, "gadgets"), nil
+	})
+	if err != nil {
+		t.Errorf("gadgets stayed in the view's discovery after the CRD was deleted:\n%s", out)
 	}
 }
 

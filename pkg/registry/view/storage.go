@@ -202,7 +202,11 @@ func (r *resourceStorage) Watch(ctx context.Context, opts *metainternalversion.L
 	switch {
 	case sendInitialEvents || mode == readConsistent || mode == readAny:
 		wo.InitialEvents = true
-		wo.InitialEventsEndBookmark = sendInitialEvents
+		// As kube-apiserver's cacher: the bookmark ending the initial events is sent to a
+		// streaming list (sendInitialEvents and allowWatchBookmarks). A plain watch from ""
+		// or "0" is given sendInitialEvents by the server's own defaulting
+		// (SetListOptionsDefaults) and gets no such bookmark.
+		wo.InitialEventsEndBookmark = sendInitialEvents && opts.AllowWatchBookmarks
 		switch mode {
 		case readConsistent:
 			err = r.waitConsistent(ctx)

@@ -3,28 +3,51 @@ package view
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	crdtable "k8s.io/apiextensions-apiserver/pkg/registry/customresource/tableconvertor"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metatable "k8s.io/apimachinery/pkg/api/meta/table"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 )
 
-// tableConvertor renders view objects as a Table for kubectl: NAME and AGE, the columns
-// kube-apiserver prints for every resource that has no printer of its own.
-type tableConvertor struct{}
+// tableConvertor renders view objects as a Table for kubectl.
+//
+// A custom resource gets the columns its CustomResourceDefinition declares
+// (additionalPrinterColumns, read from the source and rendered by apiextensions-apiserver's own
+// table convertor), as the source prints it. Every other resource gets NAME and AGE, the
+// columns kube-apiserver prints for a resource without a printer: built-in kinds' columns come
+// from kube-apiserver's Go printers, which an aggregated server cannot run, and asking the
+// source for a Table row per object would cost a source request per row.
+type tableConvertor struct {
+	crd *crdColumns // nil: NAME and AGE only
+}
 
-var tableColumns = []metav1.TableColumnDefinition{
+var defaultTableColumns = []metav1.TableColumnDefinition{
 	{Name: "Name", Type: "string", Format: "name", Description: metav1.ObjectMeta{}.SwaggerDoc()["name"]},
 	{Name: "Age", Type: "string", Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"]},
 }
 
 // ConvertToTable turns one object or a view List into a Table with one row per object; the
 // list's resourceVersion and continue token are carried over so kubectl can page and watch.
-func (tableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, opts runtime.Object) (*metav1.Table, error) {
+func (c tableConvertor) ConvertToTable(ctx context.Context, obj runtime.Object, opts runtime.Object) (*metav1.Table, error) {
+	if c.crd != nil {
+		if conv := c.crd.convertor(ctx); conv != nil {
+			return conv.ConvertToTable(ctx, unwrap(obj), opts)
+		}
+	}
 	table := &metav1.Table{}
 	if o, ok := opts.(*metav1.TableOptions); !ok || !o.NoHeaders {
-		table.ColumnDefinitions = tableColumns
+		table.ColumnDefinitions = defaultTableColumns
 	}
 	rows, err := metatable.MetaToTableRow(obj, func(_ runtime.Object, _ metav1.Object, name, age string) ([]interface{}, error) {
 		return []interface{}{name, age}, nil
@@ -41,4 +64,80 @@ func (tableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, opts
 		table.ResourceVersion = m.GetResourceVersion()
 	}
 	return table, nil
+}
+
+// unwrap turns cache objects and view lists into the unstructured objects the CRD table
+// convertor evaluates its JSONPaths on. The items are shared, read-only.
+func unwrap(obj runtime.Object) runtime.Object {
+	switch o := obj.(type) {
+	case *cache.Object:
+		return o.Unstructured()
+	case *List:
+		list := &unstructured.UnstructuredList{Object: map[string]interface{}{"apiVersion": o.APIVersion, "kind": o.Kind}}
+		list.SetResourceVersion(o.ResourceVersion)
+		list.SetContinue(o.Continue)
+		list.SetRemainingItemCount(o.RemainingItemCount)
+		list.Items = make([]unstructured.Unstructured, 0, len(o.Items))
+		for _, item := range o.Items {
+			if co, ok := item.(*cache.Object); ok {
+				list.Items = append(list.Items, *co.Unstructured())
+			}
+		}
+		return list
+	}
+	return obj
+}
+
+// crdGVR is the source's CustomResourceDefinitions.
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// crdColumnsTTL is how long the printer columns read from a CRD are used before being read again.
+const crdColumnsTTL = 30 * time.Second
+
+// crdColumns reads the printer columns of one resource's CustomResourceDefinition from the
+// source when a Table is asked for, at most once per crdColumnsTTL. A resource without a CRD
+// (built-in or aggregated) is remembered as such for the same time.
+type crdColumns struct {
+	source  StatusWriter
+	gvr     schema.GroupVersionResource
+	mu      sync.Mutex
+	conv    rest.TableConvertor
+	fetched time.Time
+}
+
+// convertor returns the CRD's table convertor, or nil when the resource has no CRD or it
+// cannot be read (the default columns are used then).
+func (c *crdColumns) convertor(ctx context.Context) rest.TableConvertor {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.fetched.IsZero() && time.Since(c.fetched) < crdColumnsTTL {
+		return c.conv
+	}
+	u, err := c.source.SourceResource(crdGVR, "").Get(ctx, c.gvr.GroupResource().String(), metav1.GetOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+			c.conv, c.fetched = nil, time.Now()
+		}
+		return c.conv
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &crd); err != nil {
+		return c.conv
+	}
+	var columns []apiextensionsv1.CustomResourceColumnDefinition
+	for _, v := range crd.Spec.Versions {
+		if v.Name == c.gvr.Version {
+			columns = v.AdditionalPrinterColumns
+		}
+	}
+	if len(columns) == 0 {
+		// What apiextensions-apiserver prints for a CRD without printer columns.
+		columns = []apiextensionsv1.CustomResourceColumnDefinition{{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"}}
+	}
+	conv, err := crdtable.New(columns)
+	if err != nil {
+		return c.conv
+	}
+	c.conv, c.fetched = conv, time.Now()
+	return conv
 }

@@ -148,7 +148,8 @@ func (v *Views) handlers(gvr schema.GroupVersionResource) (*resourceHandlers, bo
 	if info.Kind == "" {
 		return nil, false
 	}
-	st := &resourceStorage{info: info, store: store, source: v.cache, freshnessTimeout: v.opts.FreshnessTimeout}
+	st := &resourceStorage{info: info, store: store, source: v.cache, freshnessTimeout: v.opts.FreshnessTimeout,
+		table: tableConvertor{crd: &crdColumns{source: v.cache, gvr: gvr}}}
 	scope := newRequestScope(gvr, info.Kind, info.Namespaced, v.serializer, st)
 	h := &resourceHandlers{
 		store: store,
