@@ -169,6 +169,28 @@ func testListsMatchGroundTruth(t *testing.T, ctx context.Context, env *viewEnv) 
 	}
 	t.Logf("%d assigned objects across %d locations match the source's label-selector lists", total, len(viewLocations))
 
+	// Selectors apply on top of the location, as on kube-apiserver: east's objects that are
+	// also assigned to west (a label selector), and east's objects in team-a (a field selector).
+	both := groundTruth(t, ctx, env.src, configMapsGVR, "east", "").Intersection(groundTruth(t, ctx, env.src, configMapsGVR, "west", ""))
+	list, err := env.views["east"].Resource(configMapsGVR).List(ctx, metav1.ListOptions{LabelSelector: locationLabelPrefix + "west"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := keysOf(list.Items); !both.Equal(got) {
+		t.Errorf("east's configmaps with label selector %swest: %s", locationLabelPrefix, diff(both, got))
+	}
+	list, err = env.views["east"].Resource(configMapsGVR).List(ctx, metav1.ListOptions{FieldSelector: "metadata.namespace=team-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, got := groundTruth(t, ctx, env.src, configMapsGVR, "east", "team-a"), keysOf(list.Items); !want.Equal(got) {
+		t.Errorf("east's configmaps with field selector metadata.namespace=team-a: %s", diff(want, got))
+	}
+	_, err = env.views["east"].Resource(configMapsGVR).List(ctx, metav1.ListOptions{FieldSelector: "data.key=x"})
+	if !apierrors.IsBadRequest(err) {
+		t.Errorf("a field selector on an unsupported field: want 400, got %v", err)
+	}
+
 	// Every malformed annotation was counted, and the server kept serving.
 	malformed := env.server.Metric(t, env.source.Admin(), "mapper_apiserver_malformed_assignments_total", `resource="configmaps"`)
 	if want := float64(7 * len(env.nss)); malformed < want {
@@ -176,7 +198,7 @@ func testListsMatchGroundTruth(t *testing.T, ctx context.Context, env *viewEnv) 
 	}
 
 	// /api/v1/namespaces inside a view lists the namespaces that hold the location's objects.
-	list, err := env.views["east"].Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).List(ctx, metav1.ListOptions{})
+	list, err = env.views["east"].Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatalf("listing namespaces through the view: %v", err)
 	}
@@ -754,7 +776,7 @@ func testInformerRelist(t *testing.T, ctx context.Context, env *viewEnv) {
 		t.Fatal(err)
 	}
 	env.create(t, ctx, configMapsGVR, newConfigMap("team-a", "while-down", loc))
-	env.update(t, ctx, configMapsGVR, "team-c", "resume-1", func(u *unstructured.Unstructured) { setAssignment(u, loc) })
+	env.update(t, ctx, configMapsGVR, "team-a", "cm-00", func(u *unstructured.Unstructured) { setAssignment(u, loc, "north") })
 	for _, k := range sets.List(groundTruth(t, ctx, env.src, configMapsGVR, loc, "team-b"))[:2] {
 		env.update(t, ctx, configMapsGVR, "team-b", strings.SplitN(k, "/", 2)[1], func(u *unstructured.Unstructured) { setAssignment(u) })
 	}
