@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -86,7 +87,7 @@ func (r *Reconciler) reconcile(ctx context.Context, info cache.ResourceInfo, o *
 			want, fold = rec, locations[0]
 		}
 	case len(locations) > 1:
-		if m := u.GetAnnotations()[cache.StatusLocationAnnotation]; contains(locations, m) {
+		if m := u.GetAnnotations()[cache.StatusLocationAnnotation]; slices.Contains(locations, m) {
 			if rec, ok, err := cache.StatusRecord(u, m); ok && err == nil {
 				want = rec
 			}
@@ -109,7 +110,7 @@ func (r *Reconciler) reconcile(ctx context.Context, info cache.ResourceInfo, o *
 
 	remove := map[string]interface{}{}
 	for _, loc := range cache.StatusRecordLocations(current) {
-		if loc == fold || !contains(locations, loc) {
+		if loc == fold || !slices.Contains(locations, loc) {
 			remove[cache.StatusRecordAnnotationPrefix+loc] = nil
 		}
 	}
@@ -124,13 +125,4 @@ func (r *Reconciler) reconcile(ctx context.Context, info cache.ResourceInfo, o *
 	}
 	_, err = client.Patch(ctx, current.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
 	return err
-}
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }

@@ -47,13 +47,7 @@ var thingsGVR = schema.GroupVersionResource{Group: "example.com", Version: "v1",
 
 func startStatusEnv(t *testing.T, ctx context.Context) *statusEnv {
 	t.Helper()
-	source := framework.StartControlPlane(t, framework.ControlPlaneOptions{Name: "source"})
-	cfg := source.AdminConfig()
-	cfg.QPS = -1
-	src, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	source, src := startSource(t)
 	createCRD(t, ctx, src, "things", "Thing")
 	ensureNamespace(t, ctx, src, "apps")
 	env := &viewEnv{source: source, src: src, views: map[string]dynamic.Interface{}}

@@ -43,13 +43,7 @@ const historySize = 300
 
 func startViewEnv(t *testing.T, ctx context.Context) *viewEnv {
 	t.Helper()
-	source := framework.StartControlPlane(t, framework.ControlPlaneOptions{Name: "source"})
-	srcConfig := source.AdminConfig()
-	srcConfig.QPS = -1 // no client-side throttling: the tests write hundreds of objects
-	src, err := dynamic.NewForConfig(srcConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	source, src := startSource(t)
 	createCRD(t, ctx, src, "widgets", "Widget")
 	env := &viewEnv{source: source, src: src, views: map[string]dynamic.Interface{}, nss: []string{"team-a", "team-b", "team-c"}}
 
@@ -88,6 +82,20 @@ func startViewEnv(t *testing.T, ctx context.Context) *viewEnv {
 		env.views[l] = v
 	}
 	return env
+}
+
+// startSource starts a source control plane and returns it with an admin dynamic client
+// without client-side throttling (the tests write hundreds of objects).
+func startSource(t *testing.T) (*framework.ControlPlane, dynamic.Interface) {
+	t.Helper()
+	source := framework.StartControlPlane(t, framework.ControlPlaneOptions{Name: "source"})
+	cfg := source.AdminConfig()
+	cfg.QPS = -1
+	src, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return source, src
 }
 
 // bigAssignment is an annotation value with n valid location names: more than an object may name.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -110,7 +111,7 @@ func (s *statusStorage) updateOnce(ctx context.Context, client dynamic.ResourceI
 		return nil, false, sourceError(err)
 	}
 	locations, err := cache.ParseLocations(current.GetAnnotations()[cache.AssignedLocationsAnnotation])
-	if err != nil || !contains(locations, location) {
+	if err != nil || !slices.Contains(locations, location) {
 		return nil, false, apierrors.NewNotFound(gr, name)
 	}
 	if !cache.ReflectsStatus(current) {
@@ -192,12 +193,3 @@ func (s *statusStorage) write(ctx context.Context, client dynamic.ResourceInterf
 
 // fieldManager names mapper-apiserver's writes on the source.
 const fieldManager = "mapper-apiserver"
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
-}
