@@ -34,5 +34,6 @@ func NewCommand() *cobra.Command {
 	}
 	o.AddFlags(cmd.Flags())
 	logsapi.AddFlags(logOptions, cmd.Flags())
+	cmd.AddCommand(newKubeconfigCommand(), newServingCertCommand())
 	return cmd
 }

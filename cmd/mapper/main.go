@@ -1,0 +1,15 @@
+// Command mapper maps one location's view of mapper-apiserver onto a target cluster, and with
+// `mapper verify` compares the two (docs/mapper.md).
+package main
+
+import (
+	"os"
+
+	"k8s.io/component-base/cli"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/mapper/app"
+)
+
+func main() {
+	os.Exit(cli.Run(app.NewCommand()))
+}

@@ -1,0 +1,198 @@
+// Package app is the command line of the mapper (cmd/mapper): flags, the run command with
+// leader election and the health/metrics endpoint, and the verify subcommand.
+package app
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/mapper"
+)
+
+// ConnectionOptions are the flags `mapper` and `mapper verify` share: where the view and the
+// target are, and the rules that decide where an object goes.
+type ConnectionOptions struct {
+	// ViewKubeconfig is the kubeconfig whose server is the location's view URL; required.
+	ViewKubeconfig string
+	// TargetKubeconfig is the target cluster's kubeconfig; empty means $KUBECONFIG,
+	// ~/.kube/config, then in-cluster, as client-go does.
+	TargetKubeconfig string
+	// Location must match the view URL's location; empty takes it from the URL.
+	Location string
+	// Resources restricts the mapped resources ("resource.group"); empty maps everything the
+	// view serves.
+	Resources []string
+	// NamespaceMapping is "same" or "prefixed".
+	NamespaceMapping string
+	// ClusterName is the logical cluster of objects without the kcp.io/cluster annotation.
+	ClusterName string
+	// FieldManager is the server-side apply field manager on the target.
+	FieldManager string
+	// TargetQPS and TargetBurst limit requests to the target; the same limits apply to the
+	// mapper's own requests to the view (status writes, confirming reads).
+	TargetQPS   float32
+	TargetBurst int
+}
+
+// NewConnectionOptions returns the defaults.
+func NewConnectionOptions() *ConnectionOptions {
+	return &ConnectionOptions{
+		NamespaceMapping: string(mapper.NamespaceMappingSame),
+		ClusterName:      mapper.DefaultClusterName,
+		FieldManager:     mapper.DefaultFieldManager,
+		TargetQPS:        50,
+		TargetBurst:      100,
+	}
+}
+
+// AddFlags registers the flags.
+func (o *ConnectionOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.ViewKubeconfig, "view-kubeconfig", o.ViewKubeconfig, "Kubeconfig whose server is the location's view: https://<mapper-apiserver or kube-apiserver>/apis/mapper.kcp.io/v1alpha1/locations/<location>/view. Required.")
+	fs.StringVar(&o.TargetKubeconfig, "target-kubeconfig", o.TargetKubeconfig, "Kubeconfig of the target cluster. Empty: $KUBECONFIG, ~/.kube/config, then in-cluster.")
+	fs.StringVar(&o.Location, "location", o.Location, "The location to map. Must match the view URL; empty takes it from the URL.")
+	fs.StringSliceVar(&o.Resources, "resources", o.Resources, "Resources to map as resource.group (e.g. configmaps,deployments.apps,widgets.example.com). Empty: every resource the view serves, following its discovery.")
+	fs.StringVar(&o.NamespaceMapping, "namespace-mapping", o.NamespaceMapping, "Target namespace of a source namespace: 'same' (the same name; for a single source cluster) or 'prefixed' (<cluster>-<namespace>, shortened with a stable hash to at most 63 characters; the original is kept in annotations of the target namespace).")
+	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "Logical cluster of source objects without the kcp.io/cluster annotation (as mapper-apiserver's --cluster-name).")
+	fs.StringVar(&o.FieldManager, "field-manager", o.FieldManager, "Server-side apply field manager on the target. Changing it makes the old manager's fields foreign: they are left alone.")
+	fs.Float32Var(&o.TargetQPS, "target-qps", o.TargetQPS, "Queries per second to the target (and of the mapper's own requests to the view).")
+	fs.IntVar(&o.TargetBurst, "target-burst", o.TargetBurst, "Burst of requests to the target (and of the mapper's own requests to the view).")
+}
+
+// viewPath matches a location view's base URL path, with any prefix (a proxy).
+var viewPath = regexp.MustCompile(`/apis/mapper\.kcp\.io/v1alpha1/locations/([^/]+)/view/?$`)
+
+// LocationFromViewURL returns the location named by a view's base URL, or an error when the
+// URL is not a location view URL.
+func LocationFromViewURL(server string) (string, error) {
+	u, err := url.Parse(server)
+	if err != nil {
+		return "", fmt.Errorf("the view server %q is not a URL: %w", server, err)
+	}
+	m := viewPath.FindStringSubmatch(u.Path)
+	if m == nil {
+		return "", fmt.Errorf("the view server %q is not a location view URL (https://<host>/apis/mapper.kcp.io/v1alpha1/locations/<location>/view)", server)
+	}
+	return m[1], nil
+}
+
+// Clients are the resolved connection settings.
+type Clients struct {
+	Location         string
+	View, Target     *rest.Config
+	Resources        []schema.GroupResource
+	NamespaceMapping mapper.NamespaceMapping
+}
+
+// Complete validates the options, loads both kubeconfigs and checks the location against the
+// view URL. It returns every problem it finds.
+func (o *ConnectionOptions) Complete(userAgent string) (*Clients, error) {
+	var errs []string
+	mapping, err := mapper.ParseNamespaceMapping(o.NamespaceMapping)
+	if err != nil {
+		errs = append(errs, "--namespace-mapping: "+err.Error())
+	}
+	if o.ClusterName == "" {
+		errs = append(errs, "--cluster-name must not be empty")
+	}
+	if o.FieldManager == "" {
+		errs = append(errs, "--field-manager must not be empty")
+	}
+	var resources []schema.GroupResource
+	for _, r := range o.Resources {
+		r = strings.TrimSpace(r)
+		if r == "" {
+			errs = append(errs, "--resources has an empty entry")
+			continue
+		}
+		resources = append(resources, schema.ParseGroupResource(r))
+	}
+	if o.ViewKubeconfig == "" {
+		errs = append(errs, "--view-kubeconfig is required")
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("invalid options: %s", strings.Join(errs, "; "))
+	}
+
+	view, err := clientcmd.BuildConfigFromFlags("", o.ViewKubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading --view-kubeconfig: %w", err)
+	}
+	location, err := LocationFromViewURL(view.Host)
+	if err != nil {
+		return nil, err
+	}
+	if o.Location != "" && o.Location != location {
+		return nil, fmt.Errorf("--location=%s does not match the view URL %s, which is the view of location %q", o.Location, view.Host, location)
+	}
+	if msgs := validation.IsDNS1123Label(location); len(msgs) > 0 {
+		return nil, fmt.Errorf("location %q is not a DNS-1123 label: %s", location, strings.Join(msgs, "; "))
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.TargetKubeconfig
+	target, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the target kubeconfig: %w", err)
+	}
+	for _, c := range []*rest.Config{view, target} {
+		c.QPS, c.Burst = o.TargetQPS, o.TargetBurst
+		c.UserAgent = userAgent
+		c.Timeout = 0
+	}
+	return &Clients{Location: location, View: view, Target: target, Resources: resources, NamespaceMapping: mapping}, nil
+}
+
+// RunOptions are the flags of the mapper itself (not of verify).
+type RunOptions struct {
+	Workers            int
+	DiscoveryInterval  time.Duration
+	SweepInterval      time.Duration
+	ProgressInterval   time.Duration
+	RetryMaxDelay      time.Duration
+	MetricsBindAddress string
+}
+
+// NewRunOptions returns the defaults.
+func NewRunOptions() *RunOptions {
+	return &RunOptions{
+		Workers:            mapper.DefaultWorkers,
+		DiscoveryInterval:  mapper.DefaultDiscoveryInterval,
+		SweepInterval:      mapper.DefaultSweepInterval,
+		ProgressInterval:   mapper.DefaultProgressInterval,
+		RetryMaxDelay:      mapper.DefaultRetryMaxDelay,
+		MetricsBindAddress: ":8080",
+	}
+}
+
+// AddFlags registers the flags.
+func (o *RunOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&o.Workers, "workers", o.Workers, "Objects synced concurrently (and, separately, status writes).")
+	fs.DurationVar(&o.DiscoveryInterval, "discovery-interval", o.DiscoveryInterval, "How often the view's discovery (new resources) and the target's (CRDs appearing or going) are re-read.")
+	fs.DurationVar(&o.SweepInterval, "orphan-sweep-interval", o.SweepInterval, "How often managed target objects are compared with the view and orphans deleted. The first sweep runs when the initial sync is complete.")
+	fs.DurationVar(&o.ProgressInterval, "progress-interval", o.ProgressInterval, "How often the initial sync logs its progress.")
+	fs.DurationVar(&o.RetryMaxDelay, "max-retry-delay", o.RetryMaxDelay, "Longest backoff between retries of a failing or conflicting object.")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the HTTP endpoint serving /metrics, /healthz and /readyz; \"0\" turns it off.")
+}
+
+// Validate returns an error naming every invalid value.
+func (o *RunOptions) Validate() error {
+	var errs []string
+	if o.Workers < 1 {
+		errs = append(errs, "--workers must be at least 1")
+	}
+	if o.DiscoveryInterval <= 0 || o.SweepInterval <= 0 || o.ProgressInterval <= 0 || o.RetryMaxDelay <= 0 {
+		errs = append(errs, "--discovery-interval, --orphan-sweep-interval, --progress-interval and --max-retry-delay must be positive")
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid options: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}

@@ -1,0 +1,45 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/klog/v2"
+)
+
+// serveHTTP serves /metrics (the component-base legacy registry), /healthz (liveness: the
+// process answers and, with leader election, the lease is renewed in time) and /readyz (the
+// readiness checks) on address until ctx ends. address "0" serves nothing. It returns once
+// the listener is open, or an error when it cannot be.
+func serveHTTP(ctx context.Context, address string, live []healthz.HealthChecker, ready []healthz.HealthChecker) error {
+	if address == "0" || address == "" {
+		return nil
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", legacyregistry.Handler())
+	healthz.InstallHandler(mux, append([]healthz.HealthChecker{healthz.PingHealthz}, live...)...)
+	healthz.InstallReadyzHandler(mux, append([]healthz.HealthChecker{healthz.PingHealthz}, ready...)...)
+	ln, err := net.Listen("tcp", address)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdownCtx)
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.FromContext(ctx).Error(err, "The metrics and health endpoint stopped")
+		}
+	}()
+	klog.FromContext(ctx).Info("Serving /metrics, /healthz and /readyz", "address", ln.Addr().String())
+	return nil
+}

@@ -1,0 +1,32 @@
+package mapper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+)
+
+// errConflict marks a sync that found the target place of an object taken by something the
+// mapper does not manage. The object is retried with backoff; it is mapped once the place is
+// free.
+var errConflict = errors.New("conflict with an unmanaged target object")
+
+// reportConflict reports that the target place of key (namespace ns, the object's name) is
+// taken: why says by what. It logs and records a Warning Event on the target namespace when
+// the object enters the conflict (not on every retry), counts it in mapper_conflicts_total and
+// the mapper_conflicts gauge, and returns an error wrapping errConflict.
+func (m *Mapper) reportConflict(ctx context.Context, key itemKey, ns, why string) error {
+	if prev := m.states.set(key, outcomeConflict); prev != outcomeConflict {
+		klog.FromContext(ctx).Info("Not mapping an object: its target place is taken by an object the mapper does not manage",
+			"resource", key.GVR.GroupResource().String(), "source", key.source().String(), "targetNamespace", ns, "reason", why)
+		if ns != "" {
+			ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "Namespace", Name: ns, Namespace: ns}
+			m.recorder.Eventf(ref, nil, corev1.EventTypeWarning, "MappingConflict", "Map",
+				"%s %s is not mapped from %s: %s", key.GVR.GroupResource().String(), key.Name, key.source().String(), why)
+		}
+	}
+	return fmt.Errorf("%w: %s", errConflict, why)
+}

@@ -1,0 +1,272 @@
+package mapper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+// Config configures a Mapper. Zero durations and counts take the defaults named below.
+type Config struct {
+	// Location is the location whose view is read; target objects are labelled with it.
+	Location string
+	// View is the client config of the location's view (its Host is the view's base URL).
+	View *rest.Config
+	// Target is the client config of the target cluster.
+	Target *rest.Config
+	// Resources restricts the mapped resources ("configmaps", "deployments.apps"); empty maps
+	// every resource the view's discovery serves with list and watch, following it as CRDs
+	// come and go.
+	Resources []schema.GroupResource
+	// NamespaceMapping decides target namespaces; default NamespaceMappingSame.
+	NamespaceMapping NamespaceMapping
+	// ClusterName is the logical cluster of view objects without ClusterAnnotation; default
+	// "default", as mapper-apiserver's --cluster-name.
+	ClusterName string
+	// FieldManager is the server-side apply field manager on the target; default
+	// "cluster-mapper".
+	FieldManager string
+	// Workers is the number of concurrent syncs, and of concurrent status writes; default 4.
+	Workers int
+	// DiscoveryInterval is how often the view's and the target's discovery are re-read (new
+	// resources, CRDs appearing on the target); default 30s.
+	DiscoveryInterval time.Duration
+	// SweepInterval is how often managed target objects are compared with the view and
+	// orphans deleted; default 5m. The first sweep runs once the initial sync is complete.
+	SweepInterval time.Duration
+	// ProgressInterval is how often the initial sync logs its progress; default 10s.
+	ProgressInterval time.Duration
+	// RetryBaseDelay and RetryMaxDelay bound the exponential backoff of failed objects;
+	// defaults 500ms and 5m.
+	RetryBaseDelay, RetryMaxDelay time.Duration
+}
+
+// Defaults of Config.
+const (
+	DefaultClusterName       = "default"
+	DefaultFieldManager      = "cluster-mapper"
+	DefaultWorkers           = 4
+	DefaultDiscoveryInterval = 30 * time.Second
+	DefaultSweepInterval     = 5 * time.Minute
+	DefaultProgressInterval  = 10 * time.Second
+	DefaultRetryBaseDelay    = 500 * time.Millisecond
+	DefaultRetryMaxDelay     = 5 * time.Minute
+)
+
+// complete fills in defaults.
+func (c *Config) complete() {
+	if c.NamespaceMapping == "" {
+		c.NamespaceMapping = NamespaceMappingSame
+	}
+	if c.ClusterName == "" {
+		c.ClusterName = DefaultClusterName
+	}
+	if c.FieldManager == "" {
+		c.FieldManager = DefaultFieldManager
+	}
+	if c.Workers <= 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.DiscoveryInterval <= 0 {
+		c.DiscoveryInterval = DefaultDiscoveryInterval
+	}
+	if c.SweepInterval <= 0 {
+		c.SweepInterval = DefaultSweepInterval
+	}
+	if c.ProgressInterval <= 0 {
+		c.ProgressInterval = DefaultProgressInterval
+	}
+	if c.RetryBaseDelay <= 0 {
+		c.RetryBaseDelay = DefaultRetryBaseDelay
+	}
+	if c.RetryMaxDelay <= 0 {
+		c.RetryMaxDelay = DefaultRetryMaxDelay
+	}
+}
+
+// Mapper keeps a target cluster equal to one location's view (invariants 1–4 of DESIGN.md):
+// dynamic informers on the view feed a rate-limited work queue whose workers apply each
+// object onto the target with server-side apply or delete its copy; informers on the managed
+// target objects feed the status write-back; a periodic sweep deletes orphans.
+type Mapper struct {
+	cfg Config
+
+	view            dynamic.Interface
+	viewDiscovery   discovery.DiscoveryInterface
+	target          dynamic.Interface
+	targetMetadata  metadata.Interface
+	targetDiscovery discovery.DiscoveryInterface
+	recorder        events.EventRecorder
+	broadcaster     events.EventBroadcaster
+
+	syncQueue   workqueue.TypedRateLimitingInterface[itemKey]
+	statusQueue workqueue.TypedRateLimitingInterface[itemKey]
+
+	mu        sync.RWMutex
+	resources map[schema.GroupVersionResource]*resource
+	// viewDiscovered is set once the view's discovery has been read completely.
+	viewDiscovered atomic.Bool
+
+	namespaces *namespaces
+	states     *objectStates
+	progress   *progress
+}
+
+// New validates cfg and builds a Mapper; Run starts it. It returns an error when a client
+// cannot be built or the location is empty.
+func New(cfg Config) (*Mapper, error) {
+	cfg.complete()
+	if cfg.Location == "" {
+		return nil, errors.New("a location is required")
+	}
+	if cfg.View == nil || cfg.Target == nil {
+		return nil, errors.New("view and target client configs are required")
+	}
+	view, err := dynamic.NewForConfig(cfg.View)
+	if err != nil {
+		return nil, fmt.Errorf("view client: %w", err)
+	}
+	viewDiscovery, err := discovery.NewDiscoveryClientForConfig(cfg.View)
+	if err != nil {
+		return nil, fmt.Errorf("view discovery client: %w", err)
+	}
+	target, err := dynamic.NewForConfig(cfg.Target)
+	if err != nil {
+		return nil, fmt.Errorf("target client: %w", err)
+	}
+	targetMetadata, err := metadata.NewForConfig(cfg.Target)
+	if err != nil {
+		return nil, fmt.Errorf("target metadata client: %w", err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg.Target)
+	if err != nil {
+		return nil, fmt.Errorf("target client: %w", err)
+	}
+	RegisterMetrics()
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: kube.EventsV1()})
+	m := &Mapper{
+		cfg:             cfg,
+		view:            view,
+		viewDiscovery:   viewDiscovery,
+		target:          target,
+		targetMetadata:  targetMetadata,
+		targetDiscovery: kube.Discovery(),
+		broadcaster:     broadcaster,
+		recorder:        broadcaster.NewRecorder(scheme.Scheme, cfg.FieldManager),
+		syncQueue:       newQueue("mapper_sync", cfg.RetryBaseDelay, cfg.RetryMaxDelay),
+		statusQueue:     newQueue("mapper_status", cfg.RetryBaseDelay, cfg.RetryMaxDelay),
+		resources:       map[schema.GroupVersionResource]*resource{},
+		states:          newObjectStates(),
+	}
+	m.namespaces = newNamespaces(kube, cfg.Location, cfg.NamespaceMapping)
+	m.progress = newProgress(m)
+	return m, nil
+}
+
+// Run maps until ctx ends: it discovers the resources, starts their informers and the
+// workers, logs the initial sync's progress, and sweeps orphans periodically. It returns nil
+// when ctx ends, or an error when the event broadcaster cannot start.
+func (m *Mapper) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithValues("location", m.cfg.Location)
+	ctx = klog.NewContext(ctx, logger)
+	if err := m.broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
+		return fmt.Errorf("starting the event broadcaster: %w", err)
+	}
+	defer m.broadcaster.Shutdown()
+	defer m.syncQueue.ShutDown()
+	defer m.statusQueue.ShutDown()
+	logger.Info("Starting the mapper", "view", m.cfg.View.Host, "target", m.cfg.Target.Host,
+		"namespaceMapping", m.cfg.NamespaceMapping, "fieldManager", m.cfg.FieldManager, "workers", m.cfg.Workers)
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer m.stopResources()
+
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		wait.UntilWithContext(ctx, m.refreshResources, m.cfg.DiscoveryInterval)
+	}()
+	for i := 0; i < m.cfg.Workers; i++ {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for m.processNext(ctx, m.syncQueue, m.sync) {
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for m.processNext(ctx, m.statusQueue, m.reflectStatus) {
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		m.progress.run(ctx)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if !m.progress.waitComplete(ctx) {
+			return
+		}
+		wait.UntilWithContext(ctx, m.sweep, m.cfg.SweepInterval)
+	}()
+
+	<-ctx.Done()
+	logger.Info("Stopping the mapper")
+	m.syncQueue.ShutDown()
+	m.statusQueue.ShutDown()
+	return nil
+}
+
+// InitialSyncComplete reports whether every object the view held at start-up has been
+// processed once (mapped, in conflict or failed and retrying); /readyz reports it.
+func (m *Mapper) InitialSyncComplete() bool { return m.progress.complete() }
+
+// discovered reports whether the view's discovery has been read completely once.
+func (m *Mapper) discovered() bool { return m.viewDiscovered.Load() }
+
+// errRequeue asks processNext to retry an item after a short fixed delay without counting a
+// failure (a view informer that has not caught up yet).
+var errRequeue = errors.New("requeue")
+
+// requeueDelay is the delay of errRequeue.
+const requeueDelay = time.Second
+
+// processNext takes one item from q and runs fn on it: on success the item's backoff is
+// reset, on errRequeue it is retried after requeueDelay, on any other error with exponential
+// backoff. It returns false once q is shut down.
+func (m *Mapper) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[itemKey], fn func(context.Context, itemKey) error) bool {
+	key, shutdown := q.Get()
+	if shutdown {
+		return false
+	}
+	defer q.Done(key)
+	err := fn(ctx, key)
+	switch {
+	case err == nil:
+		q.Forget(key)
+	case errors.Is(err, errRequeue):
+		q.AddAfter(key, requeueDelay)
+	default:
+		q.AddRateLimited(key)
+	}
+	return true
+}

@@ -1,0 +1,101 @@
+package mapper
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+
+	// client-go's own metrics on the same registry: workqueue_* (depth, adds, latency,
+	// retries of the "mapper_sync" and "mapper_status" queues), rest_client_* and
+	// leader_election_master_status.
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+)
+
+// Metrics of the mapper, registered in the component-base legacy registry (served on
+// /metrics). The label "resource" is the GroupResource string ("configmaps",
+// "deployments.apps"). docs/mapper.md explains each one.
+var (
+	viewObjects = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Name:           "mapper_view_objects",
+		Help:           "Objects the location view holds, per resource (the informer's store).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource"})
+
+	objectsMapped = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Name:           "mapper_objects_mapped",
+		Help:           "View objects whose target copy was applied successfully at their latest version.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource"})
+
+	applies = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "mapper_applies_total",
+		Help:           "Server-side applies onto the target, by result (success, error).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource", "result"})
+
+	deletes = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "mapper_deletes_total",
+		Help:           "Target copies deleted, by reason: event (the object left the view) or sweep (the periodic orphan sweep found it).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource", "reason"})
+
+	conflictsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "mapper_conflicts_total",
+		Help:           "Times an object went into conflict: the target already has an object of that name the mapper does not manage (or a namespace recording another origin).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource"})
+
+	conflictsCurrent = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Name:           "mapper_conflicts",
+		Help:           "View objects currently in conflict (not mapped, retried with backoff).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource"})
+
+	errorsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "mapper_errors_total",
+		Help:           "Failed operations, by operation: apply, delete, namespace, status, sweep. Each is retried with backoff.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource", "operation"})
+
+	resourceHalted = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Name:           "mapper_resource_halted",
+		Help:           "1 while the target does not serve the resource (its CRD is missing): its objects wait until it appears.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource"})
+
+	syncLag = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Name:           "mapper_sync_lag_seconds",
+		Help:           "Time from the view event that made an object dirty until the target matched it (applied or deleted), including retries.",
+		Buckets:        metrics.ExponentialBuckets(0.01, 4, 10),
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource"})
+
+	statusWrites = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "mapper_status_writes_total",
+		Help:           "Status writes through the view's /status subresource, by result (success, conflict, error).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource", "result"})
+
+	sweeps = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "mapper_orphan_sweeps_total",
+		Help:           "Orphan sweeps, by result: completed, skipped (a view not synced, or the view empty), failed.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+
+	initialSyncComplete = metrics.NewGauge(&metrics.GaugeOpts{
+		Name:           "mapper_initial_sync_complete",
+		Help:           "1 once every object the view held at start-up has been processed once (also /readyz).",
+		StabilityLevel: metrics.ALPHA,
+	})
+
+	registerMetricsOnce sync.Once
+)
+
+// RegisterMetrics registers the mapper's metrics in the legacy registry; it is idempotent.
+func RegisterMetrics() {
+	registerMetricsOnce.Do(func() {
+		legacyregistry.MustRegister(viewObjects, objectsMapped, applies, deletes, conflictsTotal, conflictsCurrent,
+			errorsTotal, resourceHalted, syncLag, statusWrites, sweeps, initialSyncComplete)
+	})
+}

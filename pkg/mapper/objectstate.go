@@ -1,0 +1,97 @@
+package mapper
+
+import (
+	"sync"
+	"time"
+)
+
+// outcome is the result of the latest sync of one view object.
+type outcome int
+
+const (
+	outcomeNone     outcome = iota // not processed yet, or gone
+	outcomeMapped                  // the target copy was applied at the object's latest version
+	outcomeConflict                // an unmanaged target object is in the way
+	outcomeError                   // the apply failed; retried with backoff
+)
+
+// objectStates keeps the outcome of every view object's latest sync, for the
+// mapper_objects_mapped and mapper_conflicts gauges, and since when each dirty object has
+// waited, for mapper_sync_lag_seconds. It is safe for concurrent use.
+type objectStates struct {
+	mu         sync.Mutex
+	outcomes   map[itemKey]outcome
+	dirtySince map[itemKey]time.Time
+}
+
+func newObjectStates() *objectStates {
+	return &objectStates{outcomes: map[itemKey]outcome{}, dirtySince: map[itemKey]time.Time{}}
+}
+
+// dirty records that key changed in the view now, unless it is already waiting.
+func (s *objectStates) dirty(key itemKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.dirtySince[key]; !ok {
+		s.dirtySince[key] = time.Now()
+	}
+}
+
+// set records the outcome of a sync of key. outcomeNone means the object is gone from the
+// view and its target copy is gone too. On outcomeMapped and outcomeNone the object is in
+// sync and its lag is observed. It returns the previous outcome.
+func (s *objectStates) set(key itemKey, o outcome) outcome {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	resource := key.GVR.GroupResource().String()
+	prev := s.outcomes[key]
+	if prev != o {
+		if prev == outcomeMapped {
+			objectsMapped.WithLabelValues(resource).Dec()
+		}
+		if prev == outcomeConflict {
+			conflictsCurrent.WithLabelValues(resource).Dec()
+		}
+		if o == outcomeMapped {
+			objectsMapped.WithLabelValues(resource).Inc()
+		}
+		if o == outcomeConflict {
+			conflictsCurrent.WithLabelValues(resource).Inc()
+			conflictsTotal.WithLabelValues(resource).Inc()
+		}
+	}
+	if o == outcomeNone {
+		delete(s.outcomes, key)
+	} else {
+		s.outcomes[key] = o
+	}
+	if o == outcomeMapped || o == outcomeNone {
+		if since, ok := s.dirtySince[key]; ok {
+			syncLag.WithLabelValues(resource).Observe(time.Since(since).Seconds())
+			delete(s.dirtySince, key)
+		}
+	}
+	return prev
+}
+
+// seen reports whether key has an outcome (it has been processed since it last left the view).
+func (s *objectStates) seen(key itemKey) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.outcomes[key]
+	return ok
+}
+
+// counts returns how many objects of resource gvr (as GroupResource string) have each
+// outcome, for progress logs.
+func (s *objectStates) counts(resource string) map[outcome]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[outcome]int{}
+	for k, o := range s.outcomes {
+		if k.GVR.GroupResource().String() == resource {
+			out[o]++
+		}
+	}
+	return out
+}

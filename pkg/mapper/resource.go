@@ -1,0 +1,197 @@
+package mapper
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// resource is one mapped resource: the informer on the view, and, while the target serves
+// the resource, the informer on the managed target objects (label LocationLabel=<location>).
+// A resource the target does not serve is halted: its objects wait, nothing is applied or
+// deleted, until the target serves it.
+type resource struct {
+	gvr        schema.GroupVersionResource
+	namespaced bool
+
+	view       cache.SharedIndexInformer
+	viewCancel context.CancelFunc
+
+	// halted is true until the target is known to serve the resource, and while it does not.
+	halted atomic.Bool
+
+	mu           sync.Mutex
+	checked      bool                      // setServed has run once
+	target       cache.SharedIndexInformer // nil while halted
+	targetCancel context.CancelFunc
+}
+
+// name returns the GroupResource string used in logs and metric labels.
+func (r *resource) name() string { return r.gvr.GroupResource().String() }
+
+// servedState returns whether r is halted (the target does not serve it) and whether that is
+// known yet (the target's discovery has been read for it).
+func (r *resource) servedState() (halted, known bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.target == nil, r.checked
+}
+
+// viewSynced reports whether the view informer has completed its initial list.
+func (r *resource) viewSynced() bool { return r.view.HasSynced() }
+
+// viewObject returns the view's object for key from the informer's store, or nil when the
+// store has none of that name or it belongs to another logical cluster.
+func (r *resource) viewObject(key itemKey, defaultCluster string) *unstructured.Unstructured {
+	obj, ok, err := r.view.GetStore().GetByKey(key.storeKey())
+	if err != nil || !ok {
+		return nil
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || SourceOf(u, defaultCluster).Cluster != key.Cluster {
+		return nil
+	}
+	return u
+}
+
+// targetObject returns the managed target object namespace/name from the target informer's
+// store, or nil when the informer is not running, not synced, or has no such object.
+func (r *resource) targetObject(namespace, name string) *unstructured.Unstructured {
+	r.mu.Lock()
+	inf := r.target
+	r.mu.Unlock()
+	if inf == nil || !inf.HasSynced() {
+		return nil
+	}
+	key := name
+	if namespace != "" {
+		key = namespace + "/" + name
+	}
+	obj, ok, err := inf.GetStore().GetByKey(key)
+	if err != nil || !ok {
+		return nil
+	}
+	u, _ := obj.(*unstructured.Unstructured)
+	return u
+}
+
+// startResource starts mapping gvr: a view informer whose events enqueue sync and status
+// work. The target side starts when setServed reports the target serves the resource.
+func (m *Mapper) startResource(ctx context.Context, gvr schema.GroupVersionResource, namespaced bool) *resource {
+	r := &resource{gvr: gvr, namespaced: namespaced}
+	r.halted.Store(true)
+	r.view = dynamicinformer.NewFilteredDynamicInformer(m.view, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+	_, _ = r.view.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { m.viewChanged(r, nil, obj) },
+		UpdateFunc: func(old, obj interface{}) { m.viewChanged(r, old, obj) },
+		DeleteFunc: func(obj interface{}) { m.viewChanged(r, nil, obj) },
+	})
+	vctx, cancel := context.WithCancel(ctx)
+	r.viewCancel = cancel
+	go r.view.RunWithContext(vctx)
+	return r
+}
+
+// viewChanged enqueues a view object after an add, update or delete (obj may be a
+// cache.DeletedFinalStateUnknown).
+func (m *Mapper) viewChanged(r *resource, old, obj interface{}) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	viewObjects.WithLabelValues(r.name()).Set(float64(len(r.view.GetStore().ListKeys())))
+	if o, ok := old.(*unstructured.Unstructured); ok && o.GetResourceVersion() == u.GetResourceVersion() {
+		return // a resync or relist that changed nothing
+	}
+	key := keyOf(r.gvr, SourceOf(u, m.cfg.ClusterName))
+	m.states.dirty(key)
+	m.syncQueue.Add(key)
+	if Reflects(u) {
+		m.statusQueue.Add(key)
+	}
+}
+
+// setServed starts the target side of r when the target serves it, and halts r when it does
+// not. Starting it enqueues every object of the view: none was mapped while r was halted.
+func (m *Mapper) setServed(ctx context.Context, r *resource, served bool) {
+	logger := klog.FromContext(ctx)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.checked && served == (r.target != nil) {
+		return
+	}
+	r.checked = true
+	if !served {
+		if r.targetCancel != nil {
+			r.targetCancel()
+		}
+		r.target, r.targetCancel = nil, nil
+		r.halted.Store(true)
+		resourceHalted.WithLabelValues(r.name()).Set(1)
+		logger.Info("Halting the resource: the target does not serve it (is its CRD missing?); its objects wait until it does",
+			"resource", r.name(), "groupVersion", r.gvr.GroupVersion().String())
+		return
+	}
+	r.target = dynamicinformer.NewFilteredDynamicInformer(m.target, r.gvr, metav1.NamespaceAll, 0, cache.Indexers{},
+		func(o *metav1.ListOptions) { o.LabelSelector = listOptionsForLocation(m.cfg.Location).LabelSelector }).Informer()
+	_, _ = r.target.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { m.targetChanged(r, nil, obj) },
+		UpdateFunc: func(old, obj interface{}) { m.targetChanged(r, old, obj) },
+	})
+	tctx, cancel := context.WithCancel(ctx)
+	r.targetCancel = cancel
+	go r.target.RunWithContext(tctx)
+	r.halted.Store(false)
+	resourceHalted.WithLabelValues(r.name()).Set(0)
+	logger.V(2).Info("The target serves the resource", "resource", r.name())
+	for _, obj := range r.view.GetStore().List() {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			m.syncQueue.Add(keyOf(r.gvr, SourceOf(u, m.cfg.ClusterName)))
+		}
+	}
+}
+
+// stop stops both informers of r.
+func (r *resource) stop() {
+	r.viewCancel()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.targetCancel != nil {
+		r.targetCancel()
+	}
+}
+
+// resource returns the mapped resource gvr, or nil.
+func (m *Mapper) resource(gvr schema.GroupVersionResource) *resource {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.resources[gvr]
+}
+
+// resourceList returns the mapped resources.
+func (m *Mapper) resourceList() []*resource {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]*resource, 0, len(m.resources))
+	for _, r := range m.resources {
+		out = append(out, r)
+	}
+	return out
+}
+
+// stopResources stops every resource's informers.
+func (m *Mapper) stopResources() {
+	for _, r := range m.resourceList() {
+		r.stop()
+	}
+}

@@ -1,0 +1,107 @@
+package mapper
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/pager"
+	"k8s.io/klog/v2"
+)
+
+// sweep deletes orphans (invariant 4): managed target objects whose source the view does not
+// hold, or that are not where the namespace mapping puts their source (the mapping changed).
+// It lists the managed objects of every resource the target serves (metadata only, label
+// LocationLabel=<location>) and
+//   - skips everything unless every view informer has synced and the view holds at least one
+//     object: a view that is not synced, or empty (a wrong location, a server that lost its
+//     cache), must not wipe the target;
+//   - never touches an object without the mapper's label and source annotations;
+//   - confirms each candidate with a consistent GET through the view before deleting it, with
+//     a UID precondition.
+func (m *Mapper) sweep(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	resources := m.resourceList()
+	total := 0
+	for _, r := range resources {
+		if !r.viewSynced() {
+			logger.V(2).Info("Skipping the orphan sweep: a view informer has not synced", "resource", r.name())
+			sweeps.WithLabelValues("skipped").Inc()
+			return
+		}
+		total += len(r.view.GetStore().ListKeys())
+	}
+	if total == 0 {
+		logger.Info("Skipping the orphan sweep: the view holds no objects; refusing to delete on an empty view")
+		sweeps.WithLabelValues("skipped").Inc()
+		return
+	}
+	deleted, failed := 0, false
+	for _, r := range resources {
+		if r.halted.Load() {
+			continue
+		}
+		n, err := m.sweepResource(ctx, r)
+		deleted += n
+		if err != nil {
+			failed = true
+			errorsTotal.WithLabelValues(r.name(), "sweep").Inc()
+			logger.Error(err, "Orphan sweep of a resource failed", "resource", r.name())
+		}
+	}
+	if failed {
+		sweeps.WithLabelValues("failed").Inc()
+	} else {
+		sweeps.WithLabelValues("completed").Inc()
+	}
+	logger.V(2).Info("Orphan sweep done", "deleted", deleted)
+}
+
+// sweepResource deletes the orphans of one resource and returns how many it deleted.
+func (m *Mapper) sweepResource(ctx context.Context, r *resource) (int, error) {
+	logger := klog.FromContext(ctx)
+	client := m.targetMetadata.Resource(r.gvr)
+	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return client.List(ctx, opts)
+	})
+	deleted := 0
+	err := p.EachListItemWithAlloc(ctx, listOptionsForLocation(m.cfg.Location), func(obj runtime.Object) error {
+		item, ok := obj.(*metav1.PartialObjectMetadata)
+		if !ok {
+			return nil
+		}
+		ref, _, ok := MarkedSource(item, m.cfg.Location, r.namespaced)
+		if !ok {
+			logger.V(2).Info("Leaving a labelled target object without source annotations alone", "resource", r.name(), "namespace", item.Namespace, "name", item.Name)
+			return nil
+		}
+		key := keyOf(r.gvr, ref)
+		wantNS := ""
+		if r.namespaced {
+			wantNS = m.cfg.NamespaceMapping.TargetNamespace(ref.Cluster, ref.Namespace)
+		}
+		if wantNS == item.Namespace {
+			if obj := r.viewObject(key, m.cfg.ClusterName); obj != nil && Mapped(obj) {
+				return nil
+			}
+			gone, err := m.goneFromView(ctx, r, key)
+			if err != nil {
+				logger.V(2).Info("Not deleting a possible orphan: the view could not confirm it is gone", "resource", r.name(), "source", ref.String(), "err", err.Error())
+				return nil
+			}
+			if !gone {
+				return nil
+			}
+		}
+		if err := m.deleteTarget(ctx, r, item.Namespace, item.Name, item.UID); err != nil {
+			errorsTotal.WithLabelValues(r.name(), "delete").Inc()
+			logger.Error(err, "Deleting an orphan failed", "resource", r.name(), "source", ref.String())
+			return nil
+		}
+		deleted++
+		deletes.WithLabelValues(r.name(), "sweep").Inc()
+		logger.Info("Deleted an orphan target object", "resource", r.name(), "namespace", item.Namespace, "name", item.Name, "source", ref.String())
+		return nil
+	})
+	return deleted, err
+}

@@ -1,0 +1,183 @@
+package mapper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+)
+
+// sync makes the target match the view for one object: apply its copy when the view has it,
+// delete the copy when it does not. It is the sync queue's work function.
+func (m *Mapper) sync(ctx context.Context, key itemKey) error {
+	r := m.resource(key.GVR)
+	if r == nil || r.halted.Load() {
+		// Not mapped any more, or halted: setServed enqueues every object when it resumes.
+		m.progress.processed(key)
+		return nil
+	}
+	obj := r.viewObject(key, m.cfg.ClusterName)
+	var err error
+	switch {
+	case obj != nil && Mapped(obj):
+		err = m.apply(ctx, r, key, obj)
+	case !r.viewSynced():
+		// Absent from a view that has not finished its first list says nothing.
+		return errRequeue
+	default:
+		err = m.deleteCopy(ctx, r, key)
+	}
+	if !errors.Is(err, errRequeue) {
+		m.progress.processed(key)
+	}
+	return err
+}
+
+// apply writes the target copy of view object obj with server-side apply.
+func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstructured.Unstructured) error {
+	logger := klog.FromContext(ctx)
+	src := SourceOf(obj, m.cfg.ClusterName)
+	ns := ""
+	if r.namespaced {
+		ns = m.cfg.NamespaceMapping.TargetNamespace(src.Cluster, src.Namespace)
+		if err := m.namespaces.ensure(ctx, ns, src); err != nil {
+			var nc *namespaceConflict
+			if errors.As(err, &nc) {
+				return m.reportConflict(ctx, key, ns, nc.Error())
+			}
+			errorsTotal.WithLabelValues(r.name(), "namespace").Inc()
+			m.states.set(key, outcomeError)
+			return err
+		}
+	}
+
+	// The live copy: from the target informer, or read fresh when the informer does not have
+	// it (it sees only managed objects) or the previous attempt failed (it may be stale).
+	live := r.targetObject(ns, key.Name)
+	if live == nil || m.syncQueue.NumRequeues(key) > 0 {
+		var err error
+		live, err = m.target.Resource(r.gvr).Namespace(ns).Get(ctx, key.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			live = nil
+		} else if err != nil {
+			errorsTotal.WithLabelValues(r.name(), "apply").Inc()
+			m.states.set(key, outcomeError)
+			return fmt.Errorf("reading the target copy: %w", err)
+		}
+	}
+	if live != nil {
+		if ref, _, ok := MarkedSource(live, m.cfg.Location, r.namespaced); !ok {
+			return m.reportConflict(ctx, key, ns, "an object of that name exists on the target without the mapper's label and source annotations")
+		} else if ref != src {
+			return m.reportConflict(ctx, key, ns, "the target object of that name is the copy of "+ref.String())
+		}
+	}
+
+	desired := Transform(obj, TargetObject{Location: m.cfg.Location, Namespace: ns, Source: src})
+	if live != nil {
+		foreign, err := ForeignFields(live, m.cfg.FieldManager)
+		if err != nil {
+			logger.Error(err, "Reading field ownership of the target copy; applying every field", "resource", r.name(), "source", src.String())
+		} else if dropped := DropFields(desired, foreign); len(dropped) > 0 {
+			logger.V(4).Info("Leaving fields other managers own on the target", "resource", r.name(), "source", src.String(), "fields", dropped)
+		}
+	}
+	_, err := m.target.Resource(r.gvr).Namespace(ns).Apply(ctx, key.Name, desired, metav1.ApplyOptions{FieldManager: m.cfg.FieldManager})
+	if err != nil {
+		applies.WithLabelValues(r.name(), "error").Inc()
+		errorsTotal.WithLabelValues(r.name(), "apply").Inc()
+		m.states.set(key, outcomeError)
+		m.namespaces.forget(ns)
+		if apierrors.IsNotFound(err) {
+			// The namespace, or the resource itself, is gone from the target (a CRD deleted):
+			// re-check discovery now rather than at the next refresh.
+			served := TargetServes(m.targetDiscovery, []schema.GroupVersionResource{r.gvr})
+			if s, known := served[r.gvr]; known && !s {
+				m.setServed(ctx, r, false)
+			}
+		}
+		logger.V(2).Info("Applying onto the target failed; retrying with backoff", "resource", r.name(), "source", src.String(), "err", err.Error())
+		return fmt.Errorf("applying %s %s: %w", r.name(), src.String(), err)
+	}
+	applies.WithLabelValues(r.name(), "success").Inc()
+	if prev := m.states.set(key, outcomeMapped); prev != outcomeMapped {
+		logger.V(4).Info("Mapped", "resource", r.name(), "source", src.String(), "targetNamespace", ns)
+	}
+	return nil
+}
+
+// deleteCopy deletes the target copy of an object that is not (or no longer) in the view.
+// It deletes only an object that carries the mapper's label and names this very source, and
+// only after a fresh read through the view (a consistent GET, answered from the source)
+// confirms that the object is gone from the view: a view that is stale, restarting or
+// unreachable never causes a deletion.
+func (m *Mapper) deleteCopy(ctx context.Context, r *resource, key itemKey) error {
+	ns := ""
+	if r.namespaced {
+		ns = m.cfg.NamespaceMapping.TargetNamespace(key.Cluster, key.Namespace)
+	}
+	live, err := m.targetMetadata.Resource(r.gvr).Namespace(ns).Get(ctx, key.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		m.states.set(key, outcomeNone)
+		return nil
+	}
+	if err != nil {
+		errorsTotal.WithLabelValues(r.name(), "delete").Inc()
+		return fmt.Errorf("reading the target copy: %w", err)
+	}
+	if ref, _, ok := MarkedSource(live, m.cfg.Location, r.namespaced); !ok || ref != key.source() {
+		m.states.set(key, outcomeNone) // not ours: never deleted
+		return nil
+	}
+	gone, err := m.goneFromView(ctx, r, key)
+	if err != nil {
+		errorsTotal.WithLabelValues(r.name(), "delete").Inc()
+		return err
+	}
+	if !gone {
+		klog.FromContext(ctx).V(2).Info("The view still has an object its informer lacks; waiting for the informer", "resource", r.name(), "source", key.source().String())
+		return errRequeue // the informer has not caught up; it will deliver the object
+	}
+	if err := m.deleteTarget(ctx, r, ns, key.Name, live.UID); err != nil {
+		errorsTotal.WithLabelValues(r.name(), "delete").Inc()
+		return err
+	}
+	deletes.WithLabelValues(r.name(), "event").Inc()
+	m.states.set(key, outcomeNone)
+	klog.FromContext(ctx).V(2).Info("Deleted the target copy of an object that left the view", "resource", r.name(), "source", key.source().String(), "targetNamespace", ns)
+	return nil
+}
+
+// goneFromView reads the object of key through the view with a consistent GET and reports
+// whether it is not there (NotFound, another logical cluster's object of that name, or one
+// the mapper does not map). Any error is returned: then nothing may be deleted.
+func (m *Mapper) goneFromView(ctx context.Context, r *resource, key itemKey) (bool, error) {
+	obj, err := m.view.Resource(r.gvr).Namespace(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("confirming through the view that %s %s is gone: %w", r.name(), key.source().String(), err)
+	}
+	return SourceOf(obj, m.cfg.ClusterName).Cluster != key.Cluster || !Mapped(obj), nil
+}
+
+// deleteTarget deletes target object ns/name with a UID precondition, so that an object
+// re-created meanwhile is not hit. NotFound counts as deleted.
+func (m *Mapper) deleteTarget(ctx context.Context, r *resource, ns, name string, uid types.UID) error {
+	policy := metav1.DeletePropagationBackground
+	err := m.target.Resource(r.gvr).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{
+		Preconditions:     &metav1.Preconditions{UID: &uid},
+		PropagationPolicy: &policy,
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting the target copy %s %s/%s: %w", r.name(), ns, name, err)
+	}
+	return nil
+}
