@@ -1,12 +1,17 @@
 // Command demo runs cluster-mapper locally on real servers: etcd and a source kube-apiserver
 // from the testenv, demo workloads assigned to the locations east and west, and a
-// mapper-apiserver serving each location its view. It writes a kubeconfig per location, prints
-// kubectl commands to try, and stops every process it started on Ctrl-C.
+// mapper-apiserver serving each location its view, registered with the kube-apiserver's
+// aggregator (APIService v1alpha1.mapper.kcp.io). For each location it creates a mapper identity
+// allowed only that location's view and writes two kubeconfigs: the admin's, straight to
+// mapper-apiserver, and the mapper's, through the aggregator (made as `mapper-apiserver
+// kubeconfig` makes them). It prints kubectl commands to try, and stops every process it started
+// on Ctrl-C.
 //
 // Run it with `make demo` (which builds the testenv first).
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -14,6 +19,11 @@ import (
 	"path/filepath"
 	"syscall"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/apiserver"
 	"github.com/cluster-mapper/cluster-mapper/test/framework"
 	"github.com/cluster-mapper/cluster-mapper/test/framework/programtb"
 )
@@ -44,14 +54,16 @@ func main() {
 	if _, err := framework.RunKubectl(tb, source.AdminKubeconfig(), "apply", "-f", *workloads); err != nil {
 		tb.Fatal(err)
 	}
-	tb.Logf("building and starting mapper-apiserver ...")
-	server := framework.StartMapperAPIServer(tb, source, "--resources=configmaps,deployments.apps")
+	tb.Logf("building and starting mapper-apiserver, registering the APIService ...")
+	api := framework.StartAggregatedMapperAPIServer(tb, source, "--resources=configmaps,deployments.apps")
+	server := api.Server
 
 	admin := source.Admin()
 	copyFile(tb, source.AdminKubeconfig(), filepath.Join(out, "source.kubeconfig"))
 	copyFile(tb, admin.KubeconfigFor(tb, server.URL, server.ServingCA.CertPEM), filepath.Join(out, "mapper-apiserver.kubeconfig"))
 	for _, loc := range locations {
 		copyFile(tb, admin.KubeconfigFor(tb, server.ViewURL(loc), server.ServingCA.CertPEM), filepath.Join(out, loc+".kubeconfig"))
+		writeMapperKubeconfig(tb, source, loc, filepath.Join(out, "mapper-"+loc+".kubeconfig"))
 	}
 
 	kubectl := framework.KubectlPath(tb)
@@ -60,18 +72,26 @@ cluster-mapper demo is running.
   source kube-apiserver:  %s
   mapper-apiserver:       %s
   east's view:            %s
+  through the aggregator: %s
 
 Try (kubectl from the testenv):
-  K=%s
-  $K --kubeconfig %[5]s/east.kubeconfig get deployments -A
-  $K --kubeconfig %[5]s/west.kubeconfig get configmaps -A
-  $K --kubeconfig %[5]s/east.kubeconfig get deployments -A -w
+  K=%[5]s
+  $K --kubeconfig %[6]s/east.kubeconfig get deployments -A
+  $K --kubeconfig %[6]s/west.kubeconfig get configmaps -A
+  $K --kubeconfig %[6]s/east.kubeconfig get deployments -A -w
       # and in another shell, re-assign an object in the source:
-  $K --kubeconfig %[5]s/source.kubeconfig annotate -n shop deployment checkout --overwrite kcp.io/assigned-locations='["west"]'
-  $K --kubeconfig %[5]s/mapper-apiserver.kubeconfig get locations
+  $K --kubeconfig %[6]s/source.kubeconfig annotate -n shop deployment checkout --overwrite kcp.io/assigned-locations='["west"]'
+  $K --kubeconfig %[6]s/mapper-apiserver.kubeconfig get locations
+
+Through the kube-apiserver aggregator, as the mapper of each location (allowed only its own view):
+  $K --kubeconfig %[6]s/source.kubeconfig get apiservice v1alpha1.mapper.kcp.io
+  $K --kubeconfig %[6]s/source.kubeconfig get locations
+  $K --kubeconfig %[6]s/mapper-east.kubeconfig get deployments -A
+  $K --kubeconfig %[6]s/mapper-west.kubeconfig get configmaps -A -w
+  $K --kubeconfig %[6]s/mapper-east.kubeconfig --server %[7]s get deployments -A   # forbidden: west is not east's
 
 Press Ctrl-C to stop everything.
-`, source.URL, server.URL, server.ViewURL("east"), kubectl, out)
+`, source.URL, server.URL, server.ViewURL("east"), api.ViewURL("east"), kubectl, out, api.ViewURL("west"))
 
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
@@ -86,6 +106,48 @@ func copyFile(tb *programtb.TB, from, to string) {
 		tb.Fatal(err)
 	}
 	if err := os.WriteFile(to, b, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// writeMapperKubeconfig creates the user mapper-<location>, allowed get, watch, update and patch
+// on locations/view of location only (DESIGN.md, "Authorization"), and writes to path its
+// kubeconfig for location's view through the aggregator, derived from the user's kubeconfig of
+// the source by apiserver.LocationKubeconfig (what `mapper-apiserver kubeconfig` prints).
+func writeMapperKubeconfig(tb *programtb.TB, source *framework.ControlPlane, location, path string) {
+	name := "mapper-" + location
+	user := source.NewUser(tb, name)
+	client := source.Admin().Client(tb)
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules: []rbacv1.PolicyRule{{
+			APIGroups:     []string{"mapper.kcp.io"},
+			Resources:     []string{"locations/view"},
+			ResourceNames: []string{location},
+			Verbs:         []string{"get", "watch", "update", "patch"},
+		}},
+	}
+	if _, err := client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		tb.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user.Name}},
+	}
+	if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		tb.Fatal(err)
+	}
+	raw, err := clientcmd.LoadFromFile(user.KubeconfigPath)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg, err := apiserver.LocationKubeconfig(*raw, "", location)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		tb.Fatal(err)
 	}
 }
