@@ -56,6 +56,8 @@ type Options struct {
 	BookmarkInterval  time.Duration
 	DiscoveryInterval time.Duration
 	FreshnessTimeout  time.Duration
+	// ConsistentReadWait bounds the wait of a consistent read for the cache to prove freshness.
+	ConsistentReadWait time.Duration
 }
 
 // NewOptions returns the default options. There is no etcd (the server stores nothing) and no
@@ -71,6 +73,7 @@ func NewOptions() *Options {
 		BookmarkInterval:   10 * time.Second,
 		DiscoveryInterval:  5 * time.Second,
 		FreshnessTimeout:   3 * time.Second,
+		ConsistentReadWait: 50 * time.Millisecond,
 	}
 	o.RecommendedOptions.Etcd = nil
 	o.RecommendedOptions.Admission = nil
@@ -90,6 +93,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.BookmarkInterval, "bookmark-interval", o.BookmarkInterval, "How often watchers that allow bookmarks get one.")
 	fs.DurationVar(&o.DiscoveryInterval, "source-discovery-interval", o.DiscoveryInterval, "How often the source's discovery is re-read to pick up added and removed resources (CRDs).")
 	fs.DurationVar(&o.FreshnessTimeout, "freshness-timeout", o.FreshnessTimeout, "How long a read waits for the cache to reach a resourceVersion before answering 504.")
+	fs.DurationVar(&o.ConsistentReadWait, "consistent-read-wait", o.ConsistentReadWait, "How long a read with resourceVersion \"\" waits for the cache to prove it reached the source's current resourceVersion before it is served at the cache's own (docs/views.md).")
 }
 
 // Complete fills in what the flags left open: a self-signed serving certificate when none is
@@ -116,8 +120,8 @@ func (o *Options) Validate() error {
 	if o.WatcherBufferSize < 1 {
 		errs = append(errs, "--watcher-buffer-size must be at least 1")
 	}
-	if o.BookmarkInterval <= 0 || o.DiscoveryInterval <= 0 || o.FreshnessTimeout <= 0 {
-		errs = append(errs, "--bookmark-interval, --source-discovery-interval and --freshness-timeout must be positive")
+	if o.BookmarkInterval <= 0 || o.DiscoveryInterval <= 0 || o.FreshnessTimeout <= 0 || o.ConsistentReadWait <= 0 {
+		errs = append(errs, "--bookmark-interval, --source-discovery-interval, --freshness-timeout and --consistent-read-wait must be positive")
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid options: %s", strings.Join(errs, "; "))
@@ -188,8 +192,9 @@ func (o *Options) Config() (*Config, error) {
 		ExtraConfig: ExtraConfig{
 			Cache: c,
 			View: view.Options{
-				FreshnessTimeout:  o.FreshnessTimeout,
-				MinRequestTimeout: time.Duration(serverConfig.MinRequestTimeout) * time.Second,
+				FreshnessTimeout:   o.FreshnessTimeout,
+				ConsistentReadWait: o.ConsistentReadWait,
+				MinRequestTimeout:  time.Duration(serverConfig.MinRequestTimeout) * time.Second,
 			},
 		},
 	}, nil

@@ -30,6 +30,8 @@ var metaScheme = func() *runtime.Scheme {
 // as unstructured JSON, as kube-apiserver does for custom resources.
 type serializer struct {
 	infos []runtime.SerializerInfo
+	// json is the compact JSON serializer, the one whose lists writeList writes.
+	json runtime.Serializer
 }
 
 func newSerializer() *serializer {
@@ -39,7 +41,7 @@ func newSerializer() *serializer {
 	// Strict decoders serve field validation (Warn and Strict) of status writes.
 	strictJSON := json.NewSerializerWithOptions(json.DefaultMetaFactory, unstructuredCreater{}, unstructuredTyper{}, json.SerializerOptions{Strict: true})
 	strictYAML := json.NewSerializerWithOptions(json.DefaultMetaFactory, unstructuredCreater{}, unstructuredTyper{}, json.SerializerOptions{Yaml: true, Strict: true})
-	return &serializer{infos: []runtime.SerializerInfo{
+	return &serializer{json: jsonS, infos: []runtime.SerializerInfo{
 		{
 			MediaType: "application/json", MediaTypeType: "application", MediaTypeSubType: "json",
 			EncodesAsText: true, Serializer: jsonS, PrettySerializer: pretty, StrictSerializer: strictJSON,
@@ -59,7 +61,7 @@ func (s *serializer) SupportedMediaTypes() []runtime.SerializerInfo { return s.i
 // EncoderForVersion wraps enc so that meta types get their apiVersion and kind; the view's own
 // objects are written unchanged (they are already of the version the view serves).
 func (s *serializer) EncoderForVersion(enc runtime.Encoder, _ runtime.GroupVersioner) runtime.Encoder {
-	return &typingEncoder{Encoder: enc}
+	return &typingEncoder{Encoder: enc, rawLists: enc == s.json}
 }
 
 // DecoderToVersion returns a decoder that reads objects as unstructured.
@@ -71,10 +73,16 @@ func (s *serializer) DecoderToVersion(dec runtime.Decoder, _ runtime.GroupVersio
 // per request without them, then delegates to the wrapped encoder.
 type typingEncoder struct {
 	runtime.Encoder
+	// rawLists says the wrapped encoder is the compact JSON one, so view Lists are written by
+	// writeList from their items' cached bytes.
+	rawLists bool
 }
 
 // Encode writes obj, typing it from metaScheme if it carries no kind.
 func (e *typingEncoder) Encode(obj runtime.Object, w io.Writer) error {
+	if l, ok := obj.(*List); ok && e.rawLists {
+		return writeList(l, w)
+	}
 	switch obj.(type) {
 	case runtime.CacheableObject, *unstructured.Unstructured, *List, *metav1.WatchEvent:
 		return e.Encoder.Encode(obj, w)

@@ -40,7 +40,10 @@ type resourceStorage struct {
 	source Source
 	// freshnessTimeout bounds how long a read waits for the cache to reach a resourceVersion.
 	freshnessTimeout time.Duration
-	table            tableConvertor
+	// consistentReadWait bounds how long a consistent read waits for the cache to prove it
+	// caught up with the source (waitConsistent).
+	consistentReadWait time.Duration
+	table              tableConvertor
 }
 
 var (
@@ -246,7 +249,7 @@ func (r *resourceStorage) waitFor(ctx context.Context, rv uint64) error {
 // The cache's resourceVersion for a resource advances with that resource's events and with the
 // source's bookmarks, and kube-apiserver sends a watcher bookmarks only about once a minute. So
 // for a resource with no writes since R's predecessors the cache cannot prove it reached R
-// before the wait ends. In that case the read is served at the cache's own resourceVersion
+// before the wait (consistentReadWait) ends. In that case the read is served at the cache's own resourceVersion
 // (the response's resourceVersion says which state it shows) and counted in
 // mapper_apiserver_view_unproven_consistent_reads_total: every write whose watch event reached
 // the server before the request is included. The source being unreachable is a 503.
@@ -258,7 +261,7 @@ func (r *resourceStorage) waitConsistent(ctx context.Context) error {
 	if r.store.ResourceVersion() >= want {
 		return nil
 	}
-	wctx, cancel := context.WithTimeout(ctx, consistentReadWait(r.freshnessTimeout))
+	wctx, cancel := context.WithTimeout(ctx, r.consistentReadWait)
 	defer cancel()
 	if err := r.store.WaitForResourceVersion(wctx, want); err != nil {
 		if ctx.Err() != nil {
@@ -267,12 +270,6 @@ func (r *resourceStorage) waitConsistent(ctx context.Context) error {
 		unprovenConsistentReads.WithLabelValues(r.info.GVR.GroupResource().String()).Inc()
 	}
 	return nil
-}
-
-// consistentReadWait is how long a consistent read waits for the cache to prove it caught up:
-// source events normally arrive within milliseconds, so a fraction of the freshness timeout.
-func consistentReadWait(freshnessTimeout time.Duration) time.Duration {
-	return freshnessTimeout / 10
 }
 
 // notFound is the 404 of an object absent from this location's view: assigned elsewhere is

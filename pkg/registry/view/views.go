@@ -32,6 +32,11 @@ type Options struct {
 	// FreshnessTimeout bounds how long a read waits for the cache to reach a resourceVersion it
 	// asked for before answering 504 (default 3s, as kube-apiserver's watch cache).
 	FreshnessTimeout time.Duration
+	// ConsistentReadWait bounds how long a read with resourceVersion "" waits for the cache to
+	// prove it reached the source's current resourceVersion before it is served at the cache's
+	// own (see resourceStorage.waitConsistent; default 50ms: source events normally reach the
+	// cache within a few milliseconds).
+	ConsistentReadWait time.Duration
 	// MinRequestTimeout is the lower bound of a watch's server-side timeout when the client sets
 	// none; the timeout is randomized in [MinRequestTimeout, 2*MinRequestTimeout) as in
 	// kube-apiserver (--min-request-timeout, default 1800s).
@@ -64,6 +69,9 @@ type resourceHandlers struct {
 func New(c Cache, opts Options) *Views {
 	if opts.FreshnessTimeout <= 0 {
 		opts.FreshnessTimeout = 3 * time.Second
+	}
+	if opts.ConsistentReadWait <= 0 {
+		opts.ConsistentReadWait = 50 * time.Millisecond
 	}
 	if opts.MinRequestTimeout <= 0 {
 		opts.MinRequestTimeout = 1800 * time.Second
@@ -148,7 +156,7 @@ func (v *Views) handlers(gvr schema.GroupVersionResource) (*resourceHandlers, bo
 	if info.Kind == "" {
 		return nil, false
 	}
-	st := &resourceStorage{info: info, store: store, source: v.cache, freshnessTimeout: v.opts.FreshnessTimeout,
+	st := &resourceStorage{info: info, store: store, source: v.cache, freshnessTimeout: v.opts.FreshnessTimeout, consistentReadWait: v.opts.ConsistentReadWait,
 		table: tableConvertor{crd: &crdColumns{source: v.cache, gvr: gvr}}}
 	scope := newRequestScope(gvr, info.Kind, info.Namespaced, v.serializer, st)
 	h := &resourceHandlers{
