@@ -47,3 +47,21 @@ demo: testenv ## Run the local demo on real servers: source kube-apiserver, work
 .PHONY: build
 build: ## Build the binaries of ./cmd/... into bin/.
 	$(GO) build -o bin/ ./cmd/...
+
+# BENCH_FLAGS are extra flags of hack/bench (see `go run ./hack/bench -help`), e.g. BENCH_FLAGS="--fanout-duration=30s".
+BENCH_FLAGS ?=
+
+.PHONY: bench
+bench: testenv ## Run the benchmark at the design scale (< 30 min on 2 cores); writes bench/RESULTS.md, bench/results.json, bench/profiles/.
+	@testenv="$$(bash hack/install-testenv.sh | tail -n 1)"; \
+	$(GO) build -o bin/bench ./hack/bench; \
+	echo ">> bin/bench --preset=default --out=bench $(BENCH_FLAGS)"; \
+	CLUSTER_MAPPER_TESTENV="$$testenv" BENCH_COMMAND="make bench$(if $(BENCH_FLAGS), BENCH_FLAGS='$(BENCH_FLAGS)')" \
+		bin/bench --preset=default --out=bench $(BENCH_FLAGS)
+
+.PHONY: bench-quick
+bench-quick: testenv ## Run the benchmark's quick preset (< 3 min); writes _output/bench-quick/RESULTS.md.
+	@testenv="$$(bash hack/install-testenv.sh | tail -n 1)"; \
+	$(GO) build -o bin/bench ./hack/bench; \
+	CLUSTER_MAPPER_TESTENV="$$testenv" BENCH_COMMAND="make bench-quick$(if $(BENCH_FLAGS), BENCH_FLAGS='$(BENCH_FLAGS)')" \
+		bin/bench --preset=quick --out=_output/bench-quick $(BENCH_FLAGS)

@@ -1,0 +1,52 @@
+// Command bench runs cluster-mapper's benchmark (test/bench): etcd, a source kube-apiserver and
+// mapper-apiserver from the testenv, a data set assigned to locations, and the seven scenarios
+// of issue 7 side by side with kube-apiserver. It writes RESULTS.md, results.json and
+// profiles/ into --out.
+//
+// `make bench` runs the default preset (the design scale, under 30 minutes on 2 cores);
+// `make bench-quick` the quick one. Flags override single parameters of the preset; see -help.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/cluster-mapper/cluster-mapper/test/bench"
+	"github.com/cluster-mapper/cluster-mapper/test/framework/programtb"
+)
+
+func main() {
+	fs := flag.NewFlagSet("bench", flag.ExitOnError)
+	cfg, err := bench.ParseFlags(fs, os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	tb, err := programtb.New("")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer tb.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		<-sig
+		fmt.Fprintln(os.Stderr, "bench: interrupted; stopping every process it started")
+		cancel()
+		tb.Close()
+		os.Exit(130)
+	}()
+	command := "bench " + strings.Join(os.Args[1:], " ")
+	if c := os.Getenv("BENCH_COMMAND"); c != "" {
+		command = c
+	}
+	bench.Run(ctx, tb, cfg, command)
+}

@@ -1,0 +1,269 @@
+package bench
+
+import (
+	"flag"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Config holds every parameter of a benchmark run. A preset fills it (see Preset); flags
+// override single fields.
+type Config struct {
+	// Preset names the preset the run started from ("default" or "quick").
+	Preset string `json:"preset"`
+
+	// Objects is N, the number of source objects (ConfigMaps and Deployments).
+	Objects int `json:"objects"`
+	// Namespaces is V, the namespaces the objects are spread over (standing in for virtual
+	// clusters).
+	Namespaces int `json:"namespaces"`
+	// Locations is L, the locations objects are assigned to (1 to 3 each).
+	Locations int `json:"locations"`
+	// DeploymentPercent is the share of the N objects that are Deployments; the rest are
+	// ConfigMaps.
+	DeploymentPercent int `json:"deploymentPercent"`
+	// BulkObjects are additionally assigned to the location "bulk", which scenario 6 maps onto a
+	// target cluster (capped at Objects).
+	BulkObjects int `json:"bulkObjects"`
+	// LoadClients is the number of parallel clients that create the data set.
+	LoadClients int `json:"loadClients"`
+	// Seed makes the data set and the write sequence reproducible.
+	Seed int64 `json:"seed"`
+
+	// WriteRate is the source write rate (writes per second) of scenarios 2, 3 and 7.
+	WriteRate float64 `json:"writeRate"`
+	// AssignmentWritePercent is the share of writes in scenarios 2 and 7 that change an object's
+	// assignment (and its location labels) rather than its data.
+	AssignmentWritePercent int `json:"assignmentWritePercent"`
+
+	// ListSamples is the number of locations sampled per LIST variant in scenario 1.
+	ListSamples int `json:"listSamples"`
+	// NaiveListSamples is the number of full list-everything-and-filter runs in scenario 1.
+	NaiveListSamples int `json:"naiveListSamples"`
+	// FanoutDuration is how long each write phase of scenario 2 lasts.
+	FanoutDuration time.Duration `json:"fanoutDuration"`
+	// EncodeWatchers is the number of watchers on one location in scenario 3 (compared with 1).
+	EncodeWatchers int `json:"encodeWatchers"`
+	// EncodeDuration is how long each write phase of scenario 3 lasts.
+	EncodeDuration time.Duration `json:"encodeDuration"`
+	// StartupSamples is how often scenario 5 starts mapper-apiserver (the first start and
+	// restarts).
+	StartupSamples int `json:"startupSamples"`
+	// ResumeGap is how long the watchers of scenario 7 stay disconnected while writes go on.
+	ResumeGap time.Duration `json:"resumeGap"`
+	// MapperTimeout bounds scenario 6 (mapper initial sync).
+	MapperTimeout time.Duration `json:"mapperTimeout"`
+	// SkipMapper skips scenario 6.
+	SkipMapper bool `json:"skipMapper"`
+
+	// MicroBenchmarks runs the Go micro-benchmarks of pkg/cache into the report.
+	MicroBenchmarks bool `json:"microBenchmarks"`
+	// MicroBenchtime is -benchtime for the micro-benchmarks.
+	MicroBenchtime string `json:"microBenchtime"`
+	// Profiles captures CPU and heap profiles of the servers during the scenarios.
+	Profiles bool `json:"profiles"`
+
+	// OutDir receives RESULTS.md, results.json and profiles/.
+	OutDir string `json:"-"`
+}
+
+// Presets are the named configurations. "default" is the design scale and must finish within
+// 30 minutes on 2 cores; "quick" is a smoke test that finishes within 3.
+var Presets = map[string]Config{
+	"default": {
+		Objects:                50_000,
+		Namespaces:             1_000,
+		Locations:              1_000,
+		DeploymentPercent:      2,
+		BulkObjects:            5_000,
+		LoadClients:            32,
+		Seed:                   1,
+		WriteRate:              50,
+		AssignmentWritePercent: 20,
+		ListSamples:            200,
+		NaiveListSamples:       3,
+		FanoutDuration:         60 * time.Second,
+		EncodeWatchers:         100,
+		EncodeDuration:         30 * time.Second,
+		StartupSamples:         3,
+		ResumeGap:              30 * time.Second,
+		MapperTimeout:          5 * time.Minute,
+		MicroBenchmarks:        true,
+		MicroBenchtime:         "1s",
+		Profiles:               true,
+	},
+	"quick": {
+		Objects:                1_000,
+		Namespaces:             20,
+		Locations:              20,
+		DeploymentPercent:      2,
+		BulkObjects:            200,
+		LoadClients:            16,
+		Seed:                   1,
+		WriteRate:              50,
+		AssignmentWritePercent: 20,
+		ListSamples:            20,
+		NaiveListSamples:       2,
+		FanoutDuration:         5 * time.Second,
+		EncodeWatchers:         20,
+		EncodeDuration:         4 * time.Second,
+		StartupSamples:         1,
+		ResumeGap:              5 * time.Second,
+		MapperTimeout:          2 * time.Minute,
+		MicroBenchmarks:        false,
+		MicroBenchtime:         "100ms",
+		Profiles:               true,
+	},
+}
+
+// PresetNames returns the preset names, sorted.
+func PresetNames() []string {
+	var names []string
+	for n := range Presets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Preset returns the named preset with OutDir set to "bench".
+func Preset(name string) (Config, error) {
+	c, ok := Presets[name]
+	if !ok {
+		return Config{}, fmt.Errorf("unknown preset %q (known: %s)", name, strings.Join(PresetNames(), ", "))
+	}
+	c.Preset = name
+	c.OutDir = "bench"
+	return c, nil
+}
+
+// ParseFlags builds a Config from command-line arguments: --preset picks the base (default
+// "default"), and every other flag that is given overrides that field.
+func ParseFlags(fs *flag.FlagSet, args []string) (Config, error) {
+	var (
+		preset                                                     string
+		c                                                          Config
+		fanout, encode, gap, mapperTimeout                         time.Duration
+		objects, namespaces, locations, depPct, bulk, loadClients  int
+		assignPct, listSamples, naiveSamples, encWatchers, startup int
+		seed                                                       int64
+		rate                                                       float64
+		micro, profiles, skipMapper                                bool
+		benchtime, out                                             string
+	)
+	fs.StringVar(&preset, "preset", "default", "Base configuration: "+strings.Join(PresetNames(), " or ")+"; other flags override it.")
+	fs.IntVar(&objects, "objects", 0, "N: source objects (ConfigMaps and Deployments).")
+	fs.IntVar(&namespaces, "namespaces", 0, "V: namespaces the objects are spread over.")
+	fs.IntVar(&locations, "locations", 0, "L: locations; each object is assigned to 1-3 of them.")
+	fs.IntVar(&depPct, "deployment-percent", 0, "Share of the objects that are Deployments (percent).")
+	fs.IntVar(&bulk, "bulk-objects", 0, "Objects also assigned to the location \"bulk\" that scenario 6 maps.")
+	fs.IntVar(&loadClients, "load-clients", 0, "Parallel clients that load the data set.")
+	fs.Int64Var(&seed, "seed", 0, "Seed of the data set and the writes.")
+	fs.Float64Var(&rate, "write-rate", 0, "Source writes per second in scenarios 2, 3 and 7.")
+	fs.IntVar(&assignPct, "assignment-write-percent", 0, "Share of writes that change an object's assignment (percent).")
+	fs.IntVar(&listSamples, "list-samples", 0, "Locations sampled per LIST variant (scenario 1).")
+	fs.IntVar(&naiveSamples, "naive-list-samples", 0, "Runs of the naive list-everything mapper (scenario 1).")
+	fs.DurationVar(&fanout, "fanout-duration", 0, "Duration of each write phase of scenario 2.")
+	fs.IntVar(&encWatchers, "encode-watchers", 0, "Watchers on one location in scenario 3.")
+	fs.DurationVar(&encode, "encode-duration", 0, "Duration of each write phase of scenario 3.")
+	fs.IntVar(&startup, "startup-samples", 0, "mapper-apiserver starts measured in scenario 5.")
+	fs.DurationVar(&gap, "resume-gap", 0, "How long watchers stay disconnected in scenario 7.")
+	fs.DurationVar(&mapperTimeout, "mapper-timeout", 0, "Bound of scenario 6.")
+	fs.BoolVar(&skipMapper, "skip-mapper", false, "Skip scenario 6 (mapper initial sync).")
+	fs.BoolVar(&micro, "micro", false, "Run the Go micro-benchmarks of pkg/cache into the report.")
+	fs.StringVar(&benchtime, "micro-benchtime", "", "-benchtime of the micro-benchmarks.")
+	fs.BoolVar(&profiles, "profiles", false, "Capture server CPU and heap profiles during the scenarios.")
+	fs.StringVar(&out, "out", "bench", "Directory for RESULTS.md, results.json and profiles/.")
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	c, err := Preset(preset)
+	if err != nil {
+		return Config{}, err
+	}
+	var bad []string
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "objects":
+			c.Objects = objects
+		case "namespaces":
+			c.Namespaces = namespaces
+		case "locations":
+			c.Locations = locations
+		case "deployment-percent":
+			c.DeploymentPercent = depPct
+		case "bulk-objects":
+			c.BulkObjects = bulk
+		case "load-clients":
+			c.LoadClients = loadClients
+		case "seed":
+			c.Seed = seed
+		case "write-rate":
+			c.WriteRate = rate
+		case "assignment-write-percent":
+			c.AssignmentWritePercent = assignPct
+		case "list-samples":
+			c.ListSamples = listSamples
+		case "naive-list-samples":
+			c.NaiveListSamples = naiveSamples
+		case "fanout-duration":
+			c.FanoutDuration = fanout
+		case "encode-watchers":
+			c.EncodeWatchers = encWatchers
+		case "encode-duration":
+			c.EncodeDuration = encode
+		case "startup-samples":
+			c.StartupSamples = startup
+		case "resume-gap":
+			c.ResumeGap = gap
+		case "mapper-timeout":
+			c.MapperTimeout = mapperTimeout
+		case "skip-mapper":
+			c.SkipMapper = skipMapper
+		case "micro":
+			c.MicroBenchmarks = micro
+		case "micro-benchtime":
+			c.MicroBenchtime = benchtime
+		case "profiles":
+			c.Profiles = profiles
+		case "out":
+			c.OutDir = out
+		case "preset":
+		default:
+			bad = append(bad, f.Name)
+		}
+	})
+	if len(bad) > 0 {
+		return Config{}, fmt.Errorf("unhandled flags %v", bad)
+	}
+	return c, c.Validate()
+}
+
+// Validate reports a configuration that cannot run.
+func (c Config) Validate() error {
+	var errs []string
+	if c.Objects < 10 || c.Namespaces < 1 || c.Locations < 2 {
+		errs = append(errs, "need at least 10 objects, 1 namespace and 2 locations")
+	}
+	if c.Locations > 10_000 {
+		errs = append(errs, "at most 10000 locations")
+	}
+	if c.DeploymentPercent < 0 || c.DeploymentPercent > 100 || c.AssignmentWritePercent < 0 || c.AssignmentWritePercent > 100 {
+		errs = append(errs, "percentages must be within 0..100")
+	}
+	if c.WriteRate <= 0 || c.LoadClients < 1 || c.ListSamples < 1 || c.NaiveListSamples < 1 || c.EncodeWatchers < 2 || c.StartupSamples < 1 {
+		errs = append(errs, "write rate, load clients, samples and encode watchers must be positive (encode watchers at least 2)")
+	}
+	if c.FanoutDuration <= 0 || c.EncodeDuration <= 0 || c.ResumeGap <= 0 || c.MapperTimeout <= 0 {
+		errs = append(errs, "durations must be positive")
+	}
+	if c.OutDir == "" {
+		errs = append(errs, "--out must not be empty")
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid configuration: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}

@@ -1,0 +1,185 @@
+// Package bench is cluster-mapper's benchmark at the design scale: it starts etcd, a source
+// kube-apiserver and mapper-apiserver from the testenv as real processes, loads a data set of
+// ConfigMaps and Deployments assigned to locations, runs the seven scenarios of issue 7 side by
+// side with kube-apiserver, and writes RESULTS.md and results.json.
+//
+// hack/bench is the command (`make bench`, `make bench-quick`); quick_test.go runs the quick
+// preset as a smoke test. Measurements are taken from outside: latency at the client, CPU time
+// and RSS from /proc, heap from the server's /metrics, profiles from its /debug/pprof.
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/cluster-mapper/cluster-mapper/test/framework"
+)
+
+// Run executes a benchmark run with cfg and writes its report into cfg.OutDir. command is the
+// command line recorded in the report. It fails tb on errors that make the run meaningless
+// (a server that does not start, a request that fails).
+func Run(ctx context.Context, tb framework.TB, cfg Config, command string) *Report {
+	if err := cfg.Validate(); err != nil {
+		tb.Fatal(err)
+	}
+	out, err := filepath.Abs(cfg.OutDir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e := &env{tb: tb, cfg: cfg, ds: newDataset(cfg), profDir: filepath.Join(out, "profiles")}
+	if cfg.Profiles {
+		_ = os.RemoveAll(e.profDir)
+		if err := os.MkdirAll(e.profDir, 0o755); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	r := &Report{Started: time.Now(), Command: command, Config: cfg, Machine: machine(), LoadAverageBefore: loadAverage()}
+	e.report = r
+	tb.Logf("bench: preset %s, N=%d V=%d L=%d; load average %s", cfg.Preset, cfg.Objects, cfg.Namespaces, cfg.Locations, r.LoadAverageBefore)
+
+	e.source = framework.StartControlPlane(tb, framework.ControlPlaneOptions{
+		Name: "source",
+		// Profiling for the report's profiles; more in-flight mutations for the parallel load.
+		ExtraArgs: []string{"--profiling=true", "--max-mutating-requests-inflight=400"},
+	})
+	e.setupSourceClients()
+
+	tb.Logf("loading %d namespaces and %d objects with %d clients", cfg.Namespaces, cfg.Objects, cfg.LoadClients)
+	r.Load = e.load(ctx)
+	tb.Logf("loaded in %.1fs (%.0f objects/s)", r.Load.Seconds, r.Load.ObjectsPerSec)
+
+	byID := map[int]*Scenario{}
+	s5 := e.scenarioStartup(ctx)
+	byID[5] = s5
+	after := e.sampleMemory(ctx, "after start-up and sync")
+	heap := e.heapProfile(ctx, e.maTarget(), "s4-heap-after-sync-mapper-apiserver", "scenario 4, after sync, after a forced GC")
+	s4 := e.scenarioMemory(ctx, after, heap)
+	byID[4] = s4
+
+	byID[1] = e.scenarioList(ctx)
+	byID[2] = e.scenarioFanout(ctx)
+	byID[3] = e.scenarioEncodeOnce(ctx)
+	byID[7] = e.scenarioResume(ctx)
+
+	end := e.sampleMemory(ctx, "end of scenarios 1, 2, 3 and 7 (JSON and watch frames cached, history full)")
+	s4.addMemoryRow(end, s4.memJSON)
+	if p := e.heapProfile(ctx, e.maTarget(), "s4-heap-end-mapper-apiserver", "scenario 4, after scenarios 1-3 and 7, after a forced GC"); p != nil {
+		s4.Profiles = append(s4.Profiles, *p)
+	}
+
+	byID[6] = e.scenarioMapper(ctx)
+
+	for id := 1; id <= 7; id++ {
+		r.Scenarios = append(r.Scenarios, byID[id])
+	}
+	// Stop the servers before the micro-benchmarks so that they have the machine to themselves.
+	for _, p := range framework.Processes() {
+		_ = p.Stop()
+	}
+	if cfg.MicroBenchmarks {
+		r.Micro = runMicro(ctx, tb, cfg.MicroBenchtime)
+	}
+	r.Finished = time.Now()
+	r.Seconds = r.Finished.Sub(r.Started).Seconds()
+	r.LoadAverageAfter = loadAverage()
+	if err := r.write(out); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Logf("wrote %s and %s (%.1f minutes)", filepath.Join(out, "RESULTS.md"), filepath.Join(out, "results.json"), r.Seconds/60)
+	return r
+}
+
+// Micro holds the output of the pkg/cache Go micro-benchmarks.
+type Micro struct {
+	Command string `json:"command"`
+	Output  string `json:"output"`
+}
+
+// runMicro runs the micro-benchmarks of pkg/cache.
+func runMicro(ctx context.Context, tb framework.TB, benchtime string) *Micro {
+	args := []string{"test", "-run", "^$", "-bench", ".", "-benchmem", "-benchtime=" + benchtime, "./pkg/cache"}
+	m := &Micro{Command: "go " + strings.Join(args, " ")}
+	tb.Logf("running %s", m.Command)
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = moduleRoot(tb)
+	out, err := cmd.CombinedOutput()
+	m.Output = string(out)
+	if err != nil {
+		m.Output += fmt.Sprintf("\n(failed: %v)\n", err)
+	}
+	return m
+}
+
+// moduleRoot returns the directory of go.mod above the working directory.
+func moduleRoot(tb framework.TB) string {
+	dir, err := os.Getwd()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			tb.Fatal("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// machine describes this machine.
+func machine() Machine {
+	m := Machine{Cores: runtime.NumCPU(), Go: runtime.Version(), Kube: framework.KubeVersion, Etcd: framework.EtcdVersion}
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	if f, err := os.Open("/proc/meminfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			var kb float64
+			if n, _ := fmt.Sscanf(sc.Text(), "MemTotal: %f kB", &kb); n == 1 {
+				m.MemoryGiB = kb / (1 << 20)
+				break
+			}
+		}
+		f.Close()
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = "Linux " + strings.TrimSpace(string(b))
+	}
+	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
+		m.GitRevision = strings.TrimSpace(string(out))
+		if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
+			m.GitRevision += " (with uncommitted changes)"
+		}
+	}
+	return m
+}
+
+// loadAverage returns /proc/loadavg's 1, 5 and 15 minute load averages.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}

@@ -1,0 +1,153 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/cluster-mapper/cluster-mapper/test/framework"
+)
+
+// scenarioStartup is scenario 5: time from mapper-apiserver's process start to Ready (/readyz
+// 200: every source informer synced) with the data set in the source. It leaves the server
+// running for the other scenarios.
+func (e *env) scenarioStartup(ctx context.Context) *Scenario {
+	s := &Scenario{ID: 5, Title: "Start-up to Ready", Ran: true}
+	start := time.Now()
+	framework.BuildBinary(e.tb, "./cmd/mapper-apiserver") // build outside the measurement
+	var samples []float64
+	t0 := time.Now()
+	e.mapper = framework.StartMapperAPIServer(e.tb, e.source, mapperArgs...)
+	samples = append(samples, time.Since(t0).Seconds())
+	e.logf("scenario 5: mapper-apiserver ready after %.2fs", samples[0])
+	for i := 1; i < e.cfg.StartupSamples; i++ {
+		// Stop first, so that the old process's graceful shutdown is not timed; Restart's own
+		// Stop then returns at once.
+		if err := e.mapper.Process.Stop(); err != nil {
+			e.logf("stopping mapper-apiserver: %v", err)
+		}
+		t0 := time.Now()
+		e.mapper.Restart(e.tb)
+		samples = append(samples, time.Since(t0).Seconds())
+		e.logf("scenario 5: restart %d ready after %.2fs", i, samples[i])
+	}
+	e.setupMapperClients()
+	st := summarize(samples)
+	s.What = fmt.Sprintf("mapper-apiserver started %d time(s) against the loaded source (%d objects): wall time from starting the "+
+		"process (the framework's StartMapperAPIServer for the first start, which also issues its serving certificate; Restart "+
+		"for the others, after the previous process has exited) until /readyz answers 200, which requires the source discovery read, every mirrored informer synced "+
+		"and the delegated client CA loaded. /readyz is polled every 200 ms, so figures are up to 0.2 s late.",
+		len(samples), e.cfg.Objects)
+	var rows [][]string
+	for i, x := range samples {
+		rows = append(rows, []string{fmt.Sprint(i + 1), fmt.Sprintf("%.2f", x)})
+	}
+	s.Tables = []Table{{Title: "Starts:", Header: []string{"start", "seconds to Ready"}, Rows: rows}}
+	s.Comparisons = []Comparison{{Metric: "process start to Ready (median)", Unit: "s", Ours: st.P50, LowerIsBetter: true},
+		{Metric: "process start to Ready (worst)", Unit: "s", Ours: st.Max, LowerIsBetter: true}}
+	s.Targets = []Target{atMost(fmt.Sprintf("start-up to Ready ≤ 30 s at %d objects (worst start)", e.cfg.Objects), st.Max, 30, "%.2f s")}
+	s.Seconds = time.Since(start).Seconds()
+	return s
+}
+
+// memorySample is mapper-apiserver's memory at one moment.
+type memorySample struct {
+	when      string
+	rss, hwm  int64
+	heapInuse float64
+	heapAlloc float64
+	sys       float64
+	kaRSS     int64
+}
+
+// sampleMemory forces a garbage collection in mapper-apiserver and reads its RSS (/proc) and
+// Go heap (/metrics), and kube-apiserver's RSS for context.
+func (e *env) sampleMemory(ctx context.Context, when string) memorySample {
+	if err := forceGC(ctx, e.maTarget()); err != nil {
+		e.logf("forcing a GC: %v", err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	m, err := scrapeMetrics(ctx, e.maHTTP, e.mapper.URL+"/metrics")
+	if err != nil {
+		e.tb.Fatalf("reading mapper-apiserver metrics: %v", err)
+	}
+	ps, err := sampleProc(e.mapper.Process.PID)
+	if err != nil {
+		e.tb.Fatal(err)
+	}
+	ks, err := sampleProc(e.source.APIServer.PID)
+	if err != nil {
+		e.tb.Fatal(err)
+	}
+	get := func(n string) float64 {
+		if v, ok := m[n]; ok {
+			return v
+		}
+		return math.NaN()
+	}
+	return memorySample{when: when, rss: ps.RSS, hwm: ps.HWM, heapInuse: get("go_memstats_heap_inuse_bytes"),
+		heapAlloc: get("go_memstats_heap_alloc_bytes"), sys: get("go_memstats_sys_bytes"), kaRSS: ks.RSS}
+}
+
+// sourceJSONBytes lists every ConfigMap and Deployment from kube-apiserver and sums the JSON
+// size of the items: the JSON the cache holds.
+func (e *env) sourceJSONBytes(ctx context.Context) (int64, int) {
+	var total int64
+	n := 0
+	for _, path := range []string{"/api/v1/configmaps", "/apis/apps/v1/deployments"} {
+		res, err := timedGet(ctx, e.kaHTTP, e.source.URL+path+"?resourceVersion=0", true)
+		if err != nil {
+			e.tb.Fatal(err)
+		}
+		var l struct {
+			Items []json.RawMessage `json:"items"`
+		}
+		if err := json.Unmarshal(res.Body, &l); err != nil {
+			e.tb.Fatal(err)
+		}
+		for _, it := range l.Items {
+			total += int64(len(it))
+		}
+		n += len(l.Items)
+	}
+	return total, n
+}
+
+// scenarioMemory is scenario 4: mapper-apiserver's RSS and heap after sync, per object and
+// relative to the JSON bytes of the cached objects; at is the memory right after start-up,
+// end (may be nil) at the end of the run.
+func (e *env) scenarioMemory(ctx context.Context, at memorySample, heap *Profile) *Scenario {
+	s := &Scenario{ID: 4, Title: "Memory", Ran: true}
+	jsonBytes, n := e.sourceJSONBytes(ctx)
+	mib := func(b float64) float64 { return b / (1 << 20) }
+	s.What = fmt.Sprintf("mapper-apiserver right after its last start (all %d objects synced, no client yet), after a forced garbage "+
+		"collection: RSS from /proc, Go heap from its /metrics. The JSON size of the cached objects is the sum of the items of a full "+
+		"LIST of ConfigMaps and Deployments from kube-apiserver (compact JSON with managedFields, as the cache receives them).", n)
+	s.Comparisons = []Comparison{
+		{Metric: "RSS", Unit: "MiB", Ours: mib(float64(at.rss)), Alternative: "kube-apiserver RSS at the same moment (its own watch cache of everything, for context)", AltValue: mib(float64(at.kaRSS)), LowerIsBetter: true},
+		{Metric: "Go heap in use", Unit: "MiB", Ours: mib(at.heapInuse), LowerIsBetter: true},
+		{Metric: "JSON bytes of the cached objects", Unit: "MiB", Ours: mib(float64(jsonBytes)), LowerIsBetter: true},
+		{Metric: "RSS ÷ JSON bytes", Unit: "×", Ours: float64(at.rss) / float64(jsonBytes), LowerIsBetter: true},
+		{Metric: "heap in use ÷ JSON bytes", Unit: "×", Ours: at.heapInuse / float64(jsonBytes), LowerIsBetter: true},
+		{Metric: "RSS per object", Unit: "KiB", Ours: float64(at.rss) / float64(n) / 1024, LowerIsBetter: true},
+		{Metric: "heap in use per object", Unit: "KiB", Ours: at.heapInuse / float64(n) / 1024, LowerIsBetter: true},
+		{Metric: "JSON per object", Unit: "KiB", Ours: float64(jsonBytes) / float64(n) / 1024, LowerIsBetter: true},
+	}
+	s.Targets = []Target{atMost("RSS ≤ 2× the JSON bytes of the cached objects (after sync)", float64(at.rss)/float64(jsonBytes), 2, "%.2f×")}
+	s.Tables = []Table{{Title: "Samples (MiB):", Header: []string{"when", "RSS", "peak RSS (VmHWM)", "heap in use", "heap allocated", "Go sys", "RSS ÷ JSON", "kube-apiserver RSS"}}}
+	s.Notes = append(s.Notes, fmt.Sprintf("%d objects, %.1f MiB of JSON.", n, mib(float64(jsonBytes))))
+	s.addMemoryRow(at, jsonBytes)
+	if heap != nil {
+		s.Profiles = append(s.Profiles, *heap)
+	}
+	s.memJSON = jsonBytes
+	return s
+}
+
+func (s *Scenario) addMemoryRow(m memorySample, jsonBytes int64) {
+	mib := func(b float64) string { return fmt.Sprintf("%.1f", b/(1<<20)) }
+	s.Tables[0].Rows = append(s.Tables[0].Rows, []string{m.when, mib(float64(m.rss)), mib(float64(m.hwm)), mib(m.heapInuse), mib(m.heapAlloc), mib(m.sys),
+		fmt.Sprintf("%.2f", float64(m.rss)/float64(jsonBytes)), mib(float64(m.kaRSS))})
+}

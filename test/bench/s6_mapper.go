@@ -1,0 +1,205 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cluster-mapper/cluster-mapper/test/framework"
+)
+
+// designEstimate is the original design's estimate for a mapper's initial sync: 50,000 objects
+// in 1000 s at client-side throttling, i.e. 50 objects/s.
+const designObjectsPerSecond = 50.0
+
+// buildMapper builds cmd/mapper without failing the run: scenario 6 is reported as not run
+// when the mapper does not exist or does not build.
+func buildMapper(tb framework.TB) (string, error) {
+	root := moduleRoot(tb)
+	if _, err := os.Stat(filepath.Join(root, "cmd", "mapper")); err != nil {
+		return "", fmt.Errorf("cmd/mapper does not exist in this checkout")
+	}
+	out := filepath.Join(tb.TempDir(), "mapper")
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/mapper")
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/mapper failed: %v: %s", err, tailString(string(b), 600))
+	}
+	return out, nil
+}
+
+func tailString(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+// mapperRun is one initial sync of the bulk location onto a new target.
+type mapperRun struct {
+	args      []string
+	objects   int
+	seconds   float64
+	first     float64 // seconds to the first object on the target
+	rate      float64
+	cpu       map[string]float64
+	mapperCPU float64
+	complete  bool
+	logTail   string
+}
+
+// TunedMapperArgs lift the mapper's client-side throttle for the second sync of scenario 6.
+var TunedMapperArgs = []string{"--workers=16", "--target-qps=1000", "--target-burst=1000"}
+
+// scenarioMapper is scenario 6: one mapper maps the location "bulk" onto a new target
+// kube-apiserver, once with its default flags and once with the client-side throttle lifted;
+// time from the mapper's process start until every object of the location is on the target.
+func (e *env) scenarioMapper(ctx context.Context) *Scenario {
+	s := &Scenario{ID: 6, Title: "Mapper initial sync"}
+	start := time.Now()
+	if e.cfg.SkipMapper {
+		s.Reason = "skipped with --skip-mapper"
+		return s
+	}
+	bin, err := buildMapper(e.tb)
+	if err != nil {
+		s.Reason = err.Error()
+		e.logf("scenario 6 not run: %v", err)
+		return s
+	}
+	want := e.ds.countAssigned(BulkLocation)
+	cms := len(e.ds.locationObjects(BulkLocation, kindConfigMap))
+	def := e.mapperSync(ctx, bin, want, nil)
+	tuned := e.mapperSync(ctx, bin, want, TunedMapperArgs)
+
+	s.Ran = true
+	s.What = fmt.Sprintf("One mapper (cmd/mapper) maps location `%s` — %d ConfigMaps and %d Deployments spread over up to %d namespaces — "+
+		"from its view onto a new, empty target kube-apiserver (sharing the source's etcd), twice: with its default flags "+
+		"(client-side throttle `--target-qps=50 --target-burst=100`, 4 workers) and with `%s`. Each run gets a fresh target. "+
+		"Time is from starting the mapper process (leader election and informer sync included) until watches on the target "+
+		"(label `kcp.io/location=%s`) have seen every object ADDED. The original design estimated 1000 s for 50,000 objects at "+
+		"client throttle, i.e. 50 objects/s.",
+		BulkLocation, cms, want-cms, e.cfg.Namespaces, strings.Join(TunedMapperArgs, " "), BulkLocation)
+	alt := "original design estimate (50 objects/s at client throttle)"
+	for _, run := range []struct {
+		name string
+		r    mapperRun
+	}{{"default flags", def}, {"throttle lifted", tuned}} {
+		s.Comparisons = append(s.Comparisons,
+			Comparison{Metric: "time to map " + fmt.Sprint(want) + " objects, " + run.name, Unit: "s", Ours: run.r.seconds, Alternative: alt, AltValue: float64(want) / designObjectsPerSecond, LowerIsBetter: true},
+			Comparison{Metric: "throughput, " + run.name, Unit: "objects/s", Ours: run.r.rate, Alternative: alt, AltValue: designObjectsPerSecond},
+		)
+		s.Targets = append(s.Targets, atLeast("mapper initial sync ≥ 200 objects/s onto a real target, "+run.name, run.r.rate, 200, "%.0f objects/s"))
+		s.Notes = append(s.Notes, fmt.Sprintf("%s (`mapper %s`): %d of %d objects in %.1f s, first object after %.2f s; CPU during the sync: mapper %.1f s, mapper-apiserver %.1f s, source kube-apiserver and the target kube-apiserver are not separated (%.1f s for the source), etcd %.1f s.",
+			run.name, strings.Join(run.r.args[2:], " "), run.r.objects, want, run.r.seconds, run.r.first, run.r.mapperCPU, run.r.cpu["mapper-apiserver"], run.r.cpu["kube-apiserver"], run.r.cpu["etcd"]))
+		if !run.r.complete {
+			s.Notes = append(s.Notes, fmt.Sprintf("**%s: only %d of %d objects arrived within %s.** Mapper log tail:\n\n```\n%s\n```", run.name, run.r.objects, want, e.cfg.MapperTimeout, run.r.logTail))
+		}
+	}
+	s.Seconds = time.Since(start).Seconds()
+	return s
+}
+
+// mapperSync starts a target kube-apiserver and the mapper for the bulk location with extra
+// flags, and measures until want objects are on the target. It stops both afterwards.
+func (e *env) mapperSync(ctx context.Context, bin string, want int, extra []string) mapperRun {
+	e.logf("scenario 6: starting a target kube-apiserver")
+	target := framework.StartControlPlane(e.tb, framework.ControlPlaneOptions{Name: "target", Etcd: e.source.Etcd})
+	defer func() { _ = target.Stop() }()
+	viewKubeconfig := e.source.Admin().KubeconfigFor(e.tb, e.viewURL(BulkLocation), e.mapper.ServingCA.CertPEM)
+	args := append([]string{
+		"--view-kubeconfig=" + viewKubeconfig,
+		"--target-kubeconfig=" + target.AdminKubeconfig(),
+		"--location=" + BulkLocation,
+		"--metrics-bind-address=0",
+	}, extra...)
+	run := mapperRun{args: args}
+
+	// Count the objects arriving on the target with watches opened before the mapper starts.
+	tcfg := target.AdminConfig()
+	tHTTP, err := sharedClient(tcfg)
+	if err != nil {
+		e.tb.Fatal(err)
+	}
+	var streams []*watchStream
+	for _, path := range []string{"/api/v1/configmaps", "/apis/apps/v1/deployments"} {
+		res, err := timedGet(ctx, tHTTP, target.URL+path+"?limit=1", true)
+		if err != nil {
+			e.tb.Fatal(err)
+		}
+		rv := listRV(e.tb, res.Body)
+		c, tr, err := dedicatedClient(tcfg)
+		if err != nil {
+			e.tb.Fatal(err)
+		}
+		w, err := openWatch(ctx, path, c, tr, fmt.Sprintf("%s%s?watch=true&timeoutSeconds=3600&labelSelector=kcp.io%%2Flocation%%3D%s&resourceVersion=%d",
+			target.URL, path, BulkLocation, rv))
+		if err != nil {
+			e.tb.Fatal(err)
+		}
+		defer w.stop()
+		streams = append(streams, w)
+	}
+	added := func() (int, time.Time) {
+		n := 0
+		var first time.Time
+		for _, w := range streams {
+			for _, r := range w.received() {
+				if r.typ == 'A' {
+					n++
+					if first.IsZero() || r.at.Before(first) {
+						first = r.at
+					}
+				}
+			}
+		}
+		return n, first
+	}
+
+	e.logf("scenario 6: mapping %d objects of location %s (mapper %s)", want, BulkLocation, strings.Join(args[2:], " "))
+	cpu0 := e.cpu()
+	t0 := time.Now()
+	p := framework.StartProcess(e.tb, framework.ProcessSpec{Name: "mapper", Path: bin, Args: args})
+	deadline := time.Now().Add(e.cfg.MapperTimeout)
+	var first time.Time
+	for {
+		run.objects, first = added()
+		if ps, err := sampleProc(p.PID); err == nil {
+			run.mapperCPU = ps.CPU
+		}
+		if run.objects >= want || time.Now().After(deadline) || !p.Running() {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	run.seconds = time.Since(t0).Seconds()
+	run.cpu = cpuDelta(cpu0, e.cpu())
+	run.complete = run.objects >= want
+	run.rate = float64(run.objects) / run.seconds
+	if !first.IsZero() {
+		run.first = first.Sub(t0).Seconds()
+	}
+	if !run.complete {
+		run.logTail = p.LogTail(20)
+	}
+	_ = p.Stop()
+	e.logf("scenario 6: %d/%d objects in %.1fs (%.0f objects/s)", run.objects, want, run.seconds, run.rate)
+	return run
+}
+
+// listRV returns a JSON list's metadata.resourceVersion.
+func listRV(tb framework.TB, body []byte) uint64 {
+	var rv uint64
+	i := strings.Index(string(body), `"resourceVersion":"`)
+	if i < 0 {
+		tb.Fatalf("no resourceVersion in list: %.200s", body)
+	}
+	if _, err := fmt.Sscanf(string(body[i+len(`"resourceVersion":"`):]), "%d", &rv); err != nil {
+		tb.Fatal(err)
+	}
+	return rv
+}
