@@ -70,7 +70,7 @@ func NewOptions() *Options {
 		ClusterName:        "default",
 		HistorySize:        10000,
 		WatcherBufferSize:  1000,
-		BookmarkInterval:   10 * time.Second,
+		BookmarkInterval:   time.Minute,
 		DiscoveryInterval:  5 * time.Second,
 		FreshnessTimeout:   3 * time.Second,
 		ConsistentReadWait: 50 * time.Millisecond,
@@ -90,7 +90,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "Logical cluster name of source objects without the kcp.io/cluster annotation.")
 	fs.IntVar(&o.HistorySize, "watch-history-size", o.HistorySize, "Events kept per resource so watches can resume from a resourceVersion; older ones answer 410 Gone.")
 	fs.IntVar(&o.WatcherBufferSize, "watcher-buffer-size", o.WatcherBufferSize, "Events a watcher may fall behind before it is closed (its client re-watches).")
-	fs.DurationVar(&o.BookmarkInterval, "bookmark-interval", o.BookmarkInterval, "How often watchers that allow bookmarks get one.")
+	fs.DurationVar(&o.BookmarkInterval, "bookmark-interval", o.BookmarkInterval, "How often watchers that allow bookmarks get one, when the resource moved on since their last event (kube-apiserver sends them about once a minute).")
 	fs.DurationVar(&o.DiscoveryInterval, "source-discovery-interval", o.DiscoveryInterval, "How often the source's discovery is re-read to pick up added and removed resources (CRDs).")
 	fs.DurationVar(&o.FreshnessTimeout, "freshness-timeout", o.FreshnessTimeout, "How long a read waits for the cache to reach a resourceVersion before answering 504.")
 	fs.DurationVar(&o.ConsistentReadWait, "consistent-read-wait", o.ConsistentReadWait, "How long a read with resourceVersion \"\" waits for the cache to prove it reached the source's current resourceVersion before it is served at the cache's own (docs/views.md).")
