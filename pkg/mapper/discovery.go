@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/discovery"
@@ -130,9 +129,4 @@ func (m *Mapper) refreshResources(ctx context.Context) {
 			m.setServed(ctx, r, s)
 		}
 	}
-}
-
-// listOptionsForLocation is the label selector of the managed target objects of location.
-func listOptionsForLocation(location string) metav1.ListOptions {
-	return metav1.ListOptions{LabelSelector: LocationLabel + "=" + location}
 }

@@ -1,7 +1,9 @@
 package mapper
 
 import (
+	"context"
 	"sync"
+	"time"
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
@@ -91,6 +93,17 @@ var (
 
 	registerMetricsOnce sync.Once
 )
+
+// gaugeInterval is how often updateGauges runs.
+const gaugeInterval = 5 * time.Second
+
+// updateGauges sets mapper_view_objects from the view informers' stores. It runs
+// periodically rather than on every event: counting a store costs in proportion to its size.
+func (m *Mapper) updateGauges(context.Context) {
+	for _, r := range m.resourceList() {
+		viewObjects.WithLabelValues(r.name()).Set(float64(len(r.view.GetStore().ListKeys())))
+	}
+}
 
 // RegisterMetrics registers the mapper's metrics in the legacy registry; it is idempotent.
 func RegisterMetrics() {

@@ -74,14 +74,6 @@ func (s *objectStates) set(key itemKey, o outcome) outcome {
 	return prev
 }
 
-// seen reports whether key has an outcome (it has been processed since it last left the view).
-func (s *objectStates) seen(key itemKey) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.outcomes[key]
-	return ok
-}
-
 // counts returns how many objects of resource gvr (as GroupResource string) have each
 // outcome, for progress logs.
 func (s *objectStates) counts(resource string) map[outcome]int {

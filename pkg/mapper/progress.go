@@ -23,23 +23,33 @@ type progress struct {
 	mu      sync.Mutex
 	started time.Time
 	pending map[schema.GroupVersionResource]sets.Set[itemKey]
-	totals  map[schema.GroupVersionResource]int
-	done    bool
-	doneCh  chan struct{}
+	// early holds the keys processed before their resource was seeded.
+	early  map[schema.GroupVersionResource]sets.Set[itemKey]
+	totals map[schema.GroupVersionResource]int
+	done   bool
+	doneCh chan struct{}
 }
 
 func newProgress(m *Mapper) *progress {
 	return &progress{m: m, started: time.Now(), pending: map[schema.GroupVersionResource]sets.Set[itemKey]{},
-		totals: map[schema.GroupVersionResource]int{}, doneCh: make(chan struct{})}
+		early: map[schema.GroupVersionResource]sets.Set[itemKey]{}, totals: map[schema.GroupVersionResource]int{}, doneCh: make(chan struct{})}
 }
 
 // processed records that key has been processed once.
 func (p *progress) processed(key itemKey) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.done {
+		return
+	}
 	if s := p.pending[key.GVR]; s != nil {
 		s.Delete(key)
+		return
 	}
+	if p.early[key.GVR] == nil {
+		p.early[key.GVR] = sets.New[itemKey]()
+	}
+	p.early[key.GVR].Insert(key)
 }
 
 // complete reports whether the initial sync is done.
@@ -110,13 +120,13 @@ func (p *progress) check() bool {
 			keys := sets.New[itemKey]()
 			for _, obj := range r.view.GetStore().List() {
 				if u, ok := obj.(*unstructured.Unstructured); ok {
-					key := keyOf(r.gvr, SourceOf(u, p.m.cfg.ClusterName))
-					if !p.m.states.seen(key) {
+					if key := keyOf(r.gvr, SourceOf(u, p.m.cfg.ClusterName)); !p.early[r.gvr].Has(key) {
 						keys.Insert(key)
 					}
 				}
 			}
 			p.pending[r.gvr] = keys
+			delete(p.early, r.gvr)
 			p.totals[r.gvr] = len(r.view.GetStore().ListKeys())
 		}
 		if p.pending[r.gvr].Len() > 0 {

@@ -109,7 +109,6 @@ func (m *Mapper) viewChanged(r *resource, old, obj interface{}) {
 	if !ok {
 		return
 	}
-	viewObjects.WithLabelValues(r.name()).Set(float64(len(r.view.GetStore().ListKeys())))
 	if o, ok := old.(*unstructured.Unstructured); ok && o.GetResourceVersion() == u.GetResourceVersion() {
 		return // a resync or relist that changed nothing
 	}
@@ -118,6 +117,24 @@ func (m *Mapper) viewChanged(r *resource, old, obj interface{}) {
 	m.syncQueue.Add(key)
 	if Reflects(u) {
 		m.statusQueue.Add(key)
+	}
+}
+
+// targetDeleted enqueues the sync of the source of a managed target object that was deleted
+// (or lost the location label) on the target, so that the copy is made again while its
+// source is in the view. After the mapper's own deletions the sync finds nothing to do.
+func (m *Mapper) targetDeleted(r *resource, obj interface{}) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	if ref, _, ok := MarkedSource(u, m.cfg.Location, r.namespaced); ok {
+		key := keyOf(r.gvr, ref)
+		m.states.dirty(key)
+		m.syncQueue.Add(key)
 	}
 }
 
@@ -147,6 +164,7 @@ func (m *Mapper) setServed(ctx context.Context, r *resource, served bool) {
 	_, _ = r.target.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { m.targetChanged(r, nil, obj) },
 		UpdateFunc: func(old, obj interface{}) { m.targetChanged(r, old, obj) },
+		DeleteFunc: func(obj interface{}) { m.targetDeleted(r, obj) },
 	})
 	tctx, cancel := context.WithCancel(ctx)
 	r.targetCancel = cancel
@@ -161,9 +179,11 @@ func (m *Mapper) setServed(ctx context.Context, r *resource, served bool) {
 	}
 }
 
-// stop stops both informers of r.
+// stop stops both informers of r and drops its metric series.
 func (r *resource) stop() {
 	r.viewCancel()
+	resourceHalted.DeleteLabelValues(r.name())
+	viewObjects.DeleteLabelValues(r.name())
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.targetCancel != nil {

@@ -1,6 +1,7 @@
 package mapper
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -54,4 +55,9 @@ func MarkedSource(obj metaObject, location string, namespaced bool) (ref SourceR
 type metaObject interface {
 	GetLabels() map[string]string
 	GetAnnotations() map[string]string
+}
+
+// listOptionsForLocation is the label selector of the managed target objects of location.
+func listOptionsForLocation(location string) metav1.ListOptions {
+	return metav1.ListOptions{LabelSelector: LocationLabel + "=" + location}
 }

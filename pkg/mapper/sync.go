@@ -19,7 +19,6 @@ func (m *Mapper) sync(ctx context.Context, key itemKey) error {
 	r := m.resource(key.GVR)
 	if r == nil || r.halted.Load() {
 		// Not mapped any more, or halted: setServed enqueues every object when it resumes.
-		m.progress.processed(key)
 		return nil
 	}
 	obj := r.viewObject(key, m.cfg.ClusterName)

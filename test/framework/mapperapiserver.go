@@ -57,7 +57,7 @@ func BuildBinary(t TB, pkg string) string {
 	if err != nil {
 		t.Fatalf("building %s: %v", pkg, err)
 	}
-	dir, err := os.MkdirTemp("", "cluster-mapper-bin-")
+	dir, err := binDir()
 	if err != nil {
 		t.Fatalf("building %s: %v", pkg, err)
 	}
@@ -69,6 +69,27 @@ func BuildBinary(t TB, pkg string) string {
 	}
 	buildCache[pkg] = out
 	return out
+}
+
+// binDirPrefix names the per-process directories BuildBinary builds into.
+const binDirPrefix = "cluster-mapper-bin-"
+
+// binDir returns this process's directory for built binaries, <tmp>/cluster-mapper-bin-<pid>.
+// A test binary cannot clean up after itself when it is killed, so on first use it removes the
+// directories of processes that are gone.
+func binDir() (string, error) {
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("%s%d", binDirPrefix, os.Getpid()))
+	if _, err := os.Stat(dir); err == nil {
+		return dir, nil
+	}
+	old, _ := filepath.Glob(filepath.Join(os.TempDir(), binDirPrefix+"*"))
+	for _, d := range old {
+		pid, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(d), binDirPrefix))
+		if err == nil && len(LiveProcesses(pid)) == 0 {
+			_ = os.RemoveAll(d)
+		}
+	}
+	return dir, os.MkdirAll(dir, 0o755)
 }
 
 // moduleRoot finds the directory holding this module's go.mod, upwards from the working directory.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/component-base/logs"
@@ -45,7 +44,7 @@ func NewCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runMapper(genericapiserver.SetupSignalContext(), conn, clients, run, le)
+			return runMapper(signalContext(), conn, clients, run, le)
 		},
 	}
 	conn.AddFlags(cmd.Flags())

@@ -86,9 +86,14 @@ func LocationFromViewURL(server string) (string, error) {
 
 // Clients are the resolved connection settings.
 type Clients struct {
-	Location         string
-	View, Target     *rest.Config
-	Resources        []schema.GroupResource
+	// Location is the location of the view URL (checked against --location).
+	Location string
+	// View and Target are the client configs of the view and the target, with the QPS,
+	// burst and user agent of the options.
+	View, Target *rest.Config
+	// Resources are the parsed --resources.
+	Resources []schema.GroupResource
+	// NamespaceMapping is the parsed --namespace-mapping.
 	NamespaceMapping mapper.NamespaceMapping
 }
 
@@ -150,13 +155,21 @@ func (o *ConnectionOptions) Complete(userAgent string) (*Clients, error) {
 	return &Clients{Location: location, View: view, Target: target, Resources: resources, NamespaceMapping: mapping}, nil
 }
 
-// RunOptions are the flags of the mapper itself (not of verify).
+// RunOptions are the flags of the mapper itself (not of verify). Their meaning is that of the
+// mapper.Config fields of the same names.
 type RunOptions struct {
-	Workers            int
-	DiscoveryInterval  time.Duration
-	SweepInterval      time.Duration
-	ProgressInterval   time.Duration
-	RetryMaxDelay      time.Duration
+	// Workers is --workers.
+	Workers int
+	// DiscoveryInterval is --discovery-interval.
+	DiscoveryInterval time.Duration
+	// SweepInterval is --orphan-sweep-interval.
+	SweepInterval time.Duration
+	// ProgressInterval is --progress-interval.
+	ProgressInterval time.Duration
+	// RetryMaxDelay is --max-retry-delay.
+	RetryMaxDelay time.Duration
+	// MetricsBindAddress is --metrics-bind-address: where /metrics, /healthz and /readyz are
+	// served ("0": nowhere).
 	MetricsBindAddress string
 }
 

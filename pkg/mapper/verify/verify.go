@@ -5,7 +5,6 @@ package verify
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 
@@ -71,9 +70,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	resources, complete, err := mapper.ViewResources(viewDiscovery, cfg.Resources)
-	if err != nil || !complete {
-		return nil, fmt.Errorf("reading the view's discovery: %w", errors.Join(err, errors.New("incomplete")))
+	resources, _, err := mapper.ViewResources(viewDiscovery, cfg.Resources)
+	if err != nil {
+		return nil, fmt.Errorf("reading the view's discovery: %w", err)
 	}
 	gvrs := make([]schema.GroupVersionResource, 0, len(resources))
 	for gvr := range resources {
@@ -166,6 +165,13 @@ func (c *checker) resource(ctx context.Context, gvr schema.GroupVersionResource,
 		if live == nil {
 			_, err := c.target.Resource(gvr).Namespace(ns).Get(ctx, obj.GetName(), metav1.GetOptions{})
 			switch {
+			case apierrors.IsNotFound(err) && !c.cfg.SkipContent:
+				v.Message = "missing on the target"
+				if msg, err := c.outOfDate(ctx, gvr, obj, nil, ns, src); err != nil {
+					return err
+				} else if msg != "" {
+					v.Message += "; " + msg
+				}
 			case apierrors.IsNotFound(err):
 				v.Message = "missing on the target"
 			case err != nil:
@@ -218,20 +224,27 @@ func (c *checker) resource(ctx context.Context, gvr schema.GroupVersionResource,
 }
 
 // outOfDate dry-runs the apply the mapper would make and returns a message naming the fields
-// where the result differs from the live copy, or "" when the copy is up to date.
+// where the result differs from the live copy, or "" when the copy is up to date. live is nil
+// for a missing copy: then only a failing apply gives a message.
 func (c *checker) outOfDate(ctx context.Context, gvr schema.GroupVersionResource, obj, live *unstructured.Unstructured, ns string, src mapper.SourceRef) (string, error) {
 	desired := mapper.Transform(obj, mapper.TargetObject{Location: c.cfg.Location, Namespace: ns, Source: src})
-	if foreign, err := mapper.ForeignFields(live, c.cfg.FieldManager); err == nil {
-		mapper.DropFields(desired, foreign)
+	if live != nil {
+		if foreign, err := mapper.ForeignFields(live, c.cfg.FieldManager); err == nil {
+			mapper.DropFields(desired, foreign)
+		}
 	}
 	result, err := c.target.Resource(gvr).Namespace(ns).Apply(ctx, obj.GetName(), desired, metav1.ApplyOptions{
 		FieldManager: c.cfg.FieldManager, DryRun: []string{metav1.DryRunAll},
 	})
-	if err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-			return "the mapper's apply would fail: " + err.Error(), nil
-		}
+	switch {
+	case err != nil && (apierrors.IsConflict(err) || apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err)):
+		return "the mapper's apply would fail: " + err.Error(), nil
+	case live == nil && apierrors.IsNotFound(err):
+		return "", nil // the target namespace does not exist yet; the mapper creates it
+	case err != nil:
 		return "", fmt.Errorf("dry-run apply of %s %s: %w", gvr.GroupResource().String(), objectKey(ns, obj.GetName()), err)
+	case live == nil:
+		return "", nil
 	}
 	if diff := differingFields(live, result); len(diff) > 0 {
 		return fmt.Sprintf("out of date: the mapper's apply would change %v", diff), nil

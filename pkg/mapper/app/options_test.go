@@ -1,0 +1,81 @@
+package app
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+func TestLocationFromViewURL(t *testing.T) {
+	for server, want := range map[string]string{
+		"https://127.0.0.1:6443/apis/mapper.kcp.io/v1alpha1/locations/east/view":           "east",
+		"https://proxy.example.com/prefix/apis/mapper.kcp.io/v1alpha1/locations/w-2/view/": "w-2",
+		"https://127.0.0.1:6443": "",
+		"https://127.0.0.1:6443/apis/mapper.kcp.io/v1alpha1/locations/east":          "",
+		"https://127.0.0.1:6443/apis/mapper.kcp.io/v1alpha1/locations/east/view/api": "",
+	} {
+		got, err := LocationFromViewURL(server)
+		if want == "" {
+			if err == nil {
+				t.Errorf("%s: got location %q, want an error", server, got)
+			}
+			continue
+		}
+		if err != nil || got != want {
+			t.Errorf("%s: got %q, %v; want %q", server, got, err, want)
+		}
+	}
+}
+
+// writeKubeconfig writes a kubeconfig for server into dir.
+func writeKubeconfig(t *testing.T, dir, name, server string) string {
+	t.Helper()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: server}
+	cfg.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: "t"}
+	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	cfg.CurrentContext = "c"
+	path := filepath.Join(dir, name)
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestComplete(t *testing.T) {
+	dir := t.TempDir()
+	view := writeKubeconfig(t, dir, "view", "https://127.0.0.1:1/apis/mapper.kcp.io/v1alpha1/locations/east/view")
+	target := writeKubeconfig(t, dir, "target", "https://127.0.0.1:2")
+	notAView := writeKubeconfig(t, dir, "plain", "https://127.0.0.1:3")
+
+	o := NewConnectionOptions()
+	o.ViewKubeconfig, o.TargetKubeconfig = view, target
+	c, err := o.Complete("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Location != "east" || c.Target.Host != "https://127.0.0.1:2" || c.View.QPS != o.TargetQPS {
+		t.Errorf("Complete = %+v", c)
+	}
+
+	for name, change := range map[string]func(*ConnectionOptions){
+		"location mismatch":   func(o *ConnectionOptions) { o.Location = "west" },
+		"not a view URL":      func(o *ConnectionOptions) { o.ViewKubeconfig = notAView },
+		"no view kubeconfig":  func(o *ConnectionOptions) { o.ViewKubeconfig = "" },
+		"bad mapping":         func(o *ConnectionOptions) { o.NamespaceMapping = "hashed" },
+		"empty resource":      func(o *ConnectionOptions) { o.Resources = []string{"configmaps", " "} },
+		"missing target file": func(o *ConnectionOptions) { o.TargetKubeconfig = filepath.Join(dir, "nope") },
+	} {
+		o := NewConnectionOptions()
+		o.ViewKubeconfig, o.TargetKubeconfig = view, target
+		change(o)
+		if _, err := o.Complete("test"); err == nil {
+			t.Errorf("%s: no error", name)
+		} else if name == "location mismatch" && !strings.Contains(err.Error(), `"east"`) {
+			t.Errorf("%s: the error does not name the URL's location: %v", name, err)
+		}
+	}
+}
