@@ -4,8 +4,9 @@
 // aggregator (APIService v1alpha1.mapper.kcp.io). For each location it creates a mapper identity
 // allowed only that location's view and writes two kubeconfigs: the admin's, straight to
 // mapper-apiserver, and the mapper's, through the aggregator (made as `mapper-apiserver
-// kubeconfig` makes them). It prints kubectl commands to try, and stops every process it started
-// on Ctrl-C.
+// kubeconfig` makes them). It also starts a target kube-apiserver for east and a mapper that keeps
+// it equal to east's view (invariants 1-4 of DESIGN.md). It prints kubectl commands to try, and
+// stops every process it started on Ctrl-C.
 //
 // Run it with `make demo` (which builds the testenv first).
 package main
@@ -49,8 +50,9 @@ func main() {
 		tb.Fatal(err)
 	}
 
-	tb.Logf("starting etcd and the source kube-apiserver ...")
-	source := framework.StartControlPlane(tb, framework.ControlPlaneOptions{Name: "source"})
+	tb.Logf("starting etcd, the source kube-apiserver and east's target kube-apiserver ...")
+	planes := framework.StartControlPlanes(tb, framework.ControlPlaneOptions{Name: "source"}, framework.ControlPlaneOptions{Name: "target-east"})
+	source, target := planes[0], planes[1]
 	if _, err := framework.RunKubectl(tb, source.AdminKubeconfig(), "apply", "-f", *workloads); err != nil {
 		tb.Fatal(err)
 	}
@@ -65,6 +67,10 @@ func main() {
 		copyFile(tb, admin.KubeconfigFor(tb, server.ViewURL(loc), server.ServingCA.CertPEM), filepath.Join(out, loc+".kubeconfig"))
 		writeMapperKubeconfig(tb, source, loc, filepath.Join(out, "mapper-"+loc+".kubeconfig"))
 	}
+
+	copyFile(tb, target.AdminKubeconfig(), filepath.Join(out, "target-east.kubeconfig"))
+	tb.Logf("building and starting the mapper for east ...")
+	mapperLog := startMapper(tb, filepath.Join(out, "mapper-east.kubeconfig"), filepath.Join(out, "target-east.kubeconfig"))
 
 	kubectl := framework.KubectlPath(tb)
 	fmt.Printf(`
@@ -90,13 +96,42 @@ Through the kube-apiserver aggregator, as the mapper of each location (allowed o
   $K --kubeconfig %[6]s/mapper-west.kubeconfig get configmaps -A -w
   $K --kubeconfig %[6]s/mapper-east.kubeconfig --server %[7]s get deployments -A   # forbidden: west is not east's
 
+East's target cluster, kept equal to east's view by the mapper (its log: %[8]s):
+  $K --kubeconfig %[6]s/target-east.kubeconfig get deployments,configmaps -A -l kcp.io/location=east -w
+      # and in another shell, assign an object to east or take one away:
+  $K --kubeconfig %[6]s/source.kubeconfig annotate -n web configmap frontend-config --overwrite kcp.io/assigned-locations='["east","west"]'
+  $K --kubeconfig %[6]s/source.kubeconfig annotate -n shop configmap catalog --overwrite kcp.io/assigned-locations='["west"]'
+      # and compare the view with the target, per invariant:
+  %[9]s verify --view-kubeconfig=%[6]s/mapper-east.kubeconfig --target-kubeconfig=%[6]s/target-east.kubeconfig
+
 Press Ctrl-C to stop everything.
-`, source.URL, server.URL, server.ViewURL("east"), api.ViewURL("east"), kubectl, out, api.ViewURL("west"))
+`, source.URL, server.URL, server.ViewURL("east"), api.ViewURL("east"), kubectl, out, api.ViewURL("west"), mapperLog, framework.BuildBinary(tb, "./cmd/mapper"))
 
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
 	<-stop
 	fmt.Println("\nstopping ...")
+}
+
+// startMapper builds the mapper and runs it for east's view (through the aggregator, as the
+// mapper-east identity) onto east's target cluster. It returns the path of the mapper's log.
+func startMapper(tb *programtb.TB, viewKubeconfig, targetKubeconfig string) string {
+	port, err := framework.FreePort()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := framework.StartProcess(tb, framework.ProcessSpec{
+		Name: "mapper-east",
+		Path: framework.BuildBinary(tb, "./cmd/mapper"),
+		Args: []string{
+			"--view-kubeconfig=" + viewKubeconfig,
+			"--target-kubeconfig=" + targetKubeconfig,
+			fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port),
+			"--discovery-interval=5s",
+			"--orphan-sweep-interval=30s",
+		},
+	})
+	return p.LogPath
 }
 
 // copyFile copies a kubeconfig the framework wrote to a stable path for the user.
