@@ -52,13 +52,7 @@ func startStatusEnv(t *testing.T, ctx context.Context) *statusEnv {
 	ensureNamespace(t, ctx, src, "apps")
 	env := &viewEnv{source: source, src: src, views: map[string]dynamic.Interface{}}
 	env.server = framework.StartMapperAPIServer(t, source, "--resources=deployments.apps,things.example.com", "--source-discovery-interval=1s")
-	for _, l := range []string{"east", "west"} {
-		v, err := dynamic.NewForConfig(env.server.ViewConfig(source.Admin(), l))
-		if err != nil {
-			t.Fatal(err)
-		}
-		env.views[l] = v
-	}
+	env.connectViews(t, "east", "west")
 	return &statusEnv{env}
 }
 

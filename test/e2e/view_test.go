@@ -74,14 +74,20 @@ func startViewEnv(t *testing.T, ctx context.Context) *viewEnv {
 		"--source-discovery-interval=1s",
 		"--bookmark-interval=1s",
 	)
-	for _, l := range viewLocations {
-		v, err := dynamic.NewForConfig(env.server.ViewConfig(source.Admin(), l))
+	env.connectViews(t, viewLocations...)
+	return env
+}
+
+// connectViews makes the admin's dynamic clients of the given locations' views.
+func (e *viewEnv) connectViews(t *testing.T, locations ...string) {
+	t.Helper()
+	for _, l := range locations {
+		v, err := dynamic.NewForConfig(e.server.ViewConfig(e.source.Admin(), l))
 		if err != nil {
 			t.Fatal(err)
 		}
-		env.views[l] = v
+		e.views[l] = v
 	}
-	return env
 }
 
 // startSource starts a source control plane and returns it with an admin dynamic client
