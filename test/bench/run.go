@@ -40,7 +40,7 @@ func Run(ctx context.Context, tb framework.TB, cfg Config, command string) *Repo
 			tb.Fatal(err)
 		}
 	}
-	r := &Report{Started: time.Now(), Command: command, Config: cfg, Machine: machine(), LoadAverageBefore: loadAverage()}
+	r := &Report{Started: time.Now(), Command: command, Config: cfg, Machine: machine(cfg.OutDir), LoadAverageBefore: loadAverage()}
 	e.report = r
 	tb.Logf("bench: preset %s, N=%d V=%d L=%d; load average %s", cfg.Preset, cfg.Objects, cfg.Namespaces, cfg.Locations, r.LoadAverageBefore)
 
@@ -135,8 +135,9 @@ func moduleRoot(tb framework.TB) string {
 	}
 }
 
-// machine describes this machine.
-func machine() Machine {
+// machine describes this machine and the source revision; changes below outDir (the report's
+// own files) do not count as uncommitted changes.
+func machine(outDir string) Machine {
 	m := Machine{Cores: runtime.NumCPU(), Go: runtime.Version(), Kube: framework.KubeVersion, Etcd: framework.EtcdVersion}
 	if f, err := os.Open("/proc/cpuinfo"); err == nil {
 		sc := bufio.NewScanner(f)
@@ -164,7 +165,12 @@ func machine() Machine {
 	}
 	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
 		m.GitRevision = strings.TrimSpace(string(out))
-		if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
+		// The report's own files (outDir) are not source: a previous run leaves them changed.
+		status := []string{"status", "--porcelain", "--untracked-files=no", "--", "."}
+		if outDir != "" {
+			status = append(status, ":(exclude)"+outDir)
+		}
+		if st, err := exec.Command("git", status...).Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
 			m.GitRevision += " (with uncommitted changes)"
 		}
 	}
