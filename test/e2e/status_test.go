@@ -276,6 +276,22 @@ func testStatusSeveralLocations(t *testing.T, ctx context.Context, env *statusEn
 	if err != nil {
 		t.Errorf("west's status record stayed on the source after west was unassigned: %v", err)
 	}
+
+	// Now assigned to east alone: the reconciler folds east's record into .status and removes it.
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		src, err := env.src.Resource(thingsGVR).Namespace("apps").Get(ctx, "shared", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		_, record := src.GetAnnotations()[statusRecordPrefix+"east"]
+		return !record && reflect.DeepEqual(src.Object["status"], statuses["east"]), nil
+	})
+	if err != nil {
+		t.Errorf("east's record was not folded into .status once east was the only location: %v", err)
+	}
+	if obj := env.viewGet(t, ctx, "east", thingsGVR, "apps", "shared"); !reflect.DeepEqual(obj.Object["status"], statuses["east"]) {
+		t.Errorf("east's view shows .status %v, want east's %v", obj.Object["status"], statuses["east"])
+	}
 }
 
 func testStatusConcurrentWriters(t *testing.T, ctx context.Context, env *statusEnv) {
