@@ -146,7 +146,7 @@ func copyFile(tb *programtb.TB, from, to string) {
 }
 
 // writeMapperKubeconfig creates the user mapper-<location>, allowed get, watch, update and patch
-// on locations/view of location only (DESIGN.md, "Authorization"), and writes to path its
+// on locations/proxy of location only (DESIGN.md, "Authorization"), and writes to path its
 // kubeconfig for location's view through the aggregator, derived from the user's kubeconfig of
 // the source by apiserver.LocationKubeconfig (what `mapper-apiserver kubeconfig` prints).
 func writeMapperKubeconfig(tb *programtb.TB, source *framework.ControlPlane, location, path string) {
@@ -158,7 +158,7 @@ func writeMapperKubeconfig(tb *programtb.TB, source *framework.ControlPlane, loc
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Rules: []rbacv1.PolicyRule{{
 			APIGroups:     []string{"mapper.kcp.io"},
-			Resources:     []string{"locations/view"},
+			Resources:     []string{"locations/proxy"},
 			ResourceNames: []string{location},
 			Verbs:         []string{"get", "watch", "update", "patch"},
 		}},

@@ -65,7 +65,7 @@ func (cfg *Config) Complete() CompletedConfig {
 }
 
 // New builds the server: the mapper.kcp.io/v1alpha1 group with `locations` and the
-// `locations/view` subresource, a post-start hook that runs the cache, and a readyz check that
+// `locations/proxy` subresource, a post-start hook that runs the cache, and a readyz check that
 // turns true once every source informer has synced.
 func (c completedConfig) New() (*Server, error) {
 	if c.ExtraConfig.Cache == nil {
@@ -82,7 +82,7 @@ func (c completedConfig) New() (*Server, error) {
 	apiGroupInfo := genericapiserver.NewDefaultAPIGroupInfo(mapper.GroupName, Scheme, ParameterCodec, Codecs)
 	apiGroupInfo.VersionedResourcesStorageMap[v1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
 		"locations":      locations,
-		"locations/view": views,
+		"locations/proxy": views,
 	}
 	if err := s.GenericAPIServer.InstallAPIGroup(&apiGroupInfo); err != nil {
 		return nil, err

@@ -17,7 +17,7 @@ func NewCommand() *cobra.Command {
 		Short: "Serve per-location views of a source API server's objects",
 		Long: "mapper-apiserver keeps one indexed cache of the source's objects and serves, for every location " +
 			"named in their kcp.io/assigned-locations annotation, a read-only Kubernetes API holding only that " +
-			"location's objects at /apis/mapper.kcp.io/v1alpha1/locations/<location>/view.",
+			"location's objects at /apis/mapper.kcp.io/v1alpha1/locations/<location>/proxy.",
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := logsapi.ValidateAndApply(logOptions, nil); err != nil {

@@ -15,15 +15,15 @@ import (
 )
 
 // ViewPath returns the path of location's view below a server's base URL,
-// /apis/mapper.kcp.io/v1alpha1/locations/<location>/view (DESIGN.md, "The location view").
+// /apis/mapper.kcp.io/v1alpha1/locations/<location>/proxy (DESIGN.md, "The location view").
 func ViewPath(location string) string {
-	return "/apis/" + v1alpha1.SchemeGroupVersion.String() + "/locations/" + location + "/view"
+	return "/apis/" + v1alpha1.SchemeGroupVersion.String() + "/locations/" + location + "/proxy"
 }
 
 // LocationKubeconfig returns a kubeconfig for location's view derived from raw: only the context
 // contextName (raw's current context when empty), its cluster and its user, with every
 // referenced file embedded, and the cluster's server set to <server>/apis/mapper.kcp.io/
-// v1alpha1/locations/<location>/view. Through a kube-apiserver with the APIService registered,
+// v1alpha1/locations/<location>/proxy. Through a kube-apiserver with the APIService registered,
 // that is the aggregated view URL; the credentials stay those of the context's user.
 //
 // The new cluster and context are named "<context>-location-<location>" and the context is the
@@ -81,7 +81,7 @@ func newKubeconfigCommand() *cobra.Command {
 		Long: "Print a kubeconfig for the view of one location, derived from the current kubeconfig: the same " +
 			"user and CA, with the server set to <server>" + ViewPath("<location>") + ". Against a cluster where the " +
 			"APIService v1alpha1.mapper.kcp.io is registered, client-go, informers and kubectl then see only the " +
-			"objects assigned to the location. The user needs get (and watch, for informers) on locations/view " +
+			"objects assigned to the location. The user needs get (and watch, for informers) on locations/proxy " +
 			"with the location as resource name.",
 		Example: "  mapper-apiserver kubeconfig --location=east > east.kubeconfig\n" +
 			"  kubectl --kubeconfig=east.kubeconfig get deployments -A",

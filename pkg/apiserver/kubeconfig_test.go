@@ -55,7 +55,7 @@ current-context: dev-bob
 		t.Fatalf("want one context, cluster and user named after the location, got %+v", cfg)
 	}
 	cluster := cfg.Clusters[name]
-	if want := "https://prod.example:6443/apis/mapper.kcp.io/v1alpha1/locations/east/view"; cluster == nil || cluster.Server != want {
+	if want := "https://prod.example:6443/apis/mapper.kcp.io/v1alpha1/locations/east/proxy"; cluster == nil || cluster.Server != want {
 		t.Fatalf("server = %+v, want %s", cluster, want)
 	}
 	if string(cluster.CertificateAuthorityData) != "CA PEM" || cluster.CertificateAuthority != "" {
@@ -77,7 +77,7 @@ current-context: dev-bob
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasSuffix(rc.Host, "/locations/east/view") || rc.BearerToken != "secret-token" {
+	if !strings.HasSuffix(rc.Host, "/locations/east/proxy") || rc.BearerToken != "secret-token" {
 		t.Errorf("client config = host %s token %q", rc.Host, rc.BearerToken)
 	}
 	// The input is not changed.
@@ -90,7 +90,7 @@ current-context: dev-bob
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cfg.Clusters["dev-bob-location-west"]; got == nil || got.Server != "https://dev.example:6443/apis/mapper.kcp.io/v1alpha1/locations/west/view" {
+	if got := cfg.Clusters["dev-bob-location-west"]; got == nil || got.Server != "https://dev.example:6443/apis/mapper.kcp.io/v1alpha1/locations/west/proxy" {
 		t.Errorf("current context: %+v", cfg.Clusters)
 	}
 

@@ -236,7 +236,7 @@ func longRunning(r *http.Request, ri *request.RequestInfo) bool {
 	if baseLongRunning(r, ri) {
 		return true
 	}
-	if ri == nil || ri.Resource != "locations" || ri.Subresource != "view" {
+	if ri == nil || ri.Resource != "locations" || ri.Subresource != "proxy" {
 		return false
 	}
 	w, err := strconv.ParseBool(r.URL.Query().Get("watch"))

@@ -19,8 +19,8 @@ import (
 const (
 	// Resource is the resource whose subresource a view is.
 	Resource = "locations"
-	// ViewSubresource is the subresource of a location that serves its view.
-	ViewSubresource = "view"
+	// ProxySubresource is the subresource of a location that serves its view.
+	ProxySubresource = "proxy"
 )
 
 // groupPathPrefix is the URL prefix of every path of the mapper.kcp.io group.
@@ -63,10 +63,10 @@ func (a *locationAuthorizer) Authorize(ctx context.Context, attrs authorizer.Att
 }
 
 // ViewLocation returns the location whose view attrs are for, and whether they are: a resource
-// request of group mapper.kcp.io for the subresource locations/view of a named location.
+// request of group mapper.kcp.io for the subresource locations/proxy of a named location.
 func ViewLocation(attrs authorizer.Attributes) (string, bool) {
 	if !attrs.IsResourceRequest() || attrs.GetAPIGroup() != mapper.GroupName ||
-		attrs.GetResource() != Resource || attrs.GetSubresource() != ViewSubresource || attrs.GetName() == "" {
+		attrs.GetResource() != Resource || attrs.GetSubresource() != ProxySubresource || attrs.GetName() == "" {
 		return "", false
 	}
 	return attrs.GetName(), true
@@ -76,13 +76,13 @@ func ViewLocation(attrs authorizer.Attributes) (string, bool) {
 // generic API server for the outer URL.
 func isViewRequest(info *request.RequestInfo) bool {
 	return info.IsResourceRequest && info.APIGroup == mapper.GroupName && info.Resource == Resource &&
-		info.Subresource == ViewSubresource && info.Name != "" && len(info.Parts) >= 3
+		info.Subresource == ProxySubresource && info.Name != "" && len(info.Parts) >= 3
 }
 
 // InnerPath returns the path below a view's base URL for a request the generic API server parsed
 // into info (info must be a view request: Parts = [locations, <location>, view, ...]). It is
 // computed exactly as k8s.io/apiserver computes the sub-path of a rest.Connecter
-// (handlers.getRequestOptions), which is the path the view serves: the parts after "view" joined
+// (handlers.getRequestOptions), which is the path the view serves: the parts after "proxy" joined
 // with "/", with a leading "/" when not empty and the trailing "/" of the original path kept.
 func InnerPath(info *request.RequestInfo) string {
 	if len(info.Parts) < 3 {
@@ -134,7 +134,7 @@ func inGroup(attrs authorizer.Attributes) bool {
 func missingPermission(location, verb, delegateReason string) string {
 	msg := fmt.Sprintf("access to the view of location %q with verb %q needs an RBAC rule with "+
 		"apiGroups [%q], resources [%q], resourceNames [%q], verbs [%q]",
-		location, verb, mapper.GroupName, Resource+"/"+ViewSubresource, location, verb)
+		location, verb, mapper.GroupName, Resource+"/"+ProxySubresource, location, verb)
 	if verb == "watch" {
 		msg += ` (a watch needs "get" as well, which the kube-apiserver aggregator checks)`
 	}

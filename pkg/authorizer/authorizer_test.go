@@ -28,7 +28,7 @@ var requestInfoFactory = &request.RequestInfoFactory{
 	GrouplessAPIPrefixes: sets.NewString("api"),
 }
 
-const viewBase = "/apis/mapper.kcp.io/v1alpha1/locations/east/view"
+const viewBase = "/apis/mapper.kcp.io/v1alpha1/locations/east/proxy"
 
 func parse(t *testing.T, method, target string) (*http.Request, *request.RequestInfo) {
 	t.Helper()
@@ -72,7 +72,7 @@ func TestInnerVerb(t *testing.T) {
 			if !isViewRequest(info) {
 				t.Fatalf("not a view request: %+v", info)
 			}
-			if info.Verb != c.outer || info.Name != "east" || info.Subresource != ViewSubresource {
+			if info.Verb != c.outer || info.Name != "east" || info.Subresource != ProxySubresource {
 				t.Errorf("outer: verb %q name %q subresource %q, want %q east view", info.Verb, info.Name, info.Subresource, c.outer)
 			}
 			if c.innerPath != "" || c.inner != "" {
@@ -93,7 +93,7 @@ func TestInnerVerb(t *testing.T) {
 }
 
 // rbac is a stand-in for the delegated authorizer: it allows the (user, verb, location) triples
-// it holds for locations/view, and list/get of locations for users in locationReaders. It counts
+// it holds for locations/proxy, and list/get of locations for users in locationReaders. It counts
 // what it is asked.
 type rbac struct {
 	mu              sync.Mutex
@@ -175,11 +175,11 @@ func TestAuthorization(t *testing.T) {
 		{"status update", usr("mapper"), "PUT", viewBase + "/apis/apps/v1/namespaces/ns/deployments/d/status", http.StatusOK, nil},
 		{"list with get only", usr("reader"), "GET", list, http.StatusOK, nil},
 		{"watch with get only", usr("reader"), "GET", watch, http.StatusForbidden,
-			[]string{`locations.mapper.kcp.io "east" is forbidden`, `User "reader" cannot watch resource "locations/view"`, `resourceNames ["east"], verbs ["watch"]`}},
+			[]string{`locations.mapper.kcp.io "east" is forbidden`, `User "reader" cannot watch resource "locations/proxy"`, `resourceNames ["east"], verbs ["watch"]`}},
 		{"legacy watch path with get only", usr("reader"), "GET", viewBase + "/api/v1/watch/configmaps", http.StatusForbidden, []string{"cannot watch"}},
-		{"list with watch only", usr("watcher"), "GET", list, http.StatusForbidden, []string{`cannot get resource "locations/view"`, `verbs ["get"]`}},
-		{"watch with watch only", usr("watcher"), "GET", watch, http.StatusForbidden, []string{`cannot get resource "locations/view"`}},
-		{"other location", usr("mapper"), "GET", "/apis/mapper.kcp.io/v1alpha1/locations/west/view/api/v1/configmaps", http.StatusForbidden,
+		{"list with watch only", usr("watcher"), "GET", list, http.StatusForbidden, []string{`cannot get resource "locations/proxy"`, `verbs ["get"]`}},
+		{"watch with watch only", usr("watcher"), "GET", watch, http.StatusForbidden, []string{`cannot get resource "locations/proxy"`}},
+		{"other location", usr("mapper"), "GET", "/apis/mapper.kcp.io/v1alpha1/locations/west/proxy/api/v1/configmaps", http.StatusForbidden,
 			[]string{`locations.mapper.kcp.io "west" is forbidden`, `access to the view of location "west" with verb "get"`, `resourceNames ["west"]`}},
 		{"status update with get only", usr("reader"), "PUT", viewBase + "/apis/apps/v1/namespaces/ns/deployments/d/status", http.StatusForbidden, []string{"cannot update", `verbs ["update"]`}},
 		{"locations", usr("mapper"), "GET", "/apis/mapper.kcp.io/v1alpha1/locations", http.StatusOK, nil},
@@ -223,7 +223,7 @@ func TestAuthorization(t *testing.T) {
 	// A watch asks about get (the outer request) and watch (the inner one), nothing else.
 	r.asked = nil
 	serve(t, r, usr("mapper"), "GET", watch)
-	if want := []string{"mapper/get/locations/view/east", "mapper/watch/locations/view/east"}; strings.Join(r.asked, ",") != strings.Join(want, ",") {
+	if want := []string{"mapper/get/locations/proxy/east", "mapper/watch/locations/proxy/east"}; strings.Join(r.asked, ",") != strings.Join(want, ",") {
 		t.Errorf("asked %v, want %v", r.asked, want)
 	}
 }
@@ -264,7 +264,7 @@ func TestInstall(t *testing.T) {
 // TestMissingPermission checks the reason of a denied view request.
 func TestMissingPermission(t *testing.T) {
 	got := missingPermission("east", "get", "RBAC: no rule")
-	for _, want := range []string{`location "east"`, `verb "get"`, `apiGroups ["mapper.kcp.io"]`, `resources ["locations/view"]`, `resourceNames ["east"]`, `verbs ["get"]`, "RBAC: no rule"} {
+	for _, want := range []string{`location "east"`, `verb "get"`, `apiGroups ["mapper.kcp.io"]`, `resources ["locations/proxy"]`, `resourceNames ["east"]`, `verbs ["get"]`, "RBAC: no rule"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("%q lacks %q", got, want)
 		}

@@ -3,9 +3,9 @@
 //
 // A request to a location view,
 //
-//	/apis/mapper.kcp.io/v1alpha1/locations/<location>/view/<path...>
+//	/apis/mapper.kcp.io/v1alpha1/locations/<location>/proxy/<path...>
 //
-// is authorized as the subresource "locations/view" of API group "mapper.kcp.io", with the
+// is authorized as the subresource "locations/proxy" of API group "mapper.kcp.io", with the
 // location as resource name. Every decision is made by the server's delegated authorizer (built
 // by k8s.io/apiserver's DelegatingAuthorizationOptions: system:masters and the health paths are
 // allowed locally, everything else is a SubjectAccessReview to the core kube-apiserver, whose
@@ -20,7 +20,7 @@
 // mapper-apiserver check the same thing:
 //
 //   - any read inside the view (GET of discovery, of an object, a list, a watch) is the verb
-//     "get" of locations/view, because the outer path names the location;
+//     "get" of locations/proxy, because the outer path names the location;
 //   - a status write is "update" (PUT) or "patch" (PATCH); any other write is the verb of its
 //     HTTP method ("create", "delete"), which the view refuses anyway.
 //
@@ -43,5 +43,5 @@
 //
 // A denied request to a view gets the usual 403 Status of the generic API server
 // (reason Forbidden, details naming locations.mapper.kcp.io and the location), whose message
-// names the user, the verb and locations/view, and adds which RBAC rule would grant the access.
+// names the user, the verb and locations/proxy, and adds which RBAC rule would grant the access.
 package authorizer

@@ -45,7 +45,7 @@ func Install(c *genericapiserver.Config) {
 	}
 }
 
-// WithViewWatchAuthorization requires the verb "watch" of locations/view for watches inside a
+// WithViewWatchAuthorization requires the verb "watch" of locations/proxy for watches inside a
 // location view, on top of the "get" the generic authorization filter checked for the outer
 // request (see the package documentation). It must run after that filter: it reads the user and
 // the RequestInfo from the request context. A request that is not a watch inside a view passes

@@ -142,7 +142,7 @@ func testEastMapper(t *testing.T, ctx context.Context, env *authzEnv, r route, c
 
 	west := r.view(t, creds, "west").Resource(configMapsGVR).Namespace(authzNamespace)
 	_, err = west.List(ctx, metav1.ListOptions{})
-	expectForbidden(t, "list of west's view", err, `"west"`, "locations/view", "cannot get", r.hint("get"))
+	expectForbidden(t, "list of west's view", err, `"west"`, "locations/proxy", "cannot get", r.hint("get"))
 	_, err = west.Get(ctx, "west-only", metav1.GetOptions{})
 	expectForbidden(t, "GET through west's view", err, `"west"`)
 	_, err = west.Watch(ctx, metav1.ListOptions{})
@@ -189,7 +189,7 @@ func testNoBinding(t *testing.T, ctx context.Context, env *authzEnv, r route) {
 	for _, loc := range []string{"east", "west"} {
 		v := r.view(t, creds, loc).Resource(configMapsGVR).Namespace(authzNamespace)
 		_, err := v.List(ctx, metav1.ListOptions{})
-		expectForbidden(t, "list of "+loc, err, `"`+loc+`"`, "nobody", "locations/view")
+		expectForbidden(t, "list of "+loc, err, `"`+loc+`"`, "nobody", "locations/proxy")
 		_, err = v.Get(ctx, loc+"-only", metav1.GetOptions{})
 		expectForbidden(t, "GET through "+loc, err, `"`+loc+`"`)
 		_, err = v.Watch(ctx, metav1.ListOptions{})
@@ -231,7 +231,7 @@ func testWatchOnly(t *testing.T, ctx context.Context, env *authzEnv, r route) {
 }
 
 // testStatusWriteAuthz: a status write through a view is authorized as "update" (PUT) or "patch"
-// (PATCH) of locations/view. Whether the write then succeeds is the view's business; here only
+// (PATCH) of locations/proxy. Whether the write then succeeds is the view's business; here only
 // the authorization is checked.
 func testStatusWriteAuthz(t *testing.T, ctx context.Context, env *authzEnv, r route) {
 	body := []byte(`{"status":{"observedGeneration":1}}`)
@@ -330,7 +330,7 @@ func testKubectlAggregated(t *testing.T, ctx context.Context, env *authzEnv) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := env.source.URL + "/apis/mapper.kcp.io/v1alpha1/locations/east/view"; !strings.Contains(string(b), "server: "+want) {
+	if want := env.source.URL + "/apis/mapper.kcp.io/v1alpha1/locations/east/proxy"; !strings.Contains(string(b), "server: "+want) {
 		t.Errorf("the helper's kubeconfig does not name the aggregated view URL %s:\n%s", want, b)
 	}
 

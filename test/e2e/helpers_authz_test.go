@@ -32,7 +32,7 @@ var locationsGVR = schema.GroupVersionResource{Group: mapperGroup, Version: "v1a
 func viewRule(location string, verbs ...string) rbacv1.PolicyRule {
 	return rbacv1.PolicyRule{
 		APIGroups:     []string{mapperGroup},
-		Resources:     []string{"locations/view"},
+		Resources:     []string{"locations/proxy"},
 		ResourceNames: []string{location},
 		Verbs:         verbs,
 	}
@@ -91,7 +91,7 @@ func waitForRBAC(t *testing.T, ctx context.Context, client kubernetes.Interface,
 			User:   who.user,
 			Groups: who.groups,
 			ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Group: mapperGroup, Resource: "locations", Subresource: "view", Name: location, Verb: verb,
+				Group: mapperGroup, Resource: "locations", Subresource: "proxy", Name: location, Verb: verb,
 			},
 		}}
 		out, err := client.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
@@ -174,11 +174,11 @@ type route struct {
 
 // hint is what a 403 for verb on a view says beyond kube-apiserver's standard message: through
 // the aggregator, kube-apiserver's own authorization answers (its message names user, verb,
-// locations/view and the location, nothing more); mapper-apiserver's answer adds the RBAC rule
+// locations/proxy and the location, nothing more); mapper-apiserver's answer adds the RBAC rule
 // that would grant the access.
 func (r route) hint(verb string) string {
 	if r.name == "aggregated" {
-		return "locations/view"
+		return "locations/proxy"
 	}
 	return `verbs ["` + verb + `"]`
 }
@@ -188,7 +188,7 @@ func (r route) groupURL() string { return r.base + "/apis/mapper.kcp.io/v1alpha1
 
 // viewURL is location's view on r.
 func (r route) viewURL(location string) string {
-	return r.groupURL() + "/locations/" + location + "/view"
+	return r.groupURL() + "/locations/" + location + "/proxy"
 }
 
 // view returns a dynamic client of location's view on r for creds.

@@ -183,7 +183,7 @@ func testStatusRefusals(t *testing.T, ctx context.Context, env *statusEnv) {
 	admin := env.source.Admin().Client(t)
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "east-reader"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"mapper.kcp.io"}, Resources: []string{"locations/view"}, ResourceNames: []string{"east"}, Verbs: []string{"get", "watch"}}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"mapper.kcp.io"}, Resources: []string{"locations/proxy"}, ResourceNames: []string{"east"}, Verbs: []string{"get", "watch"}}},
 	}
 	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -231,7 +231,7 @@ func (a *APIService) URL() string { return a.ControlPlane.URL + "/apis/" + Mappe
 
 // ViewURL returns the base URL of location's view through the aggregator.
 func (a *APIService) ViewURL(location string) string {
-	return a.URL() + "/locations/" + location + "/view"
+	return a.URL() + "/locations/" + location + "/proxy"
 }
 
 // ViewConfig returns a client config for user against location's view through the aggregator,

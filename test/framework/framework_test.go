@@ -126,7 +126,7 @@ func TestWriteKubeconfigRoundTrip(t *testing.T) {
 	u := &User{Name: "alice", Cert: client, dir: dir}
 	u.config = restConfigFor("https://127.0.0.1:1", ca.CertPEM, client)
 
-	server := "https://127.0.0.1:6443/apis/mapper.kcp.io/v1alpha1/locations/east/view"
+	server := "https://127.0.0.1:6443/apis/mapper.kcp.io/v1alpha1/locations/east/proxy"
 	path := u.KubeconfigFor(t, server, []byte("other-ca"))
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {

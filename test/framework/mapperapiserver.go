@@ -195,7 +195,7 @@ func (m *MapperAPIServer) waitReady() error {
 
 // ViewURL returns the base URL of location's view.
 func (m *MapperAPIServer) ViewURL(location string) string {
-	return m.URL + "/apis/mapper.kcp.io/v1alpha1/locations/" + location + "/view"
+	return m.URL + "/apis/mapper.kcp.io/v1alpha1/locations/" + location + "/proxy"
 }
 
 // Config returns a client config for user against the server itself, without client-side

@@ -20,7 +20,7 @@ limitations under the License.
 // Package mapper holds the internal (hub) version of the mapper.kcp.io API
 // group: the read-only Location resource, which summarises what the
 // mapper-apiserver knows about one location, and LocationViewOptions, the
-// connect options of the locations/view subresource.
+// connect options of the locations/proxy subresource.
 //
 // The internal types are what the server's REST storage works with; clients
 // see them only through a versioned package such as v1alpha1.

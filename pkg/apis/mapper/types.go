@@ -78,13 +78,13 @@ type LocationList struct {
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
-// LocationViewOptions are the connect options of the locations/view
+// LocationViewOptions are the connect options of the locations/proxy
 // subresource, the counterpart of core's PodProxyOptions.
 type LocationViewOptions struct {
 	metav1.TypeMeta
 
 	// Path is the request path below the view's base URL
-	// (/apis/mapper.kcp.io/v1alpha1/locations/<name>/view), without a leading
+	// (/apis/mapper.kcp.io/v1alpha1/locations/<name>/proxy), without a leading
 	// slash, e.g. "api/v1/namespaces/default/configmaps".
 	Path string
 }

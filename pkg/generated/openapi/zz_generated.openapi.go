@@ -100,7 +100,7 @@ func schema_pkg_apis_mapper_v1alpha1_Location(ref common.ReferenceCallback) comm
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "Location is a target cluster as seen by mapper-apiserver: one entry per location that has objects assigned to it (via the kcp.io/assigned-locations annotation on source objects). It is cluster-scoped and read-only; its name is the location name, a DNS-1123 label. The location's view, an ordinary Kubernetes API holding only the objects assigned to it, is served below the locations/view subresource.",
+				Description: "Location is a target cluster as seen by mapper-apiserver: one entry per location that has objects assigned to it (via the kcp.io/assigned-locations annotation on source objects). It is cluster-scoped and read-only; its name is the location name, a DNS-1123 label. The location's view, an ordinary Kubernetes API holding only the objects assigned to it, is served below the locations/proxy subresource.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"kind": {
@@ -255,7 +255,7 @@ func schema_pkg_apis_mapper_v1alpha1_LocationViewOptions(ref common.ReferenceCal
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "LocationViewOptions are the connect options of the locations/view subresource, the counterpart of core's PodProxyOptions: they are decoded from the query of a request to /apis/mapper.kcp.io/v1alpha1/locations/<name>/view[/<path>], and the apiserver fills Path from the part of the URL after \"view/\".",
+				Description: "LocationViewOptions are the connect options of the locations/proxy subresource, the counterpart of core's PodProxyOptions: they are decoded from the query of a request to /apis/mapper.kcp.io/v1alpha1/locations/<name>/proxy[/<path>], and the apiserver fills Path from the part of the URL after \"view/\".",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"kind": {
@@ -274,7 +274,7 @@ func schema_pkg_apis_mapper_v1alpha1_LocationViewOptions(ref common.ReferenceCal
 					},
 					"path": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Path is the request path below the view's base URL (/apis/mapper.kcp.io/v1alpha1/locations/<name>/view), without a leading slash, e.g. \"api/v1/namespaces/default/configmaps\".",
+							Description: "Path is the request path below the view's base URL (/apis/mapper.kcp.io/v1alpha1/locations/<name>/proxy), without a leading slash, e.g. \"api/v1/namespaces/default/configmaps\".",
 							Type:        []string{"string"},
 							Format:      "",
 						},

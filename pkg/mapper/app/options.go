@@ -56,7 +56,7 @@ func NewConnectionOptions() *ConnectionOptions {
 
 // AddFlags registers the flags.
 func (o *ConnectionOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.ViewKubeconfig, "view-kubeconfig", o.ViewKubeconfig, "Kubeconfig whose server is the location's view: https://<mapper-apiserver or kube-apiserver>/apis/mapper.kcp.io/v1alpha1/locations/<location>/view. Required.")
+	fs.StringVar(&o.ViewKubeconfig, "view-kubeconfig", o.ViewKubeconfig, "Kubeconfig whose server is the location's view: https://<mapper-apiserver or kube-apiserver>/apis/mapper.kcp.io/v1alpha1/locations/<location>/proxy. Required.")
 	fs.StringVar(&o.TargetKubeconfig, "target-kubeconfig", o.TargetKubeconfig, "Kubeconfig of the target cluster. Empty: $KUBECONFIG, ~/.kube/config, then in-cluster.")
 	fs.StringVar(&o.Location, "location", o.Location, "The location to map. Must match the view URL; empty takes it from the URL.")
 	fs.StringSliceVar(&o.Resources, "resources", o.Resources, "Resources to map as resource.group (e.g. configmaps,deployments.apps,widgets.example.com). Empty: every resource the view serves, following its discovery.")
@@ -68,7 +68,7 @@ func (o *ConnectionOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 // viewPath matches a location view's base URL path, with any prefix (a proxy).
-var viewPath = regexp.MustCompile(`/apis/mapper\.kcp\.io/v1alpha1/locations/([^/]+)/view/?$`)
+var viewPath = regexp.MustCompile(`/apis/mapper\.kcp\.io/v1alpha1/locations/([^/]+)/proxy/?$`)
 
 // LocationFromViewURL returns the location named by a view's base URL, or an error when the
 // URL is not a location view URL.
@@ -79,7 +79,7 @@ func LocationFromViewURL(server string) (string, error) {
 	}
 	m := viewPath.FindStringSubmatch(u.Path)
 	if m == nil {
-		return "", fmt.Errorf("the view server %q is not a location view URL (https://<host>/apis/mapper.kcp.io/v1alpha1/locations/<location>/view)", server)
+		return "", fmt.Errorf("the view server %q is not a location view URL (https://<host>/apis/mapper.kcp.io/v1alpha1/locations/<location>/proxy)", server)
 	}
 	return m[1], nil
 }

@@ -11,11 +11,11 @@ import (
 
 func TestLocationFromViewURL(t *testing.T) {
 	for server, want := range map[string]string{
-		"https://127.0.0.1:6443/apis/mapper.kcp.io/v1alpha1/locations/east/view":           "east",
-		"https://proxy.example.com/prefix/apis/mapper.kcp.io/v1alpha1/locations/w-2/view/": "w-2",
+		"https://127.0.0.1:6443/apis/mapper.kcp.io/v1alpha1/locations/east/proxy":           "east",
+		"https://proxy.example.com/prefix/apis/mapper.kcp.io/v1alpha1/locations/w-2/proxy/": "w-2",
 		"https://127.0.0.1:6443": "",
 		"https://127.0.0.1:6443/apis/mapper.kcp.io/v1alpha1/locations/east":          "",
-		"https://127.0.0.1:6443/apis/mapper.kcp.io/v1alpha1/locations/east/view/api": "",
+		"https://127.0.0.1:6443/apis/mapper.kcp.io/v1alpha1/locations/east/proxy/api": "",
 	} {
 		got, err := LocationFromViewURL(server)
 		if want == "" {
@@ -47,7 +47,7 @@ func writeKubeconfig(t *testing.T, dir, name, server string) string {
 
 func TestComplete(t *testing.T) {
 	dir := t.TempDir()
-	view := writeKubeconfig(t, dir, "view", "https://127.0.0.1:1/apis/mapper.kcp.io/v1alpha1/locations/east/view")
+	view := writeKubeconfig(t, dir, "view", "https://127.0.0.1:1/apis/mapper.kcp.io/v1alpha1/locations/east/proxy")
 	target := writeKubeconfig(t, dir, "target", "https://127.0.0.1:2")
 	notAView := writeKubeconfig(t, dir, "plain", "https://127.0.0.1:3")
 

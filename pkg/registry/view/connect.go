@@ -14,9 +14,9 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/apis/mapper/validation"
 )
 
-// REST is the storage of the `locations/view` subresource: a rest.Connecter whose sub-path is
+// REST is the storage of the `locations/proxy` subresource: a rest.Connecter whose sub-path is
 // the path inside the view (like pods/proxy), so that
-// /apis/mapper.kcp.io/v1alpha1/locations/<location>/view/<path...> reaches Views.ServeView
+// /apis/mapper.kcp.io/v1alpha1/locations/<location>/proxy/<path...> reaches Views.ServeView
 // after the generic filters authenticated and authorized the outer request.
 type REST struct {
 	views *Views
@@ -24,7 +24,7 @@ type REST struct {
 
 var _ rest.Connecter = &REST{}
 
-// NewREST returns the locations/view storage serving views.
+// NewREST returns the locations/proxy storage serving views.
 func NewREST(views *Views) *REST { return &REST{views: views} }
 
 // New returns the connect options object (the storage has no objects of its own).

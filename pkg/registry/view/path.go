@@ -21,7 +21,7 @@ var requestInfoFactory = &request.RequestInfoFactory{
 // ParsePath resolves a request inside a location view into the RequestInfo kube-apiserver would
 // derive for the same path, method and query on its own URL space.
 //
-// innerPath is the part of the URL below ".../locations/<location>/view" (with or without a
+// innerPath is the part of the URL below ".../locations/<location>/proxy" (with or without a
 // leading slash, e.g. "/api/v1/namespaces/ns/configmaps/name"); query is the request's query
 // (it decides list versus watch). It returns an error for paths that cannot be a Kubernetes API
 // path (".." segments, empty segments); the caller answers 404.

@@ -23,5 +23,5 @@ limitations under the License.
 
 // Package v1alpha1 is the v1alpha1 version of the mapper.kcp.io API group,
 // served by mapper-apiserver: the read-only Location resource and the
-// LocationViewOptions of its locations/view subresource.
+// LocationViewOptions of its locations/proxy subresource.
 package v1alpha1

@@ -30,7 +30,7 @@ import (
 // annotation on source objects). It is cluster-scoped and read-only; its name
 // is the location name, a DNS-1123 label. The location's view, an ordinary
 // Kubernetes API holding only the objects assigned to it, is served below the
-// locations/view subresource.
+// locations/proxy subresource.
 type Location struct {
 	metav1.TypeMeta `json:",inline"`
 
@@ -102,16 +102,16 @@ type LocationList struct {
 // +k8s:conversion-gen:explicit-from=net/url.Values
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
-// LocationViewOptions are the connect options of the locations/view
+// LocationViewOptions are the connect options of the locations/proxy
 // subresource, the counterpart of core's PodProxyOptions: they are decoded
 // from the query of a request to
-// /apis/mapper.kcp.io/v1alpha1/locations/<name>/view[/<path>], and the
+// /apis/mapper.kcp.io/v1alpha1/locations/<name>/proxy[/<path>], and the
 // apiserver fills Path from the part of the URL after "view/".
 type LocationViewOptions struct {
 	metav1.TypeMeta `json:",inline"`
 
 	// Path is the request path below the view's base URL
-	// (/apis/mapper.kcp.io/v1alpha1/locations/<name>/view), without a leading
+	// (/apis/mapper.kcp.io/v1alpha1/locations/<name>/proxy), without a leading
 	// slash, e.g. "api/v1/namespaces/default/configmaps".
 	// +optional
 	Path string `json:"path,omitempty"`
