@@ -10,15 +10,9 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/apis/mapper"
-	"github.com/cluster-mapper/cluster-mapper/pkg/apis/mapper/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/apis/mapper/validation"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
-
-// ViewPath returns the path of location's view below a server's base URL,
-// /apis/mapper.kcp.io/v1alpha1/locations/<location>/proxy (DESIGN.md, "The location view").
-func ViewPath(location string) string {
-	return "/apis/" + v1alpha1.SchemeGroupVersion.String() + "/locations/" + location + "/proxy"
-}
 
 // LocationKubeconfig returns a kubeconfig for location's view derived from raw: only the context
 // contextName (raw's current context when empty), its cluster and its user, with every
@@ -62,7 +56,7 @@ func LocationKubeconfig(raw clientcmdapi.Config, contextName, location string) (
 
 	name := contextName + "-location-" + location
 	viewCluster := cfg.Clusters[kctx.Cluster].DeepCopy()
-	viewCluster.Server = strings.TrimSuffix(viewCluster.Server, "/") + ViewPath(location)
+	viewCluster.Server = strings.TrimSuffix(viewCluster.Server, "/") + contract.ViewPath(location, "")
 	viewContext := cfg.Contexts[contextName].DeepCopy()
 	viewContext.Cluster = name
 	cfg.Clusters = map[string]*clientcmdapi.Cluster{name: viewCluster}
@@ -79,7 +73,7 @@ func newKubeconfigCommand() *cobra.Command {
 		Use:   "kubeconfig --location=<location>",
 		Short: "Print a kubeconfig whose server is a location's view through the kube-apiserver aggregator",
 		Long: "Print a kubeconfig for the view of one location, derived from the current kubeconfig: the same " +
-			"user and CA, with the server set to <server>" + ViewPath("<location>") + ". Against a cluster where the " +
+			"user and CA, with the server set to <server>" + contract.ViewPath("<location>", "") + ". Against a cluster where the " +
 			"APIService v1alpha1.mapper.kcp.io is registered, client-go, informers and kubectl then see only the " +
 			"objects assigned to the location. The user needs get (and watch, for informers) on locations/proxy " +
 			"with the location as resource name.",

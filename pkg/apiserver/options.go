@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -26,6 +25,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/apis/mapper/v1alpha1"
 	locationauthorizer "github.com/cluster-mapper/cluster-mapper/pkg/authorizer"
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	generatedopenapi "github.com/cluster-mapper/cluster-mapper/pkg/generated/openapi"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/view"
 )
@@ -228,17 +228,16 @@ func (o *Options) sourceRESTConfig() (*rest.Config, error) {
 // baseLongRunning is kube-apiserver's own check: watches are long-running.
 var baseLongRunning = genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch"), sets.NewString())
 
-// longRunning marks watches inside a location view as long-running as well: kube-apiserver
-// derives the verb "get" for them (the outer path names the location), so without this the
-// request timeout would cut every view watch after a minute and in-flight limits would count
-// them.
+// longRunning decides whether a request is long-running from the request that is served: for a
+// request inside a location view that is the inner request (contract.ParseViewRequest), never
+// the outer one. The outer request is always a "get" of locations/proxy, whatever the inner
+// request is (kube-apiserver, whose check lists "proxy" among its long-running subresources,
+// treats every view request as long-running); here only a real watch inside a view is (watch=true, watch=1, or the
+// legacy /watch/ path, as kube-apiserver parses them), so that gets, lists and status writes
+// stay under priority-and-fairness, the in-flight limits and the request timeout.
 func longRunning(r *http.Request, ri *request.RequestInfo) bool {
-	if baseLongRunning(r, ri) {
-		return true
+	if _, inner, ok, err := contract.ParseViewRequest(r, ri); ok {
+		return err == nil && inner.Info.Verb == "watch"
 	}
-	if ri == nil || ri.Resource != "locations" || ri.Subresource != "proxy" {
-		return false
-	}
-	w, err := strconv.ParseBool(r.URL.Query().Get("watch"))
-	return err == nil && w
+	return baseLongRunning(r, ri)
 }

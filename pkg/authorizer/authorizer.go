@@ -3,7 +3,7 @@ package authorizer
 import (
 	"context"
 	"fmt"
-	"net/url"
+	"net/http"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -12,15 +12,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/apis/mapper"
-	"github.com/cluster-mapper/cluster-mapper/pkg/registry/view"
-)
-
-// Names of what a view request is authorized as (DESIGN.md, "Authorization").
-const (
-	// Resource is the resource whose subresource a view is.
-	Resource = "locations"
-	// ProxySubresource is the subresource of a location that serves its view.
-	ProxySubresource = "proxy"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // groupPathPrefix is the URL prefix of every path of the mapper.kcp.io group.
@@ -66,48 +58,21 @@ func (a *locationAuthorizer) Authorize(ctx context.Context, attrs authorizer.Att
 // request of group mapper.kcp.io for the subresource locations/proxy of a named location.
 func ViewLocation(attrs authorizer.Attributes) (string, bool) {
 	if !attrs.IsResourceRequest() || attrs.GetAPIGroup() != mapper.GroupName ||
-		attrs.GetResource() != Resource || attrs.GetSubresource() != ProxySubresource || attrs.GetName() == "" {
+		attrs.GetResource() != contract.LocationsResource || attrs.GetSubresource() != contract.ProxySubresource || attrs.GetName() == "" {
 		return "", false
 	}
 	return attrs.GetName(), true
 }
 
-// isViewRequest reports whether info is a request below a location's view, as parsed by the
-// generic API server for the outer URL.
-func isViewRequest(info *request.RequestInfo) bool {
-	return info.IsResourceRequest && info.APIGroup == mapper.GroupName && info.Resource == Resource &&
-		info.Subresource == ProxySubresource && info.Name != "" && len(info.Parts) >= 3
-}
-
-// InnerPath returns the path below a view's base URL for a request the generic API server parsed
-// into info (info must be a view request: Parts = [locations, <location>, view, ...]). It is
-// computed exactly as k8s.io/apiserver computes the sub-path of a rest.Connecter
-// (handlers.getRequestOptions), which is the path the view serves: the parts after "proxy" joined
-// with "/", with a leading "/" when not empty and the trailing "/" of the original path kept.
-func InnerPath(info *request.RequestInfo) string {
-	if len(info.Parts) < 3 {
+// innerVerb returns the verb of the request inside a view (contract.ParseViewRequest), or ""
+// when req is not a view request or its inner path is not a Kubernetes API path (the view
+// answers 404).
+func innerVerb(req *http.Request, outer *request.RequestInfo) string {
+	_, inner, ok, err := contract.ParseViewRequest(req, outer)
+	if !ok || err != nil {
 		return ""
 	}
-	p := strings.Join(info.Parts[3:], "/")
-	if p != "" && !strings.HasPrefix(p, "/") {
-		p = "/" + p
-	}
-	if strings.HasSuffix(info.Path, "/") && !strings.HasSuffix(p, "/") {
-		p += "/"
-	}
-	return p
-}
-
-// InnerVerb returns the verb kube-apiserver would derive for the request inside a view: method is
-// the HTTP method, info the generic API server's parse of the outer URL (a view request, see
-// InnerPath), query the URL's query. It returns "" when the inner path is not a Kubernetes API
-// path, which the view answers with 404.
-func InnerVerb(method string, info *request.RequestInfo, query url.Values) string {
-	inner, err := view.ParsePath(method, InnerPath(info), query)
-	if err != nil {
-		return ""
-	}
-	return inner.Verb
+	return inner.Info.Verb
 }
 
 // isAnonymous reports whether u is an unauthenticated user: kube-apiserver's anonymous
@@ -134,7 +99,7 @@ func inGroup(attrs authorizer.Attributes) bool {
 func missingPermission(location, verb, delegateReason string) string {
 	msg := fmt.Sprintf("access to the view of location %q with verb %q needs an RBAC rule with "+
 		"apiGroups [%q], resources [%q], resourceNames [%q], verbs [%q]",
-		location, verb, mapper.GroupName, Resource+"/"+ProxySubresource, location, verb)
+		location, verb, mapper.GroupName, contract.LocationsResource+"/"+contract.ProxySubresource, location, verb)
 	if verb == "watch" {
 		msg += ` (a watch needs "get" as well, which the kube-apiserver aggregator checks)`
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -69,27 +70,34 @@ func TestInnerVerb(t *testing.T) {
 	} {
 		t.Run(c.method+" "+c.path, func(t *testing.T) {
 			req, info := parse(t, c.method, c.path)
-			if !isViewRequest(info) {
+			_, innerPath, ok := contract.ViewOf(info)
+			if !ok {
 				t.Fatalf("not a view request: %+v", info)
 			}
-			if info.Verb != c.outer || info.Name != "east" || info.Subresource != ProxySubresource {
+			if info.Verb != c.outer || info.Name != "east" || info.Subresource != contract.ProxySubresource {
 				t.Errorf("outer: verb %q name %q subresource %q, want %q east view", info.Verb, info.Name, info.Subresource, c.outer)
 			}
 			if c.innerPath != "" || c.inner != "" {
-				if got := InnerPath(info); got != c.innerPath {
+				if got := innerPath; got != c.innerPath {
 					t.Errorf("InnerPath = %q, want %q", got, c.innerPath)
 				}
 			}
-			if got := InnerVerb(req.Method, info, req.URL.Query()); got != c.inner {
-				t.Errorf("InnerVerb = %q, want %q", got, c.inner)
+			if got := innerVerb(req, info); got != c.inner {
+				t.Errorf("innerVerb = %q, want %q", got, c.inner)
 			}
 		})
 	}
 	for _, p := range []string{"/apis/mapper.kcp.io/v1alpha1/locations", "/apis/mapper.kcp.io/v1alpha1/locations/east", "/apis/apps/v1/deployments", "/healthz"} {
-		if _, info := parse(t, "GET", p); isViewRequest(info) {
+		if _, info := parse(t, "GET", p); isView(info) {
 			t.Errorf("%s taken for a view request", p)
 		}
 	}
+}
+
+// isView reports whether info is the outer RequestInfo of a request to a location view.
+func isView(info *request.RequestInfo) bool {
+	_, _, ok := contract.ViewOf(info)
+	return ok
 }
 
 // rbac is a stand-in for the delegated authorizer: it allows the (user, verb, location) triples
@@ -201,7 +209,7 @@ func TestAuthorization(t *testing.T) {
 			if st.Reason != metav1.StatusReasonForbidden || st.Code != http.StatusForbidden {
 				t.Errorf("Status reason %q code %d, want Forbidden 403", st.Reason, st.Code)
 			}
-			if _, info := parse(t, c.method, c.target); isViewRequest(info) {
+			if _, info := parse(t, c.method, c.target); isView(info) {
 				if st.Details == nil || st.Details.Name != info.Name || st.Details.Group != "mapper.kcp.io" || st.Details.Kind != "locations" {
 					t.Errorf("Status details %+v do not name locations.mapper.kcp.io %q", st.Details, info.Name)
 				}

@@ -59,7 +59,7 @@ func WithViewWatchAuthorization(handler http.Handler, a authorizer.Authorizer, s
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		ctx := req.Context()
 		info, ok := request.RequestInfoFrom(ctx)
-		if !ok || !isViewRequest(info) || info.Verb != "get" || InnerVerb(req.Method, info, req.URL.Query()) != "watch" {
+		if !ok || info.Verb != "get" || innerVerb(req, info) != "watch" {
 			handler.ServeHTTP(w, req)
 			return
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
@@ -50,7 +51,7 @@ func TestConsistencyUnderConcurrency(t *testing.T) {
 	type client struct {
 		loc     string
 		pred    func(*Object) bool
-		state   map[Key]uint64
+		state   map[contract.Key]uint64
 		lastRV  uint64
 		rewatch int
 		log     []string
@@ -59,7 +60,7 @@ func TestConsistencyUnderConcurrency(t *testing.T) {
 	preds := []func(*Object) bool{nil, func(o *Object) bool { return o.Labels()["app"] == "x" }}
 	clients := make([]*client, 12)
 	for i := range clients {
-		clients[i] = &client{loc: locations[i%len(locations)], pred: preds[(i/len(locations))%2], state: map[Key]uint64{}}
+		clients[i] = &client{loc: locations[i%len(locations)], pred: preds[(i/len(locations))%2], state: map[contract.Key]uint64{}}
 	}
 	var finalRV uint64
 	var finalMu sync.Mutex
@@ -82,7 +83,7 @@ func TestConsistencyUnderConcurrency(t *testing.T) {
 					switch {
 					case c.lastRV == 0 && i%2 == 0:
 						// streaming list
-						c.state = map[Key]uint64{}
+						c.state = map[contract.Key]uint64{}
 						c.initial = true
 						w, err = s.Watch(ctx, c.loc, WatchOptions{InitialEvents: true, InitialEventsEndBookmark: true, AllowBookmarks: true, Predicate: c.pred})
 					case c.lastRV == 0:
@@ -91,7 +92,7 @@ func TestConsistencyUnderConcurrency(t *testing.T) {
 						if lerr != nil {
 							return nil, lerr
 						}
-						c.state = map[Key]uint64{}
+						c.state = map[contract.Key]uint64{}
 						for _, o := range res.Items {
 							c.state[o.Key()] = o.ResourceVersion()
 						}
@@ -212,7 +213,7 @@ func TestConsistencyUnderConcurrency(t *testing.T) {
 				return
 			}
 			snap := page.ResourceVersion
-			var last Key
+			var last contract.Key
 			for {
 				for _, o := range page.Items {
 					if o.Key() <= last || o.ResourceVersion() > snap || !o.HasLocation(loc) {
@@ -322,7 +323,7 @@ func TestConsistencyUnderConcurrency(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := map[Key]uint64{}
+		want := map[contract.Key]uint64{}
 		for _, o := range res.Items {
 			want[o.Key()] = o.ResourceVersion()
 		}
@@ -342,7 +343,7 @@ func rng2(int) bool {
 	return rngShared.Intn(4) == 0
 }
 
-func sortedState(m map[Key]uint64) []string {
+func sortedState(m map[contract.Key]uint64) []string {
 	var out []string
 	for k, v := range m {
 		out = append(out, fmt.Sprintf("%s@%d", k, v))

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -33,7 +34,7 @@ func cm(ns, name string, rv uint64, locs []string, extra ...string) *unstructure
 	lbl := map[string]string{}
 	if locs != nil {
 		b, _ := json.Marshal(locs)
-		ann[AssignedLocationsAnnotation] = string(b)
+		ann[contract.AssignedLocationsAnnotation] = string(b)
 	}
 	for _, e := range extra {
 		kind, kv, _ := strings.Cut(e, ":")

@@ -10,26 +10,26 @@ import (
 // btreeDegree is the degree of the per-location B-trees (google/btree recommends small tens).
 const btreeDegree = 32
 
-// objectLess orders Objects by Key, the order of List pages.
+// objectLess orders Objects by contract.Key, the order of List pages.
 func objectLess(a, b *Object) bool { return a.key < b.key }
 
-// newObjectTree returns an empty per-location B-tree ordered by Key.
+// newObjectTree returns an empty per-location B-tree ordered by contract.Key.
 func newObjectTree() *btree.BTreeG[*Object] { return btree.NewG(btreeDegree, objectLess) }
 
 // nsName is the secondary index key for Get by namespace/name.
 type nsName struct{ namespace, name string }
 
 // locationIndex is everything a ResourceStore keeps about one location: the location's
-// objects ordered by Key, a namespace/name index for Get, per-namespace counts, and the
+// objects ordered by contract.Key, a namespace/name index for Get, per-namespace counts, and the
 // watchers of the location. It is guarded by the store's mutex.
 type locationIndex struct {
 	name string
 
-	// tree holds the location's objects ordered by Key. Cloned (O(1), copy on write) for
+	// tree holds the location's objects ordered by contract.Key. Cloned (O(1), copy on write) for
 	// List snapshots and for the initial events of a watch.
 	tree *btree.BTreeG[*Object]
 	// byName maps namespace/name to the location's objects with that namespace/name, sorted by
-	// Key (more than one only when several logical clusters hold the same namespace/name).
+	// contract.Key (more than one only when several logical clusters hold the same namespace/name).
 	byName map[nsName][]*Object
 	// namespaces counts the location's objects per namespace.
 	namespaces map[string]int
@@ -67,7 +67,7 @@ func (li *locationIndex) insert(o *Object) {
 	li.namespaces[o.namespace]++
 }
 
-// replace swaps old for new, which have the same Key.
+// replace swaps old for new, which have the same contract.Key.
 func (li *locationIndex) replace(old, new *Object) {
 	li.tree.ReplaceOrInsert(new)
 	objs := li.byName[nsName{old.namespace, old.name}]
@@ -79,7 +79,7 @@ func (li *locationIndex) replace(old, new *Object) {
 	}
 }
 
-// remove deletes o (found by Key).
+// remove deletes o (found by contract.Key).
 func (li *locationIndex) remove(o *Object) {
 	li.tree.Delete(o)
 	k := nsName{o.namespace, o.name}
@@ -102,7 +102,7 @@ func (li *locationIndex) remove(o *Object) {
 	}
 }
 
-// get returns the location's object namespace/name with the lowest Key.
+// get returns the location's object namespace/name with the lowest contract.Key.
 func (li *locationIndex) get(namespace, name string) (*Object, bool) {
 	objs := li.byName[nsName{namespace, name}]
 	if len(objs) == 0 {

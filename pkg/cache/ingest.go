@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -19,7 +20,7 @@ var (
 // identity is the part of an object that is computed before deciding whether it is new.
 type identity struct {
 	u         *unstructured.Unstructured
-	key       Key
+	key       contract.Key
 	cluster   string
 	namespace string
 	name      string
@@ -47,7 +48,7 @@ func toUnstructured(obj interface{}) (*unstructured.Unstructured, error) {
 	}
 }
 
-// identify computes the Key of u.
+// identify computes the contract.Key of u.
 func (s *ResourceStore) identify(u *unstructured.Unstructured) identity {
 	id := identity{u: u, name: u.GetName(), cluster: s.opts.DefaultCluster}
 	if s.namespaced {
@@ -56,10 +57,10 @@ func (s *ResourceStore) identify(u *unstructured.Unstructured) identity {
 	if a, found, err := unstructured.NestedFieldNoCopy(u.Object, "metadata", "annotations"); found && err == nil {
 		id.annotations, _ = a.(map[string]interface{})
 	}
-	if c, ok := id.annotations[ClusterAnnotation].(string); ok && c != "" {
+	if c, ok := id.annotations[contract.ClusterAnnotation].(string); ok && c != "" {
 		id.cluster = c
 	}
-	id.key = NewKey(id.cluster, id.namespace, id.name)
+	id.key = contract.NewKey(id.cluster, id.namespace, id.name)
 	return id
 }
 
@@ -68,10 +69,10 @@ func (s *ResourceStore) identify(u *unstructured.Unstructured) identity {
 // version, since build runs once per version).
 func (s *ResourceStore) build(id identity) *Object {
 	var locs []string
-	if raw, present := id.annotations[AssignedLocationsAnnotation]; present {
+	if raw, present := id.annotations[contract.AssignedLocationsAnnotation]; present {
 		var err error
 		if str, ok := raw.(string); ok {
-			locs, err = ParseLocations(str)
+			locs, err = contract.ParseLocations(str)
 		} else {
 			err = fmt.Errorf("annotation value is not a string")
 		}
@@ -80,7 +81,7 @@ func (s *ResourceStore) build(id identity) *Object {
 			s.metrics.malformed.Inc()
 			klog.InfoS("Ignoring malformed location assignment; the object is assigned to no location",
 				"resource", s.gvr.GroupResource().String(), "object", string(id.key),
-				"resourceVersion", id.u.GetResourceVersion(), "annotation", AssignedLocationsAnnotation, "err", err.Error())
+				"resourceVersion", id.u.GetResourceVersion(), "annotation", contract.AssignedLocationsAnnotation, "err", err.Error())
 		}
 	}
 	rv, _ := strconv.ParseUint(id.u.GetResourceVersion(), 10, 64)
@@ -186,7 +187,7 @@ func (s *ResourceStore) Replace(list []interface{}, resourceVersion string) erro
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 
-	seen := make(map[Key]struct{}, len(list))
+	seen := make(map[contract.Key]struct{}, len(list))
 	var changed []*Object
 	for _, item := range list {
 		u, err := toUnstructured(item)
@@ -274,7 +275,7 @@ func (s *ResourceStore) UpdateResourceVersion(resourceVersion string) {
 // RV the relist does not reveal. Every event in the history must have its own RV: a client
 // that received one of several events sharing an RV and then resumes from that RV would miss
 // the others. So the deletions get distinct RVs: the highest RVs of (current RV, listRV] that
-// no changed object uses, in Key order. Such RVs exist whenever the source gives every write
+// no changed object uses, in contract.Key order. Such RVs exist whenever the source gives every write
 // its own RV (etcd does): the deletes themselves used as many. Otherwise (a source whose RVs
 // went backwards) all deletions fall back to listRV.
 func (s *ResourceStore) planReplaceLocked(changed, vanished []*Object, listRV uint64) []*event {
@@ -303,7 +304,7 @@ func (s *ResourceStore) planReplaceLocked(changed, vanished []*Object, listRV ui
 	for i, prev := range vanished {
 		rv := listRV
 		if len(free) == len(vanished) {
-			rv = free[len(free)-1-i] // ascending with the Key order
+			rv = free[len(free)-1-i] // ascending with the contract.Key order
 		}
 		final := prev
 		if prev.rv != rv {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -34,7 +35,7 @@ import (
 // The unstructured object returned by Unstructured, GetObject and GetObjectMeta is shared and
 // READ-ONLY: callers must copy it (DeepCopyObject) before changing anything.
 type Object struct {
-	key       Key
+	key       contract.Key
 	cluster   string
 	namespace string
 	name      string
@@ -75,7 +76,7 @@ var (
 
 // newObject wraps u, which must not be changed afterwards, into an Object with the given
 // identity and locations. rv is the parsed metadata.resourceVersion of u.
-func newObject(key Key, cluster, namespace, name string, locations []string, rv uint64, u *unstructured.Unstructured) *Object {
+func newObject(key contract.Key, cluster, namespace, name string, locations []string, rv uint64, u *unstructured.Unstructured) *Object {
 	o := &Object{
 		key:       key,
 		cluster:   cluster,
@@ -103,8 +104,8 @@ func (o *Object) withResourceVersion(rv uint64) *Object {
 	return newObject(o.key, o.cluster, o.namespace, o.name, o.locations, rv, u)
 }
 
-// Key returns the object's Key ("cluster|namespace/name").
-func (o *Object) Key() Key { return o.key }
+// Key returns the object's key ("cluster|namespace/name", see contract.Key).
+func (o *Object) Key() contract.Key { return o.key }
 
 // Cluster returns the object's logical cluster (annotation kcp.io/cluster, else the store's
 // default cluster).
@@ -122,7 +123,9 @@ func (o *Object) Name() string { return o.name }
 func (o *Object) Locations() []string { return o.locations }
 
 // HasLocation reports whether the object is assigned to location.
-func (o *Object) HasLocation(location string) bool { return hasLocation(o.locations, location) }
+func (o *Object) HasLocation(location string) bool {
+	return contract.HasLocation(o.locations, location)
+}
 
 // ResourceVersion returns the object's metadata.resourceVersion as a number (the source's
 // resourceVersion; 0 if it is not a number).

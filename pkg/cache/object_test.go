@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,7 +16,7 @@ import (
 
 func testObject() *Object {
 	u := cm("ns", "a", 7, locs("east"), "l:app=x", "d:k=v")
-	return newObject(NewKey("root", "ns", "a"), "root", "ns", "a", []string{"east"}, 7, u)
+	return newObject(contract.NewKey("root", "ns", "a"), "root", "ns", "a", []string{"east"}, 7, u)
 }
 
 func TestObjectCacheEncodeOncePerIdentifier(t *testing.T) {

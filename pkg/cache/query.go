@@ -1,14 +1,15 @@
 package cache
 
 import (
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/google/btree"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // ListOptions selects a page of a location's objects for ResourceStore.List.
 type ListOptions struct {
-	// After is the Key after which the page starts (exclusive); "" starts at the beginning.
-	After Key
+	// After is the contract.Key after which the page starts (exclusive); "" starts at the beginning.
+	After contract.Key
 	// Limit is the maximum number of items in the page; 0 means all.
 	Limit int64
 	// SnapshotRV, when not 0, serves the page from the location's state at that
@@ -21,18 +22,18 @@ type ListOptions struct {
 
 // ListResult is one page of a location's objects.
 type ListResult struct {
-	// Items are the matching objects in Key order (shared, READ-ONLY).
+	// Items are the matching objects in contract.Key order (shared, READ-ONLY).
 	Items []*Object
 	// ResourceVersion is the RV of the state the page shows (the list's resourceVersion).
 	ResourceVersion uint64
 	// More says whether matching items remain after the last item (the caller then issues a
-	// continue token with the last item's Key and ResourceVersion).
+	// continue token with the last item's contract.Key and ResourceVersion).
 	More bool
 	// RemainingItemCount is always nil: counting the rest would cost as much as listing it.
 	RemainingItemCount *int64
 }
 
-// List returns, in Key order, the objects of location that match opts.Predicate, starting
+// List returns, in contract.Key order, the objects of location that match opts.Predicate, starting
 // strictly after opts.After, at most opts.Limit items, the resourceVersion the page reflects,
 // and whether more matching items remain. Its cost grows with the location's objects, never
 // with the cache total.
@@ -123,7 +124,7 @@ func collect(tree *btree.BTreeG[*Object], opts ListOptions) ([]*Object, bool) {
 
 // Get returns the object namespace/name (namespace "" for cluster-scoped resources) of
 // location, and the store's current resourceVersion. If several logical clusters hold the same
-// namespace/name for that location, the one with the lowest Key (i.e. the lowest cluster name)
+// namespace/name for that location, the one with the lowest contract.Key (i.e. the lowest cluster name)
 // wins. ok is false when no such object is assigned to location.
 func (s *ResourceStore) Get(location, namespace, name string) (obj *Object, rv uint64, ok bool) {
 	s.mu.RLock()

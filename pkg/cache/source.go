@@ -3,10 +3,11 @@ package cache
 import (
 	"context"
 	"fmt"
-	"k8s.io/client-go/dynamic"
 	"strconv"
 	"sync"
 	"time"
+
+	"k8s.io/client-go/dynamic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"

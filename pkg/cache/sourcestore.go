@@ -3,6 +3,7 @@ package cache
 import (
 	"strconv"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
@@ -50,11 +51,11 @@ func (s sourceStore) Get(obj interface{}) (interface{}, bool, error) {
 	return s.GetByKey(string(s.identify(u).key))
 }
 
-// GetByKey returns the stored object with Key key.
+// GetByKey returns the stored object with contract.Key key.
 func (s sourceStore) GetByKey(key string) (interface{}, bool, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	o, ok := s.objects[Key(key)]
+	o, ok := s.objects[contract.Key(key)]
 	if !ok {
 		return nil, false, nil
 	}

@@ -5,29 +5,15 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-)
-
-// Status reflection names (DESIGN.md "Names").
-const (
-	// StatusPolicyAnnotation opts a source object in to status write-back; its value
-	// StatusPolicyReflect enables it, absent or "None" disables it.
-	StatusPolicyAnnotation = "kcp.io/status-policy"
-	// StatusPolicyReflect is the StatusPolicyAnnotation value that enables status write-back.
-	StatusPolicyReflect = "Reflect"
-	// StatusLocationAnnotation names the location whose status fills the source's .status when
-	// the object is assigned to several locations.
-	StatusLocationAnnotation = "kcp.io/status-location"
-	// StatusRecordAnnotationPrefix followed by a location name is the annotation holding that
-	// location's .status (JSON) on the source object.
-	StatusRecordAnnotationPrefix = "status.kcp.io/"
 )
 
 // StatusRecord returns the status recorded for location on u (the JSON of
 // status.kcp.io/<location>), whether there is such a record, and an error when it is not a
 // JSON object.
 func StatusRecord(u *unstructured.Unstructured, location string) (map[string]interface{}, bool, error) {
-	raw, ok := u.GetAnnotations()[StatusRecordAnnotationPrefix+location]
+	raw, ok := u.GetAnnotations()[contract.StatusRecordAnnotationPrefix+location]
 	if !ok {
 		return nil, false, nil
 	}
@@ -42,16 +28,16 @@ func StatusRecord(u *unstructured.Unstructured, location string) (map[string]int
 func StatusRecordLocations(u *unstructured.Unstructured) []string {
 	var out []string
 	for k := range u.GetAnnotations() {
-		if loc, ok := strings.CutPrefix(k, StatusRecordAnnotationPrefix); ok {
+		if loc, ok := strings.CutPrefix(k, contract.StatusRecordAnnotationPrefix); ok {
 			out = append(out, loc)
 		}
 	}
 	return out
 }
 
-// ReflectsStatus reports whether u opted in to status write-back.
+// ReflectsStatus reports whether u opted in to status write-back (contract.ReflectsStatus).
 func ReflectsStatus(u *unstructured.Unstructured) bool {
-	return u.GetAnnotations()[StatusPolicyAnnotation] == StatusPolicyReflect
+	return contract.ReflectsStatus(u.GetAnnotations())
 }
 
 // LocationView returns a copy of u (a source object assigned to locations) as location's view
@@ -67,7 +53,7 @@ func LocationView(u *unstructured.Unstructured, locations []string, location str
 	}
 	ann := u.GetAnnotations()
 	for _, loc := range StatusRecordLocations(u) {
-		delete(ann, StatusRecordAnnotationPrefix+loc)
+		delete(ann, contract.StatusRecordAnnotationPrefix+loc)
 	}
 	u.SetAnnotations(ann)
 	return u

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
@@ -104,11 +105,11 @@ type ResourceStore struct {
 	writeMu sync.Mutex
 
 	mu      sync.RWMutex
-	objects map[Key]*Object
+	objects map[contract.Key]*Object
 	// statusObjects are the objects whose view differs per location (status records or
 	// status reflection across several locations; see Object.ForLocation), for the status
 	// record reconciler, which so visits only them.
-	statusObjects map[Key]*Object
+	statusObjects map[contract.Key]*Object
 	// locs has an entry for every location ever seen (object or watcher); entries are kept
 	// while empty so that lastChangeRV stays known (List with SnapshotRV) — locations are few.
 	locs    map[string]*locationIndex
@@ -135,8 +136,8 @@ func NewResourceStore(gvr schema.GroupVersionResource, gvk schema.GroupVersionKi
 		opts:          opts,
 		clock:         opts.Clock,
 		metrics:       newStoreMetrics(gvr.GroupResource().String()),
-		objects:       map[Key]*Object{},
-		statusObjects: map[Key]*Object{},
+		objects:       map[contract.Key]*Object{},
+		statusObjects: map[contract.Key]*Object{},
 		locs:          map[string]*locationIndex{},
 		history:       history{size: opts.HistorySize},
 		changed:       make(chan struct{}),
@@ -245,8 +246,8 @@ func (s *ResourceStore) Close() {
 		}
 	}
 	s.metrics.objects.Add(-float64(len(s.objects)))
-	s.objects = map[Key]*Object{}
-	s.statusObjects = map[Key]*Object{}
+	s.objects = map[contract.Key]*Object{}
+	s.statusObjects = map[contract.Key]*Object{}
 	s.locs = map[string]*locationIndex{}
 	s.history.reset(s.rv)
 	s.snaps.reset()

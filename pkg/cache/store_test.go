@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -37,7 +38,7 @@ func TestAssignmentSequence(t *testing.T) {
 		t.Fatalf("east got %s", ev(e))
 	}
 	// The DELETED object is the old content (still assigned to east) at the event's RV.
-	if got := e.Object.(*Object).Unstructured().GetAnnotations()[AssignedLocationsAnnotation]; got != `["east","west"]` {
+	if got := e.Object.(*Object).Unstructured().GetAnnotations()[contract.AssignedLocationsAnnotation]; got != `["east","west"]` {
 		t.Fatalf("DELETED object content is not the previous version: annotation %q", got)
 	}
 	expect(t, west, "MODIFIED a@13")
@@ -488,7 +489,7 @@ func TestMalformedAnnotationUnassigns(t *testing.T) {
 	}
 	// A non-string annotation value never panics either.
 	u := cm("ns", "a", 8, nil)
-	u.Object["metadata"].(map[string]interface{})["annotations"] = map[string]interface{}{AssignedLocationsAnnotation: []interface{}{"east"}}
+	u.Object["metadata"].(map[string]interface{})["annotations"] = map[string]interface{}{contract.AssignedLocationsAnnotation: []interface{}{"east"}}
 	mustUpdate(t, s, u)
 	// Garbage metadata.
 	mustAdd(t, s, &unstructured.Unstructured{Object: map[string]interface{}{"metadata": "nope"}})

@@ -21,7 +21,7 @@ type Config struct {
 	Resources []schema.GroupResource
 	// NamespaceMapping decides target namespaces; default NamespaceMappingSame.
 	NamespaceMapping NamespaceMapping
-	// ClusterName is the logical cluster of view objects without ClusterAnnotation; default
+	// ClusterName is the logical cluster of view objects without contract.ClusterAnnotation; default
 	// "default", as mapper-apiserver's --cluster-name.
 	ClusterName string
 	// FieldManager is the server-side apply field manager on the target; default

@@ -18,8 +18,8 @@ const (
 	NamespaceMappingSame NamespaceMapping = "same"
 	// NamespaceMappingPrefixed maps namespace ns of logical cluster c to "<c>-<ns>", shortened
 	// with a stable hash when that is not a valid namespace name (see TargetNamespace). The
-	// target namespace keeps the original cluster and namespace in SourceClusterAnnotation and
-	// SourceNamespaceAnnotation.
+	// target namespace keeps the original cluster and namespace in contract.SourceClusterAnnotation and
+	// contract.SourceNamespaceAnnotation.
 	NamespaceMappingPrefixed NamespaceMapping = "prefixed"
 )
 

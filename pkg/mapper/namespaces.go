@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,11 +22,11 @@ type namespaceConflict struct {
 
 func (e *namespaceConflict) Error() string {
 	return fmt.Sprintf("target namespace %s records the origin %s|%s in its %s/%s annotations",
-		e.namespace, e.cluster, e.sourceNamespace, SourceClusterAnnotation, SourceNamespaceAnnotation)
+		e.namespace, e.cluster, e.sourceNamespace, contract.SourceClusterAnnotation, contract.SourceNamespaceAnnotation)
 }
 
 // namespaces creates target namespaces on demand and remembers those known to exist. The
-// namespaces it creates carry LocationLabel and the origin annotations. It never deletes a
+// namespaces it creates carry contract.LocationLabel and the origin annotations. It never deletes a
 // namespace: a namespace may hold objects nobody mapped, and deleting it would delete them.
 type namespaces struct {
 	client   kubernetes.Interface
@@ -55,10 +56,10 @@ func (n *namespaces) ensure(ctx context.Context, ns string, src SourceRef) error
 	if apierrors.IsNotFound(err) {
 		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 			Name:   ns,
-			Labels: map[string]string{LocationLabel: n.location},
+			Labels: map[string]string{contract.LocationLabel: n.location},
 			Annotations: map[string]string{
-				SourceClusterAnnotation:   src.Cluster,
-				SourceNamespaceAnnotation: src.Namespace,
+				contract.SourceClusterAnnotation:   src.Cluster,
+				contract.SourceNamespaceAnnotation: src.Namespace,
 			},
 		}}
 		existing, err = n.client.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{})
@@ -76,7 +77,7 @@ func (n *namespaces) ensure(ctx context.Context, ns string, src SourceRef) error
 	}
 	if n.mapping == NamespaceMappingPrefixed {
 		ann := existing.Annotations
-		if c, s := ann[SourceClusterAnnotation], ann[SourceNamespaceAnnotation]; (c != "" || s != "") && (c != src.Cluster || s != src.Namespace) {
+		if c, s := ann[contract.SourceClusterAnnotation], ann[contract.SourceNamespaceAnnotation]; (c != "" || s != "") && (c != src.Cluster || s != src.Namespace) {
 			return &namespaceConflict{namespace: ns, cluster: c, sourceNamespace: s}
 		}
 	}

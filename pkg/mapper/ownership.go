@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
@@ -41,11 +42,11 @@ var protectedPaths = []fieldpath.Path{
 	fieldpath.MakePathOrDie("kind"),
 	fieldpath.MakePathOrDie("metadata", "name"),
 	fieldpath.MakePathOrDie("metadata", "namespace"),
-	fieldpath.MakePathOrDie("metadata", "labels", LocationLabel),
-	fieldpath.MakePathOrDie("metadata", "annotations", SourceClusterAnnotation),
-	fieldpath.MakePathOrDie("metadata", "annotations", SourceNamespaceAnnotation),
-	fieldpath.MakePathOrDie("metadata", "annotations", SourceNameAnnotation),
-	fieldpath.MakePathOrDie("metadata", "annotations", SourceUIDAnnotation),
+	fieldpath.MakePathOrDie("metadata", "labels", contract.LocationLabel),
+	fieldpath.MakePathOrDie("metadata", "annotations", contract.SourceClusterAnnotation),
+	fieldpath.MakePathOrDie("metadata", "annotations", contract.SourceNamespaceAnnotation),
+	fieldpath.MakePathOrDie("metadata", "annotations", contract.SourceNameAnnotation),
+	fieldpath.MakePathOrDie("metadata", "annotations", contract.SourceUIDAnnotation),
 }
 
 // DropFields removes from the apply configuration obj every leaf field of owned (typically

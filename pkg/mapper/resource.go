@@ -14,7 +14,7 @@ import (
 )
 
 // resource is one mapped resource: the informer on the view, and, while the target serves
-// the resource, the informer on the managed target objects (label LocationLabel=<location>).
+// the resource, the informer on the managed target objects (label contract.LocationLabel=<location>).
 // A resource the target does not serve is halted: its objects wait, nothing is applied or
 // deleted, until the target serves it.
 type resource struct {

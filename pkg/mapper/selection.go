@@ -1,6 +1,7 @@
 package mapper
 
 import (
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -19,8 +20,7 @@ func Mapped(obj *unstructured.Unstructured) bool {
 	return true
 }
 
-// Reflects reports whether a view object opted in to status reflection
-// (StatusPolicyAnnotation is StatusPolicyReflect).
+// Reflects reports whether a view object opted in to status reflection (contract.ReflectsStatus).
 func Reflects(obj *unstructured.Unstructured) bool {
-	return obj.GetAnnotations()[StatusPolicyAnnotation] == StatusPolicyReflect
+	return contract.ReflectsStatus(obj.GetAnnotations())
 }

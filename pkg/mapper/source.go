@@ -1,6 +1,7 @@
 package mapper
 
 import (
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,16 +18,13 @@ type SourceRef struct {
 // String returns "cluster|namespace/name" ("cluster|name" when cluster-scoped), the form
 // mapper-apiserver uses for its cache keys, for logs and verify reports.
 func (r SourceRef) String() string {
-	if r.Namespace == "" {
-		return r.Cluster + "|" + r.Name
-	}
-	return r.Cluster + "|" + r.Namespace + "/" + r.Name
+	return string(contract.NewKey(r.Cluster, r.Namespace, r.Name))
 }
 
 // SourceOf returns the SourceRef of obj, an object read from a location view. Its cluster is
-// the ClusterAnnotation, else defaultCluster (a plain Kubernetes source is one logical cluster).
+// the contract.ClusterAnnotation, else defaultCluster (a plain Kubernetes source is one logical cluster).
 func SourceOf(obj *unstructured.Unstructured, defaultCluster string) SourceRef {
-	cluster := obj.GetAnnotations()[ClusterAnnotation]
+	cluster := obj.GetAnnotations()[contract.ClusterAnnotation]
 	if cluster == "" {
 		cluster = defaultCluster
 	}
@@ -34,20 +32,20 @@ func SourceOf(obj *unstructured.Unstructured, defaultCluster string) SourceRef {
 }
 
 // MarkedSource reads the source a target object names in its Source*Annotation annotations.
-// ok is false when the object lacks LocationLabel=location or any of the cluster and name
+// ok is false when the object lacks contract.LocationLabel=location or any of the cluster and name
 // annotations (and the namespace annotation for namespaced objects): such an object is not
-// the mapper's, and the mapper never changes or deletes it. uid is the SourceUIDAnnotation
+// the mapper's, and the mapper never changes or deletes it. uid is the contract.SourceUIDAnnotation
 // ("" if absent; it is informational, a re-created source keeps its target copy).
 func MarkedSource(obj metaObject, location string, namespaced bool) (ref SourceRef, uid types.UID, ok bool) {
-	if obj.GetLabels()[LocationLabel] != location {
+	if obj.GetLabels()[contract.LocationLabel] != location {
 		return SourceRef{}, "", false
 	}
 	ann := obj.GetAnnotations()
-	ref = SourceRef{Cluster: ann[SourceClusterAnnotation], Namespace: ann[SourceNamespaceAnnotation], Name: ann[SourceNameAnnotation]}
+	ref = SourceRef{Cluster: ann[contract.SourceClusterAnnotation], Namespace: ann[contract.SourceNamespaceAnnotation], Name: ann[contract.SourceNameAnnotation]}
 	if ref.Cluster == "" || ref.Name == "" || (namespaced && ref.Namespace == "") {
 		return SourceRef{}, "", false
 	}
-	return ref, types.UID(ann[SourceUIDAnnotation]), true
+	return ref, types.UID(ann[contract.SourceUIDAnnotation]), true
 }
 
 // metaObject is the part of metav1.Object that MarkedSource reads, satisfied by
@@ -59,5 +57,5 @@ type metaObject interface {
 
 // listOptionsForLocation is the label selector of the managed target objects of location.
 func listOptionsForLocation(location string) metav1.ListOptions {
-	return metav1.ListOptions{LabelSelector: LocationLabel + "=" + location}
+	return metav1.ListOptions{LabelSelector: contract.LocationLabel + "=" + location}
 }

@@ -12,7 +12,7 @@ import (
 // sweep deletes orphans (invariant 4): managed target objects whose source the view does not
 // hold, or that are not where the namespace mapping puts their source (the mapping changed).
 // It lists the managed objects of every resource the target serves (metadata only, label
-// LocationLabel=<location>) and
+// contract.LocationLabel=<location>) and
 //   - skips everything unless every view informer has synced and the view holds at least one
 //     object: a view that is not synced, or empty (a wrong location, a server that lost its
 //     cache), must not wipe the target;

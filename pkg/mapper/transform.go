@@ -3,6 +3,7 @@ package mapper
 import (
 	"strings"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,7 +23,7 @@ var droppedAnnotations = map[string]bool{
 
 // TargetObject describes where and how a source object is copied.
 type TargetObject struct {
-	// Location is the mapper's location (the value of LocationLabel).
+	// Location is the mapper's location (the value of contract.LocationLabel).
 	Location string
 	// Namespace is the target namespace ("" for cluster-scoped objects).
 	Namespace string
@@ -41,7 +42,7 @@ type TargetObject struct {
 // controllers would never remove them on the target), generateName, status, labels and
 // annotations with a kcp.io or status.kcp.io prefix, and droppedAnnotations. Kind-specific
 // rules (kindRules) then remove fields a real apply onto another cluster rejects or that the
-// source cluster allocated. Finally LocationLabel=target.Location and the Source*Annotation
+// source cluster allocated. Finally contract.LocationLabel=target.Location and the Source*Annotation
 // annotations are set.
 func Transform(obj *unstructured.Unstructured, target TargetObject) *unstructured.Unstructured {
 	out := map[string]interface{}{}
@@ -73,14 +74,14 @@ func Transform(obj *unstructured.Unstructured, target TargetObject) *unstructure
 		rule(u.Object, objectMeta{Labels: labels, Annotations: annotations})
 	}
 
-	labels[LocationLabel] = target.Location
-	annotations[SourceClusterAnnotation] = target.Source.Cluster
+	labels[contract.LocationLabel] = target.Location
+	annotations[contract.SourceClusterAnnotation] = target.Source.Cluster
 	if target.Source.Namespace != "" {
-		annotations[SourceNamespaceAnnotation] = target.Source.Namespace
+		annotations[contract.SourceNamespaceAnnotation] = target.Source.Namespace
 	}
-	annotations[SourceNameAnnotation] = target.Source.Name
+	annotations[contract.SourceNameAnnotation] = target.Source.Name
 	if uid := obj.GetUID(); uid != "" {
-		annotations[SourceUIDAnnotation] = string(uid)
+		annotations[contract.SourceUIDAnnotation] = string(uid)
 	}
 	u.SetLabels(labels)
 	u.SetAnnotations(annotations)

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
@@ -74,7 +75,7 @@ data:
 		g, _ := yaml.Marshal(got.Object)
 		t.Errorf("Transform =\n%s", g)
 	}
-	if src.GetAnnotations()[AssignedLocationsAnnotation] == "" || src.Object["status"] == nil {
+	if src.GetAnnotations()[contract.AssignedLocationsAnnotation] == "" || src.Object["status"] == nil {
 		t.Error("Transform changed its input")
 	}
 }
@@ -85,7 +86,7 @@ func TestTransformClusterScoped(t *testing.T) {
 	if got.GetNamespace() != "" {
 		t.Errorf("namespace = %q", got.GetNamespace())
 	}
-	if _, ok := got.GetAnnotations()[SourceNamespaceAnnotation]; ok {
+	if _, ok := got.GetAnnotations()[contract.SourceNamespaceAnnotation]; ok {
 		t.Error("a cluster-scoped copy got a source-namespace annotation")
 	}
 }

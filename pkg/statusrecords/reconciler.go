@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // fieldManager names the reconciler's writes on the source.
@@ -87,7 +88,7 @@ func (r *Reconciler) reconcile(ctx context.Context, info cache.ResourceInfo, o *
 			want, fold = rec, locations[0]
 		}
 	case len(locations) > 1:
-		if m := u.GetAnnotations()[cache.StatusLocationAnnotation]; slices.Contains(locations, m) {
+		if m := u.GetAnnotations()[contract.StatusLocationAnnotation]; slices.Contains(locations, m) {
 			if rec, ok, err := cache.StatusRecord(u, m); ok && err == nil {
 				want = rec
 			}
@@ -111,7 +112,7 @@ func (r *Reconciler) reconcile(ctx context.Context, info cache.ResourceInfo, o *
 	remove := map[string]interface{}{}
 	for _, loc := range cache.StatusRecordLocations(current) {
 		if loc == fold || !slices.Contains(locations, loc) {
-			remove[cache.StatusRecordAnnotationPrefix+loc] = nil
+			remove[contract.StatusRecordAnnotationPrefix+loc] = nil
 		}
 	}
 	if len(remove) == 0 {

@@ -7,14 +7,13 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
-
-	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 )
 
 // Names of the data set.
@@ -167,7 +166,7 @@ func (d *dataset) configMap(i int) *corev1.ConfigMap {
 			Name:        o.name,
 			Namespace:   o.namespace,
 			Labels:      labelsFor(o.locs, o.name),
-			Annotations: map[string]string{cache.AssignedLocationsAnnotation: assignment(o.locs)},
+			Annotations: map[string]string{contract.AssignedLocationsAnnotation: assignment(o.locs)},
 		},
 		Data: map[string]string{
 			"config.yaml": payload(r, 500+r.Intn(700)),
@@ -191,7 +190,7 @@ func (d *dataset) deployment(i int) *appsv1.Deployment {
 			Name:        o.name,
 			Namespace:   o.namespace,
 			Labels:      labelsFor(o.locs, o.name),
-			Annotations: map[string]string{cache.AssignedLocationsAnnotation: assignment(o.locs)},
+			Annotations: map[string]string{contract.AssignedLocationsAnnotation: assignment(o.locs)},
 		},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](int32(1 + r.Intn(3))),

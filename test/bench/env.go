@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/test/framework"
 )
 
@@ -393,7 +393,7 @@ func (e *env) write(ctx context.Context, r *rand.Rand, job writeJob) (writeRecor
 				fmt.Fprintf(&lb, "%q:%q", k, *v)
 			}
 		}
-		patch = fmt.Sprintf(`{"metadata":{"annotations":{%q:%q},"labels":{%s}}}`, cache.AssignedLocationsAnnotation, assignment(newLocs), lb.String())
+		patch = fmt.Sprintf(`{"metadata":{"annotations":{%q:%q},"labels":{%s}}}`, contract.AssignedLocationsAnnotation, assignment(newLocs), lb.String())
 		rec.newLocs = newLocs
 	} else {
 		patch = fmt.Sprintf(`{"data":{"rev":"%d"}}`, o.rev+1)

@@ -9,10 +9,9 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-
-	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 )
 
 // listVariant is one way of listing one location's ConfigMaps.
@@ -157,7 +156,7 @@ func (e *env) scenarioList(ctx context.Context) *Scenario {
 		}
 		mine := 0
 		for _, it := range obj.(*unstructured.UnstructuredList).Items {
-			ls, err := cache.ParseLocations(it.GetAnnotations()[cache.AssignedLocationsAnnotation])
+			ls, err := contract.ParseLocations(it.GetAnnotations()[contract.AssignedLocationsAnnotation])
 			if err == nil && hasString(ls, loc) {
 				mine++
 			}

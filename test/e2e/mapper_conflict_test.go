@@ -7,12 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
-
-	"github.com/cluster-mapper/cluster-mapper/pkg/mapper"
 )
 
 // mapperSumMetric adds the sample of a metric over replicas (only the leader has non-zero values).
@@ -31,7 +30,7 @@ func mapperSumMetric(replicas []*mapperProc, name string, labels ...string) floa
 func testMapperUnmarkedObject(t *testing.T, ctx context.Context, env *mapperEnv) {
 	cm := &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]interface{}{"name": "labelled-only", "namespace": "team-a", "labels": map[string]interface{}{mapper.LocationLabel: "east"}},
+		"metadata": map[string]interface{}{"name": "labelled-only", "namespace": "team-a", "labels": map[string]interface{}{contract.LocationLabel: "east"}},
 	}}
 	if _, err := env.tgt["east"].Resource(configMapsGVR).Namespace("team-a").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -88,7 +87,7 @@ func testMapperConflict(t *testing.T, ctx context.Context, env *mapperEnv, repli
 		t.Fatalf("verify should report exactly the conflict:\n%s", mapperReportText(r))
 	}
 	obj := env.targetObject(t, ctx, "east", configMapsGVR, ns, name)
-	if obj.Object["data"].(map[string]interface{})["owner"] != "someone else" || obj.GetLabels()[mapper.LocationLabel] != "" {
+	if obj.Object["data"].(map[string]interface{})["owner"] != "someone else" || obj.GetLabels()[contract.LocationLabel] != "" {
 		t.Fatalf("the mapper changed the unmanaged object: %v", obj.Object)
 	}
 

@@ -6,13 +6,12 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
-
-	"github.com/cluster-mapper/cluster-mapper/pkg/mapper"
 )
 
 var (
@@ -60,7 +59,7 @@ func decorateFixture(u *unstructured.Unstructured, reflect bool) *unstructured.U
 	a := u.GetAnnotations()
 	a[fixtureOwnerAnnotation] = "team"
 	if reflect {
-		a[mapper.StatusPolicyAnnotation] = mapper.StatusPolicyReflect
+		a[contract.StatusPolicyAnnotation] = contract.StatusPolicyReflect
 	}
 	u.SetAnnotations(a)
 	return u
@@ -106,7 +105,7 @@ func mapperAssignedTo(t *testing.T, ctx context.Context, src dynamic.Interface, 
 // mapperTargetUIDs returns namespace/name → uid of the managed objects of gvr on a target.
 func mapperTargetUIDs(t *testing.T, ctx context.Context, tgt dynamic.Interface, gvr schema.GroupVersionResource, location string) map[string]string {
 	t.Helper()
-	list, err := tgt.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: mapper.LocationLabel + "=" + location})
+	list, err := tgt.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: contract.LocationLabel + "=" + location})
 	if err != nil {
 		t.Fatalf("listing managed %s on the target of %s: %v", gvr.Resource, location, err)
 	}

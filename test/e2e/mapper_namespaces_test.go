@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/mapper"
 )
 
@@ -31,7 +32,7 @@ func TestMapperPrefixedNamespaces(t *testing.T) {
 	// "default-clash" exists on the target already, recording another origin.
 	target := env.targets["east"].Admin().Client(t)
 	taken := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default-clash", Annotations: map[string]string{
-		mapper.SourceClusterAnnotation: "other", mapper.SourceNamespaceAnnotation: "clash",
+		contract.SourceClusterAnnotation: "other", contract.SourceNamespaceAnnotation: "clash",
 	}}}
 	if _, err := target.CoreV1().Namespaces().Create(ctx, taken, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -56,7 +57,7 @@ func TestMapperPrefixedNamespaces(t *testing.T) {
 		if err != nil {
 			t.Fatalf("target namespace of %s: %v", src, err)
 		}
-		if ns.Labels[mapper.LocationLabel] != "east" || ns.Annotations[mapper.SourceNamespaceAnnotation] != src || ns.Annotations[mapper.SourceClusterAnnotation] != "default" {
+		if ns.Labels[contract.LocationLabel] != "east" || ns.Annotations[contract.SourceNamespaceAnnotation] != src || ns.Annotations[contract.SourceClusterAnnotation] != "default" {
 			t.Errorf("target namespace %s does not record its origin: %v %v", tgt, ns.Labels, ns.Annotations)
 		}
 		if env.targetObject(t, ctx, "east", configMapsGVR, tgt, "config") == nil {

@@ -4,12 +4,11 @@ import (
 	"context"
 	"testing"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
-
-	"github.com/cluster-mapper/cluster-mapper/pkg/mapper"
 )
 
 // mapperHandMade is an object created by hand on a target, which the mapper must never touch.
@@ -51,7 +50,7 @@ func (e *mapperEnv) checkHandMade(t *testing.T, ctx context.Context, step string
 			t.Fatalf("after %s the hand-made object %s/%s on %s is gone", step, h.ns, h.name, h.location)
 		case string(obj.GetUID()) != h.uid:
 			t.Fatalf("after %s the hand-made object %s/%s on %s was re-created", step, h.ns, h.name, h.location)
-		case obj.GetLabels()[mapper.LocationLabel] != "" || obj.Object["data"].(map[string]interface{})["made"] != "by hand":
+		case obj.GetLabels()[contract.LocationLabel] != "" || obj.Object["data"].(map[string]interface{})["made"] != "by hand":
 			t.Fatalf("after %s the hand-made object %s/%s on %s was changed: %v", step, h.ns, h.name, h.location, obj.Object)
 		}
 	}

@@ -5,9 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/cluster-mapper/cluster-mapper/pkg/mapper"
 )
 
 var mapperLocations = []string{"east", "west"}
@@ -28,9 +27,9 @@ func TestMapper(t *testing.T) {
 	ensureNamespace(t, ctx, env.tgt["east"], "team-a")
 	orphan := decorateFixture(newConfigMap("team-a", "orphan", "east"), false)
 	setAssignment(orphan)
-	orphan.SetLabels(map[string]string{mapper.LocationLabel: "east"})
+	orphan.SetLabels(map[string]string{contract.LocationLabel: "east"})
 	orphan.SetAnnotations(map[string]string{
-		mapper.SourceClusterAnnotation: "default", mapper.SourceNamespaceAnnotation: "team-a", mapper.SourceNameAnnotation: "orphan",
+		contract.SourceClusterAnnotation: "default", contract.SourceNamespaceAnnotation: "team-a", contract.SourceNameAnnotation: "orphan",
 	})
 	if _, err := env.tgt["east"].Resource(configMapsGVR).Namespace("team-a").Create(ctx, orphan, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

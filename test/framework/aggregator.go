@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -231,7 +232,7 @@ func (a *APIService) URL() string { return a.ControlPlane.URL + "/apis/" + Mappe
 
 // ViewURL returns the base URL of location's view through the aggregator.
 func (a *APIService) ViewURL(location string) string {
-	return a.URL() + "/locations/" + location + "/proxy"
+	return a.ControlPlane.URL + contract.ViewPath(location, "")
 }
 
 // ViewConfig returns a client config for user against location's view through the aggregator,

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"k8s.io/client-go/rest"
 )
 
@@ -195,7 +196,7 @@ func (m *MapperAPIServer) waitReady() error {
 
 // ViewURL returns the base URL of location's view.
 func (m *MapperAPIServer) ViewURL(location string) string {
-	return m.URL + "/apis/mapper.kcp.io/v1alpha1/locations/" + location + "/proxy"
+	return m.URL + contract.ViewPath(location, "")
 }
 
 // Config returns a client config for user against the server itself, without client-side

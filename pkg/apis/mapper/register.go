@@ -17,12 +17,13 @@ limitations under the License.
 package mapper
 
 import (
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // GroupName is the name of the API group served by mapper-apiserver.
-const GroupName = "mapper.kcp.io"
+const GroupName = contract.GroupName
 
 // SchemeGroupVersion is the group version of the internal (hub) types.
 var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: runtime.APIVersionInternal}

@@ -5,7 +5,6 @@ package app
 import (
 	"fmt"
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/mapper"
 )
 
@@ -67,9 +67,6 @@ func (o *ConnectionOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.TargetBurst, "target-burst", o.TargetBurst, "Burst of requests to the target (and of the mapper's own requests to the view).")
 }
 
-// viewPath matches a location view's base URL path, with any prefix (a proxy).
-var viewPath = regexp.MustCompile(`/apis/mapper\.kcp\.io/v1alpha1/locations/([^/]+)/proxy/?$`)
-
 // LocationFromViewURL returns the location named by a view's base URL, or an error when the
 // URL is not a location view URL.
 func LocationFromViewURL(server string) (string, error) {
@@ -77,11 +74,11 @@ func LocationFromViewURL(server string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("the view server %q is not a URL: %w", server, err)
 	}
-	m := viewPath.FindStringSubmatch(u.Path)
-	if m == nil {
-		return "", fmt.Errorf("the view server %q is not a location view URL (https://<host>/apis/mapper.kcp.io/v1alpha1/locations/<location>/proxy)", server)
+	p, ok := contract.ParseViewPath(u.Path)
+	if !ok {
+		return "", fmt.Errorf("the view server %q is not a location view URL (https://<host>%s)", server, contract.ViewPath("<location>", ""))
 	}
-	return m[1], nil
+	return p.Location, nil
 }
 
 // Clients are the resolved connection settings.

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/pager"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/mapper"
 )
 
@@ -131,7 +132,7 @@ func (c *checker) resource(ctx context.Context, gvr schema.GroupVersionResource,
 	}
 	managed := map[string]*unstructured.Unstructured{}
 	if served {
-		items, err := listAll(ctx, c.target.Resource(gvr), metav1.ListOptions{LabelSelector: mapper.LocationLabel + "=" + c.cfg.Location})
+		items, err := listAll(ctx, c.target.Resource(gvr), metav1.ListOptions{LabelSelector: contract.LocationLabel + "=" + c.cfg.Location})
 		if err != nil {
 			return fmt.Errorf("listing managed %s on the target: %w", name, err)
 		}
@@ -212,7 +213,7 @@ func (c *checker) resource(ctx context.Context, gvr schema.GroupVersionResource,
 		ref, _, ok := mapper.MarkedSource(live, c.cfg.Location, namespaced)
 		if !ok {
 			c.report.add(Violation{Invariant: 2, Resource: name, Target: tkey,
-				Message: "carries " + mapper.LocationLabel + "=" + c.cfg.Location + " but not the source annotations"})
+				Message: "carries " + contract.LocationLabel + "=" + c.cfg.Location + " but not the source annotations"})
 			continue
 		}
 		if src, ok := expected[tkey]; !ok || src != ref {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // benchList builds a view List of n ConfigMaps of about 1.5 KiB each, served from a real store.
@@ -26,7 +27,7 @@ func benchList(b *testing.B, n int) *List {
 			"apiVersion": "v1", "kind": "ConfigMap",
 			"metadata": map[string]interface{}{
 				"name": fmt.Sprintf("cm-%04d", i), "namespace": "ns", "resourceVersion": fmt.Sprint(i + 1),
-				"annotations": map[string]interface{}{cache.AssignedLocationsAnnotation: `["east"]`},
+				"annotations": map[string]interface{}{contract.AssignedLocationsAnnotation: `["east"]`},
 			},
 			"data": map[string]interface{}{"payload": strings.Repeat("x", 1400)},
 		}})

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // continuePrefix is the key prefix storage.EncodeContinue/DecodeContinue expect; cache keys are
@@ -90,16 +91,16 @@ func listPredicate(namespace string, opts *metainternalversion.ListOptions) func
 // decodeContinue reads a continue token written by encodeContinue: the key after which the
 // next page starts and the snapshot resourceVersion of the first page. An unreadable token is a
 // 400, as in kube-apiserver.
-func decodeContinue(token string) (cache.Key, uint64, error) {
+func decodeContinue(token string) (contract.Key, uint64, error) {
 	key, rv, err := storage.DecodeContinue(token, continuePrefix)
 	if err != nil {
 		return "", 0, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
 	}
-	return cache.Key(strings.TrimPrefix(key, continuePrefix)), uint64(rv), nil
+	return contract.Key(strings.TrimPrefix(key, continuePrefix)), uint64(rv), nil
 }
 
 // encodeContinue writes the continue token for a page that ended at key, with the snapshot
 // resourceVersion every page of the list is served at.
-func encodeContinue(key cache.Key, rv uint64) (string, error) {
+func encodeContinue(key contract.Key, rv uint64) (string, error) {
 	return storage.EncodeContinue(continuePrefix+string(key), continuePrefix, int64(rv))
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // StatusWriter is what the status write path needs of the source: a client of a resource with
@@ -110,12 +111,12 @@ func (s *statusStorage) updateOnce(ctx context.Context, client dynamic.ResourceI
 	if err != nil {
 		return nil, false, sourceError(err)
 	}
-	locations, err := cache.ParseLocations(current.GetAnnotations()[cache.AssignedLocationsAnnotation])
+	locations, err := contract.ParseLocations(current.GetAnnotations()[contract.AssignedLocationsAnnotation])
 	if err != nil || !slices.Contains(locations, location) {
 		return nil, false, apierrors.NewNotFound(gr, name)
 	}
 	if !cache.ReflectsStatus(current) {
-		return nil, false, apierrors.NewForbidden(gr, name, fmt.Errorf("status write-back is not enabled for this object: set the annotation %s: %s on the source object to let locations write its status", cache.StatusPolicyAnnotation, cache.StatusPolicyReflect))
+		return nil, false, apierrors.NewForbidden(gr, name, fmt.Errorf("status write-back is not enabled for this object: set the annotation %s: %s on the source object to let locations write its status", contract.StatusPolicyAnnotation, contract.StatusPolicyReflect))
 	}
 	viewed := cache.LocationView(current, locations, location)
 	updated, err := objInfo.UpdatedObject(ctx, viewed)
@@ -167,12 +168,12 @@ func (s *statusStorage) write(ctx context.Context, client dynamic.ResourceInterf
 		target := current.DeepCopy()
 		ann := target.GetAnnotations()
 		if hasStatus {
-			ann[cache.StatusRecordAnnotationPrefix+location] = string(record)
+			ann[contract.StatusRecordAnnotationPrefix+location] = string(record)
 		} else {
-			delete(ann, cache.StatusRecordAnnotationPrefix+location)
+			delete(ann, contract.StatusRecordAnnotationPrefix+location)
 		}
 		target.SetAnnotations(ann)
-		fillsStatus := current.GetAnnotations()[cache.StatusLocationAnnotation] == location
+		fillsStatus := current.GetAnnotations()[contract.StatusLocationAnnotation] == location
 		if fillsStatus && !s.info.HasStatus {
 			setStatus(target) // one write: without a status subresource .status is in the main resource
 			return client.Update(ctx, target, metav1.UpdateOptions{FieldManager: fieldManager})

@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // Cache is what views read (the mirrored resources and their stores) and write through
@@ -59,7 +60,10 @@ type resourceHandlers struct {
 	store *cache.ResourceStore
 	scope *handlers.RequestScope
 	get   http.Handler
-	list  http.Handler // list and watch
+	list  http.Handler // list, and watch with ?watch=true
+	// watch serves watches, also those of the legacy /watch/ paths, which carry no watch=true
+	// (forceWatch, as kube-apiserver's installer registers them); nil where there is no watch.
+	watch http.Handler
 	// updateStatus and patchStatus write /status (status write-back); nil for namespaces.
 	updateStatus http.Handler
 	patchStatus  http.Handler
@@ -95,11 +99,17 @@ func New(c Cache, opts Options) *Views {
 // resource's /status subresource (status write-back, see statusStorage); every other write is
 // refused with 405 MethodNotAllowed; unknown paths and resources are 404.
 func (v *Views) ServeView(w http.ResponseWriter, req *http.Request, location, innerPath string) {
-	info, err := ParsePath(req.Method, innerPath, req.URL.Query())
+	inner, err := contract.ParseInnerRequest(req.Method, innerPath, req.URL.Query())
 	if err != nil {
 		v.writeError(w, req, apierrors.NewNotFound(schema.GroupResource{}, innerPath))
 		return
 	}
+	if inner.Cluster != "" {
+		// TODO(issue 11): per-cluster views.
+		v.writeError(w, req, apierrors.NewNotFound(schema.GroupResource{}, innerPath))
+		return
+	}
+	info := inner.Info
 	ctx := withLocation(req.Context(), location)
 	if !info.IsResourceRequest {
 		v.serveDiscovery(w, req.WithContext(ctx), info.Path)
@@ -121,6 +131,8 @@ func (v *Views) ServeView(w http.ResponseWriter, req *http.Request, location, in
 	switch {
 	case info.Verb == "get":
 		h.get.ServeHTTP(w, req)
+	case info.Subresource == "" && info.Verb == "watch" && h.watch != nil:
+		h.watch.ServeHTTP(w, req)
 	case info.Subresource == "" && (info.Verb == "list" || info.Verb == "watch"):
 		h.list.ServeHTTP(w, req)
 	case info.Subresource == "status" && info.Verb == "update" && h.updateStatus != nil:
@@ -164,6 +176,7 @@ func (v *Views) handlers(gvr schema.GroupVersionResource) (*resourceHandlers, bo
 		scope: scope,
 		get:   handlers.GetResource(st, scope),
 		list:  handlers.ListResource(st, st, scope, false, v.opts.MinRequestTimeout),
+		watch: handlers.ListResource(st, st, scope, true, v.opts.MinRequestTimeout),
 	}
 	ss := &statusStorage{info: info, store: store, writer: v.cache}
 	if statusScope, err := newStatusScope(info, v.serializer, ss); err != nil {

@@ -17,16 +17,17 @@ limitations under the License.
 package v1alpha1
 
 import (
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // GroupName is the name of the API group served by mapper-apiserver.
-const GroupName = "mapper.kcp.io"
+const GroupName = contract.GroupName
 
 // SchemeGroupVersion is the group version of this package: mapper.kcp.io/v1alpha1.
-var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1alpha1"}
+var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: contract.Version}
 
 // Kind takes an unqualified kind and returns a group-qualified GroupKind.
 func Kind(kind string) schema.GroupKind {

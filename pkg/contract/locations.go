@@ -1,4 +1,4 @@
-package cache
+package contract
 
 import (
 	"encoding/json"
@@ -10,14 +10,6 @@ import (
 )
 
 const (
-	// AssignedLocationsAnnotation is the annotation on source objects that names the locations
-	// an object is assigned to: a JSON array of location names (DESIGN.md, "Names").
-	AssignedLocationsAnnotation = "kcp.io/assigned-locations"
-
-	// ClusterAnnotation names the logical cluster of a source object (set by kcp). Objects
-	// without it belong to StoreOptions.DefaultCluster (DESIGN.md, "Names").
-	ClusterAnnotation = "kcp.io/cluster"
-
 	// MaxLocationsPerObject is the largest number of entries ParseLocations accepts in one
 	// annotation. It bounds the per-event fan-out work of a single object; an annotation with
 	// more entries is malformed (the object is then assigned to no location).
@@ -51,8 +43,8 @@ func ParseLocations(value string) ([]string, error) {
 		if !ok {
 			return nil, fmt.Errorf("entry %d is not a string (got %s)", i, jsonKind(e))
 		}
-		if errs := validation.IsDNS1123Label(s); len(errs) > 0 {
-			return nil, fmt.Errorf("entry %d %q is not a valid location name: %s", i, s, strings.Join(errs, "; "))
+		if err := ValidateLocationName(s); err != nil {
+			return nil, fmt.Errorf("entry %d: %w", i, err)
 		}
 		out = append(out, s)
 	}
@@ -95,8 +87,18 @@ func jsonKind(v interface{}) string {
 	}
 }
 
-// hasLocation reports whether the sorted slice locs contains loc.
-func hasLocation(locs []string, loc string) bool {
+// HasLocation reports whether the sorted slice locs (as ParseLocations returns it) contains loc.
+func HasLocation(locs []string, loc string) bool {
 	i := sort.SearchStrings(locs, loc)
 	return i < len(locs) && locs[i] == loc
+}
+
+// ValidateLocationName returns an error saying why name is not a location name, or nil.
+// DESIGN.md ("Names"): a location name is a DNS-1123 label (lowercase alphanumerics and "-", at
+// most 63 characters). A long name is shortened in the message (see Truncate).
+func ValidateLocationName(name string) error {
+	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+		return fmt.Errorf("%q is not a valid location name: %s", Truncate(name, maxQuoted), strings.Join(errs, "; "))
+	}
+	return nil
 }
