@@ -52,22 +52,21 @@ func (n *namespaces) ensure(ctx context.Context, ns string, src SourceRef) error
 	if known {
 		return nil
 	}
-	existing, err := n.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-			Name:   ns,
-			Labels: map[string]string{contract.LocationLabel: n.location},
-			Annotations: map[string]string{
-				contract.SourceClusterAnnotation:   src.Cluster,
-				contract.SourceNamespaceAnnotation: src.Namespace,
-			},
-		}}
-		existing, err = n.client.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			existing, err = n.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		} else if err == nil {
-			klog.FromContext(ctx).V(2).Info("Created a target namespace", "namespace", ns, "sourceCluster", src.Cluster, "sourceNamespace", src.Namespace)
-		}
+	// Create first and read only when it exists already: a new namespace costs one request,
+	// not a GET that answers 404 and then a create.
+	obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:   ns,
+		Labels: map[string]string{contract.LocationLabel: n.location},
+		Annotations: map[string]string{
+			contract.SourceClusterAnnotation:   src.Cluster,
+			contract.SourceNamespaceAnnotation: src.Namespace,
+		},
+	}}
+	existing, err := n.client.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		existing, err = n.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	} else if err == nil {
+		klog.FromContext(ctx).V(2).Info("Created a target namespace", "namespace", ns, "sourceCluster", src.Cluster, "sourceNamespace", src.Namespace)
 	}
 	if err != nil {
 		return fmt.Errorf("target namespace %s: %w", ns, err)

@@ -79,7 +79,7 @@ func (e *env) scenarioMapper(ctx context.Context) *Scenario {
 	s.Ran = true
 	s.What = fmt.Sprintf("One mapper (cmd/mapper) maps location `%s` — %d ConfigMaps and %d Deployments spread over up to %d namespaces — "+
 		"from its view onto a new, empty target kube-apiserver (sharing the source's etcd), twice: with its default flags "+
-		"(client-side throttle `--target-qps=50 --target-burst=100`, 4 workers) and with `%s`. Each run gets a fresh target. "+
+		"(no client-side throttle, 4 workers) and with `%s`. Each run gets a fresh target. "+
 		"Time is from starting the mapper process (leader election and informer sync included) until watches on the target "+
 		"(label `kcp.io/location=%s`) have seen every object ADDED. The original design estimated 1000 s for 50,000 objects at "+
 		"client throttle, i.e. 50 objects/s.",

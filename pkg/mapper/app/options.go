@@ -38,7 +38,11 @@ type ConnectionOptions struct {
 	// FieldManager is the server-side apply field manager on the target.
 	FieldManager string
 	// TargetQPS and TargetBurst limit requests to the target; the same limits apply to the
-	// mapper's own requests to the view (status writes, confirming reads).
+	// mapper's own requests to the view (status writes, confirming reads). A negative TargetQPS
+	// (the default) turns client-side rate limiting off: API servers since Kubernetes 1.20
+	// protect themselves with API Priority and Fairness (KEP-1040), and SIG API Machinery and
+	// controller-runtime (v0.21 and later) disable the client-side limiter for that reason. A
+	// positive value brings back client-go's token bucket.
 	TargetQPS   float32
 	TargetBurst int
 }
@@ -49,7 +53,7 @@ func NewConnectionOptions() *ConnectionOptions {
 		NamespaceMapping: string(mapper.NamespaceMappingSame),
 		ClusterName:      mapper.DefaultClusterName,
 		FieldManager:     mapper.DefaultFieldManager,
-		TargetQPS:        50,
+		TargetQPS:        -1,
 		TargetBurst:      100,
 	}
 }
@@ -63,8 +67,8 @@ func (o *ConnectionOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.NamespaceMapping, "namespace-mapping", o.NamespaceMapping, "Target namespace of a source namespace: 'same' (the same name; for a single source cluster) or 'prefixed' (<cluster>-<namespace>, shortened with a stable hash to at most 63 characters; the original is kept in annotations of the target namespace).")
 	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "Logical cluster of source objects without the kcp.io/cluster annotation (as mapper-apiserver's --cluster-name).")
 	fs.StringVar(&o.FieldManager, "field-manager", o.FieldManager, "Server-side apply field manager on the target. Changing it makes the old manager's fields foreign: they are left alone.")
-	fs.Float32Var(&o.TargetQPS, "target-qps", o.TargetQPS, "Queries per second to the target (and of the mapper's own requests to the view).")
-	fs.IntVar(&o.TargetBurst, "target-burst", o.TargetBurst, "Burst of requests to the target (and of the mapper's own requests to the view).")
+	fs.Float32Var(&o.TargetQPS, "target-qps", o.TargetQPS, "Queries per second to the target (and of the mapper's own requests to the view). Negative (the default): no client-side limit; the API servers' priority and fairness protects them.")
+	fs.IntVar(&o.TargetBurst, "target-burst", o.TargetBurst, "Burst of requests to the target (and of the mapper's own requests to the view); used only with a positive --target-qps.")
 }
 
 // LocationFromViewURL returns the location named by a view's base URL, or an error when the
