@@ -81,7 +81,7 @@ func (c completedConfig) New() (*Server, error) {
 	views := view.NewREST(view.New(c.ExtraConfig.Cache, c.ExtraConfig.View))
 	apiGroupInfo := genericapiserver.NewDefaultAPIGroupInfo(mapper.GroupName, Scheme, ParameterCodec, Codecs)
 	apiGroupInfo.VersionedResourcesStorageMap[v1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
-		"locations":      locations,
+		"locations":       locations,
 		"locations/proxy": views,
 	}
 	if err := s.GenericAPIServer.InstallAPIGroup(&apiGroupInfo); err != nil {

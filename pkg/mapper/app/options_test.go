@@ -14,7 +14,7 @@ func TestLocationFromViewURL(t *testing.T) {
 		"https://127.0.0.1:6443/apis/mapper.kcp.io/v1alpha1/locations/east/proxy":           "east",
 		"https://proxy.example.com/prefix/apis/mapper.kcp.io/v1alpha1/locations/w-2/proxy/": "w-2",
 		"https://127.0.0.1:6443": "",
-		"https://127.0.0.1:6443/apis/mapper.kcp.io/v1alpha1/locations/east":          "",
+		"https://127.0.0.1:6443/apis/mapper.kcp.io/v1alpha1/locations/east":           "",
 		"https://127.0.0.1:6443/apis/mapper.kcp.io/v1alpha1/locations/east/proxy/api": "",
 	} {
 		got, err := LocationFromViewURL(server)
