@@ -598,24 +598,7 @@ func testKubectl(t *testing.T, ctx context.Context, env *viewEnv) {
 		t.Errorf("kubectl get --chunk-size=2 listed %d configmaps, want %d", n, w)
 	}
 
-	// kubectl get -w prints an object assigned while it watches.
-	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	lines := make(chan string, 100)
-	go func() {
-		_ = framework.StreamKubectl(t, wctx, kc, lines, "get", "configmaps", "-n", "team-c", "-w", "--output-watch-events")
-	}()
-	time.Sleep(2 * time.Second) // let kubectl list and start watching
-	env.create(t, ctx, configMapsGVR, newConfigMap("team-c", "kubectl-watch", "east"))
-	found := false
-	for !found {
-		select {
-		case l := <-lines:
-			found = strings.Contains(l, "ADDED") && strings.Contains(l, "kubectl-watch")
-		case <-wctx.Done():
-			t.Fatal("kubectl get -w did not print the object assigned while it watched")
-		}
-	}
+	testKubectlWatch(t, ctx, env, kc)
 
 	// A custom resource prints the columns of its CRD (additionalPrinterColumns), as on the source.
 	out, err = framework.RunKubectl(t, kc, "get", "widgets", "-n", "team-a")
@@ -655,6 +638,75 @@ func testKubectl(t *testing.T, ctx context.Context, env *viewEnv) {
 		f := strings.Fields(line)
 		if len(f) >= 2 && f[0] == "east" && f[1] != fmt.Sprint(total) {
 			t.Errorf("kubectl get locations shows %s objects for east, the source assigns %d:\n%s", f[1], total, out)
+		}
+	}
+}
+
+// testKubectlWatch: `kubectl get -w --watch-only` prints the changes made while it watches, and
+// only those. --watch-only leaves out the initial list (which --output-watch-events alone prints
+// as ADDED, so an object written before the watch started would pass for a delivered event), so
+// every line is an event of the watch: the ADDED or MODIFIED of a write made while kubectl
+// watches, then the DELETED when the object loses its assignment. kubectl gives no sign of
+// when its watch is open, so the test writes the object again until an event of it arrives.
+func testKubectlWatch(t *testing.T, ctx context.Context, env *viewEnv, kc string) {
+	const name = "kubectl-watch"
+	before := groundTruth(t, ctx, env.src, configMapsGVR, "east", "team-c")
+	if before.Len() == 0 {
+		t.Fatal("team-c has no configmaps of east: the test could not tell a watch from a list")
+	}
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	lines := make(chan string, 100)
+	go func() {
+		_ = framework.StreamKubectl(t, wctx, kc, lines, "get", "configmaps", "-n", "team-c", "-w", "--watch-only", "--output-watch-events")
+	}()
+	var printed []string
+	// next returns the next line naming the object; it fails on a line naming an object that
+	// existed before the watch (the initial list), and when wait passes without a line.
+	next := func(wait time.Duration) (string, bool) {
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		for {
+			select {
+			case l := <-lines:
+				printed = append(printed, l)
+				f := strings.Fields(l)
+				if len(f) < 2 {
+					continue
+				}
+				if before.Has("team-c/" + f[1]) {
+					t.Fatalf("kubectl get -w --watch-only printed %s, which existed before the watch (the initial list):\n%s", f[1], strings.Join(printed, "\n"))
+				}
+				if f[1] == name {
+					return f[0], true
+				}
+			case <-timer.C:
+				return "", false
+			case <-wctx.Done():
+				t.Fatalf("kubectl get -w --watch-only printed no event of %s for writes made while it watched; it printed:\n%s", name, strings.Join(printed, "\n"))
+			}
+		}
+	}
+
+	env.create(t, ctx, configMapsGVR, newConfigMap("team-c", name, "east"))
+	event, ok := next(3 * time.Second)
+	for i := 1; !ok; i++ {
+		// kubectl may have listed after the create: change the object until an event shows.
+		env.update(t, ctx, configMapsGVR, "team-c", name, func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, fmt.Sprint(i), "data", "round")
+		})
+		event, ok = next(3 * time.Second)
+	}
+	if event != "ADDED" && event != "MODIFIED" {
+		t.Fatalf("kubectl get -w printed %s for the new object, want ADDED or MODIFIED:\n%s", event, strings.Join(printed, "\n"))
+	}
+	env.update(t, ctx, configMapsGVR, "team-c", name, func(u *unstructured.Unstructured) { setAssignment(u, "west") })
+	for {
+		if event, ok = next(30 * time.Second); !ok {
+			t.Fatalf("kubectl get -w printed no DELETED for %s after it lost its assignment to east:\n%s", name, strings.Join(printed, "\n"))
+		}
+		if event == "DELETED" {
+			break
 		}
 	}
 }
