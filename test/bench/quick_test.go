@@ -9,9 +9,12 @@ import (
 	"time"
 )
 
-// TestQuickPreset runs the benchmark's quick preset on real servers as a smoke test: every
-// scenario must run and produce numbers, and the report files must be written. It asserts no
-// timings (they belong in bench/RESULTS.md, not in a pass/fail test on a shared CI machine).
+// TestQuickPreset runs the benchmark's quick preset on real servers: every scenario must run
+// and produce numbers, every correctness check of the run must pass (scenario 1: the view, the
+// label-selector LIST and the naive list-all-and-filter list exactly the objects the data set
+// assigns to each sampled location; scenario 6: the mapper maps every object of its location),
+// and the report files must be written. It asserts no timings (they belong in bench/RESULTS.md,
+// not in a pass/fail test on a shared CI machine).
 func TestQuickPreset(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd, kube-apiservers, mapper-apiserver and the mapper; skipped with -short")
@@ -50,6 +53,20 @@ func TestQuickPreset(t *testing.T) {
 		}
 		if !positive {
 			t.Errorf("scenario %d (%s): no figure is positive: %+v", s.ID, s.Title, s.Comparisons)
+		}
+	}
+	// The scenarios whose figures depend on a correct result carry checks; a run that lost them
+	// would pass without proving anything.
+	for id, name := range map[int]string{1: "lists agree", 6: "mapper finished"} {
+		if s := r.Scenarios[id-1]; s.Ran && len(s.Checks) == 0 {
+			t.Errorf("scenario %d (%s) recorded no correctness check (%s)", id, s.Title, name)
+		}
+	}
+	for _, s := range r.Scenarios {
+		for _, c := range s.Checks {
+			if !c.Passed() {
+				t.Errorf("scenario %d (%s): check failed: %s: %d of %d comparisons failed: %s", s.ID, s.Title, c.Name, c.Failures, c.Compared, c.Detail)
+			}
 		}
 	}
 	for _, f := range []string{"RESULTS.md", "results.json"} {

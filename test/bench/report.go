@@ -53,6 +53,7 @@ type Scenario struct {
 
 	Comparisons []Comparison `json:"comparisons,omitempty"`
 	Targets     []Target     `json:"targets,omitempty"`
+	Checks      []Check      `json:"checks,omitempty"`
 	Tables      []Table      `json:"tables,omitempty"`
 	Profiles    []Profile    `json:"profiles,omitempty"`
 	Notes       []string     `json:"notes,omitempty"`
@@ -123,6 +124,23 @@ type Target struct {
 	Value    float64 `json:"value"`
 	Limit    float64 `json:"limit"`
 }
+
+// Check is a correctness check a scenario made on what it measured: the figures mean nothing
+// unless it passed (the view listed the right objects, the mapper finished). Unlike a Target,
+// which is a goal for a timing, a failed Check makes the run wrong; TestQuickPreset fails on it.
+type Check struct {
+	// Name says what must hold.
+	Name string `json:"name"`
+	// Compared counts the comparisons made (lists, runs); Failures counts those that did not hold.
+	Compared int `json:"compared"`
+	Failures int `json:"failures"`
+	// Detail describes the first failures.
+	Detail string `json:"detail,omitempty"`
+}
+
+// Passed reports whether the check compared something and nothing failed: a check that
+// compared nothing proves nothing.
+func (c Check) Passed() bool { return c.Compared > 0 && c.Failures == 0 }
 
 // atMost builds a target value <= limit.
 func atMost(goal string, value, limit float64, format string) Target {
@@ -279,6 +297,20 @@ func (r *Report) Markdown() string {
 				}
 				p("- Target: %s — measured %s: %s.\n", t.Goal, t.Measured, met)
 			}
+			p("\n")
+		}
+		for _, c := range s.Checks {
+			res := "passed"
+			if !c.Passed() {
+				res = fmt.Sprintf("**FAILED** (%d of %d)", c.Failures, c.Compared)
+			}
+			p("- Check: %s — %d compared: %s.", c.Name, c.Compared, res)
+			if c.Detail != "" && !c.Passed() {
+				p(" %s", c.Detail)
+			}
+			p("\n")
+		}
+		if len(s.Checks) > 0 {
 			p("\n")
 		}
 		var worse []string

@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/rand"
 	"net/url"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
@@ -23,18 +25,73 @@ type listVariant struct {
 
 	lat   []float64
 	bytes []float64
-	items map[string]int // first sample's item count per location
+	items map[string][]string // first sample's items per location (sorted namespace/name)
 }
 
-// itemCount counts the items of a JSON list.
-func itemCount(body []byte) (int, error) {
+// listKeys returns the namespace/name of a JSON list's items, sorted (never nil).
+func listKeys(body []byte) ([]string, error) {
 	var l struct {
-		Items []json.RawMessage `json:"items"`
+		Items []struct {
+			Metadata struct {
+				Namespace string `json:"namespace"`
+				Name      string `json:"name"`
+			} `json:"metadata"`
+		} `json:"items"`
 	}
 	if err := json.Unmarshal(body, &l); err != nil {
-		return 0, err
+		return nil, err
 	}
-	return len(l.Items), nil
+	keys := make([]string, 0, len(l.Items))
+	for _, it := range l.Items {
+		keys = append(keys, it.Metadata.Namespace+"/"+it.Metadata.Name)
+	}
+	sort.Strings(keys)
+	return keys, nil
+}
+
+// agreement compares lists of objects by location and builds the Check of scenario 1.
+type agreement struct {
+	check Check
+}
+
+// compare records one comparison of got (what a list returned) with want.
+func (a *agreement) compare(what, loc string, got, want []string) {
+	a.check.Compared++
+	if slices.Equal(got, want) {
+		return
+	}
+	a.check.Failures++
+	if a.check.Failures <= 3 {
+		missing, extra := diffKeys(want, got)
+		a.check.Detail += fmt.Sprintf("%s, location %s: %d objects, want %d (missing %v, extra %v). ", what, loc, len(got), len(want), head(missing, 3), head(extra, 3))
+	}
+}
+
+// diffKeys returns the keys of want missing in got and the keys of got not in want.
+func diffKeys(want, got []string) (missing, extra []string) {
+	w, g := map[string]bool{}, map[string]bool{}
+	for _, k := range want {
+		w[k] = true
+	}
+	for _, k := range got {
+		g[k] = true
+		if !w[k] {
+			extra = append(extra, k)
+		}
+	}
+	for _, k := range want {
+		if !g[k] {
+			missing = append(missing, k)
+		}
+	}
+	return missing, extra
+}
+
+func head(s []string, n int) []string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }
 
 // scenarioList is scenario 1: per-location LIST on the view vs the label-selector LIST on
@@ -80,7 +137,7 @@ func (e *env) scenarioList(ctx context.Context) *Scenario {
 				if v.view {
 					c = e.maHTTP
 				}
-				keep := record && v.items[loc] == 0
+				keep := record && v.items[loc] == nil
 				res, err := timedGet(ctx, c, v.url(loc), keep)
 				if err != nil {
 					e.tb.Fatalf("scenario 1, %s: %v", v.name, err)
@@ -91,17 +148,17 @@ func (e *env) scenarioList(ctx context.Context) *Scenario {
 				v.lat = append(v.lat, ms(res.Latency))
 				v.bytes = append(v.bytes, float64(res.Bytes))
 				if keep {
-					n, err := itemCount(res.Body)
+					keys, err := listKeys(res.Body)
 					if err != nil {
 						e.tb.Fatalf("scenario 1, %s: %v", v.name, err)
 					}
-					v.items[loc] = n
+					v.items[loc] = keys
 				}
 			}
 		}
 	}
 	for _, v := range append(append(append([]*listVariant{}, cached...), repeated...), consistent...) {
-		v.items = map[string]int{}
+		v.items = map[string][]string{}
 	}
 
 	// Warm up connections and authorization, with locations outside the sample where there
@@ -127,16 +184,26 @@ func (e *env) scenarioList(ctx context.Context) *Scenario {
 	run(consistent, locs, true)
 	unproven1 := e.maMetric(ctx, "mapper_apiserver_view_unproven_consistent_reads_total")
 
-	// Correctness: both sides list the same objects.
-	mismatch := 0
-	for _, pair := range [][2]*listVariant{{cached[0], cached[1]}, {repeated[0], repeated[1]}, {consistent[0], consistent[1]}} {
-		for loc, n := range pair[0].items {
-			if pair[1].items[loc] != n {
-				mismatch++
-				if mismatch <= 3 {
-					e.logf("  location %s: %s lists %d, %s lists %d", loc, pair[0].name, n, pair[1].name, pair[1].items[loc])
-				}
+	// Correctness: every variant lists exactly the objects the data set assigns to the
+	// location (no writes happen before scenario 2), so the view, the label selector and (below)
+	// the naive filter agree with each other and with the truth.
+	agree := agreement{check: Check{Name: "the view, kube-apiserver's label-selector LIST and the naive list-all-and-filter list the same objects, the ones the data set assigns to the location"}}
+	for _, loc := range sortedUnique(append([]string(nil), locs...)) {
+		var want []string
+		for _, i := range e.ds.locationObjects(loc, kindConfigMap) {
+			o := e.ds.objects[i]
+			want = append(want, o.namespace+"/"+o.name)
+		}
+		sort.Strings(want)
+		if want == nil {
+			want = []string{}
+		}
+		for _, v := range append(append(append([]*listVariant{}, cached...), repeated...), consistent...) {
+			got, ok := v.items[loc]
+			if !ok {
+				got = []string{"(not listed)"}
 			}
+			agree.compare(v.name, loc, got, want)
 		}
 	}
 
@@ -154,20 +221,18 @@ func (e *env) scenarioList(ctx context.Context) *Scenario {
 		if err != nil {
 			e.tb.Fatalf("scenario 1, naive list: %v", err)
 		}
-		mine := 0
+		mine := []string{}
 		for _, it := range obj.(*unstructured.UnstructuredList).Items {
 			ls, err := contract.ParseLocations(it.GetAnnotations()[contract.AssignedLocationsAnnotation])
 			if err == nil && hasString(ls, loc) {
-				mine++
+				mine = append(mine, it.GetNamespace()+"/"+it.GetName())
 			}
 		}
+		sort.Strings(mine)
 		naiveTotal = append(naiveTotal, ms(time.Since(t0)))
 		naiveTransfer = append(naiveTransfer, ms(res.Latency))
 		naiveBytes = append(naiveBytes, float64(res.Bytes))
-		if want := cached[0].items[loc]; want != 0 && mine != want {
-			mismatch++
-			e.logf("  naive list finds %d objects of %s, the view lists %d", mine, loc, want)
-		}
+		agree.compare("naive list-all-and-filter vs the view", loc, mine, cached[0].items[loc])
 	}
 
 	v0, k0, vc, kc := summarize(cached[0].lat), summarize(cached[1].lat), summarize(consistent[0].lat), summarize(consistent[1].lat)
@@ -221,10 +286,9 @@ func (e *env) scenarioList(ctx context.Context) *Scenario {
 		fmt.Sprintf("Consistent LISTs of the view that could not prove freshness within the bounded wait (docs/views.md) and were "+
 			"served at the cache's resourceVersion: %.0f of %d (mapper_apiserver_view_unproven_consistent_reads_total).", unproven1-unproven0, len(locs)),
 	)
-	if mismatch > 0 {
-		s.Notes = append(s.Notes, fmt.Sprintf("**%d item-count mismatches** between the view, the label selector and the naive filter (see the log).", mismatch))
-	} else {
-		s.Notes = append(s.Notes, "The view, the label selector and the naive filter listed the same number of objects for every sampled location.")
+	s.Checks = append(s.Checks, agree.check)
+	if !agree.check.Passed() {
+		e.logf("scenario 1: %d of %d list comparisons disagree: %s", agree.check.Failures, agree.check.Compared, agree.check.Detail)
 	}
 	for _, w := range []func() *Profile{waitMA, waitKA} {
 		if p := w(); p != nil {

@@ -84,6 +84,18 @@ func (e *env) scenarioMapper(ctx context.Context) *Scenario {
 		"(label `kcp.io/location=%s`) have seen every object ADDED. The original design estimated 1000 s for 50,000 objects at "+
 		"client throttle, i.e. 50 objects/s.",
 		BulkLocation, cms, want-cms, e.cfg.Namespaces, strings.Join(TunedMapperArgs, " "), BulkLocation)
+	finished := Check{Name: fmt.Sprintf("the mapper mapped every one of the %d objects of location %s onto the target within %s, in each run", want, BulkLocation, e.cfg.MapperTimeout)}
+	for _, run := range []struct {
+		name string
+		r    mapperRun
+	}{{"default flags", def}, {"throttle lifted", tuned}} {
+		finished.Compared++
+		if !run.r.complete || want == 0 {
+			finished.Failures++
+			finished.Detail += fmt.Sprintf("%s: %d of %d objects arrived. ", run.name, run.r.objects, want)
+		}
+	}
+	s.Checks = append(s.Checks, finished)
 	alt := "original design estimate (50 objects/s at client throttle)"
 	for _, run := range []struct {
 		name string

@@ -25,9 +25,32 @@ func mapperSumMetric(replicas []*mapperProc, name string, labels ...string) floa
 	return total
 }
 
+// mapperWaitForSweeps waits until every location of replicas has completed two more orphan
+// sweeps (mapper_orphan_sweeps_total{result="completed"}, summed over the location's replicas:
+// only the leader sweeps) than when it was called. Sweeps run one after another, so the second
+// one started after the call and saw every write made before it: a check that nothing was
+// deleted is then a check of a sweep that ran. Skipped and failed sweeps do not count.
+func mapperWaitForSweeps(t *testing.T, ctx context.Context, replicas []*mapperProc, what string) {
+	t.Helper()
+	byLocation := map[string][]*mapperProc{}
+	for _, m := range replicas {
+		byLocation[m.location] = append(byLocation[m.location], m)
+	}
+	for location, ms := range byLocation {
+		before := mapperSumMetric(ms, "mapper_orphan_sweeps_total", `result="completed"`)
+		mapperEventually(t, ctx, 90*time.Second, what+": two orphan sweeps of "+location+" completed", func() (bool, string) {
+			now := mapperSumMetric(ms, "mapper_orphan_sweeps_total", `result="completed"`)
+			return now >= before+2, "mapper_orphan_sweeps_total{result=\"completed\"} went from " + mapperFtoa(before) + " to " + mapperFtoa(now) +
+				"; skipped " + mapperFtoa(mapperSumMetric(ms, "mapper_orphan_sweeps_total", `result="skipped"`)) +
+				", failed " + mapperFtoa(mapperSumMetric(ms, "mapper_orphan_sweeps_total", `result="failed"`))
+		})
+	}
+}
+
 // testMapperUnmarkedObject: a target object with the location label but without source
-// annotations is reported under invariant 2 and never deleted by the mapper.
-func testMapperUnmarkedObject(t *testing.T, ctx context.Context, env *mapperEnv) {
+// annotations is reported under invariant 2 and never deleted by the mapper, although orphan
+// sweeps see it.
+func testMapperUnmarkedObject(t *testing.T, ctx context.Context, env *mapperEnv, replicas []*mapperProc) {
 	cm := &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]interface{}{"name": "labelled-only", "namespace": "team-a", "labels": map[string]interface{}{contract.LocationLabel: "east"}},
@@ -39,7 +62,7 @@ func testMapperUnmarkedObject(t *testing.T, ctx context.Context, env *mapperEnv)
 	if r.Total != 1 || r.Count(2) != 1 || r.Violations[0].Target != "team-a/labelled-only" {
 		t.Fatalf("verify should report the unmarked object under invariant 2 only:\n%s", mapperReportText(r))
 	}
-	time.Sleep(3 * 3 * time.Second) // three orphan sweeps
+	mapperWaitForSweeps(t, ctx, replicas, "after the unmarked object was created")
 	if env.targetObject(t, ctx, "east", configMapsGVR, "team-a", "labelled-only") == nil {
 		t.Fatal("the mapper deleted a labelled object without source annotations")
 	}

@@ -180,7 +180,9 @@ func testMapperViewOutage(t *testing.T, ctx context.Context, env *mapperEnv, map
 	if _, err := env.src.Resource(configMapsGVR).Namespace("team-a").Create(ctx, decorateFixture(newConfigMap("team-a", "during-outage", "east", "west"), false), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(4 * 3 * time.Second) // four orphan sweeps and many informer retries
+	// Sweeps that started after the source changes ran with the view down (and many informer
+	// retries meanwhile).
+	mapperWaitForSweeps(t, ctx, mappers, "with mapper-apiserver down")
 	for _, m := range mappers {
 		if !m.proc.Running() {
 			t.Fatalf("%s exited while the view was down:\n%s", m.name, m.proc.LogTail(30))

@@ -84,7 +84,7 @@ func TestMapper(t *testing.T) {
 		name string
 		fn   func(t *testing.T)
 	}{
-		{"unmarked objects are reported, never deleted", func(t *testing.T) { testMapperUnmarkedObject(t, ctx, env) }},
+		{"unmarked objects are reported, never deleted", func(t *testing.T) { testMapperUnmarkedObject(t, ctx, env, east) }},
 		{"scripted sequence", func(t *testing.T) { testMapperSequence(t, ctx, env) }},
 		{"controlled objects are not mapped", func(t *testing.T) { testMapperControlledObjects(t, ctx, env) }},
 		{"conflict with an unmanaged object", func(t *testing.T) { testMapperConflict(t, ctx, env, east) }},
