@@ -21,6 +21,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // This file holds the fixture of the storage tests: one resource (ConfigMaps) of a location
@@ -171,7 +172,7 @@ func cm(ns, name string, rv uint64, data string, locs ...string) *unstructured.U
 	}}
 	if locs != nil {
 		b, _ := json.Marshal(locs)
-		u.SetAnnotations(map[string]string{cache.AssignedLocationsAnnotation: string(b)})
+		u.SetAnnotations(map[string]string{contract.AssignedLocationsAnnotation: string(b)})
 	}
 	return u
 }

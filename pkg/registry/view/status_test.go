@@ -20,6 +20,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // The tests of this file write status through the view's status storage as k8s.io/apiserver's
@@ -104,7 +105,7 @@ func widget(name string, rv int, locs []string, ann map[string]string, status ma
 	a := map[string]string{}
 	if locs != nil {
 		b, _ := json.Marshal(locs)
-		a[cache.AssignedLocationsAnnotation] = string(b)
+		a[contract.AssignedLocationsAnnotation] = string(b)
 	}
 	for k, v := range ann {
 		a[k] = v
@@ -116,7 +117,7 @@ func widget(name string, rv int, locs []string, ann map[string]string, status ma
 	return u
 }
 
-var reflectPolicy = map[string]string{cache.StatusPolicyAnnotation: cache.StatusPolicyReflect}
+var reflectPolicy = map[string]string{contract.StatusPolicyAnnotation: contract.StatusPolicyReflect}
 
 // statusWrite is the object a status PUT sends: the location's view of the source object with
 // a new status, at resourceVersion rv ("" for an unconditional write).
@@ -142,13 +143,13 @@ func TestStatusUpdate(t *testing.T) {
 		check func(t *testing.T, src, answer *unstructured.Unstructured)
 	}
 	// bigStatus is a status whose record is larger than DESIGN.md's cap of 32 KiB.
-	bigStatus := map[string]interface{}{"message": strings.Repeat("x", 33*1024)}
+	bigStatus := map[string]interface{}{"message": strings.Repeat("x", contract.MaxStatusRecordBytes)} // its JSON is larger than the cap
 	cases := []statusCase{
 		{name: "an object of another location is 404", source: widget("w", 7, []string{"west"}, reflectPolicy, nil), write: statusWrite("w", "7", ready), code: http.StatusNotFound},
 		{name: "an unassigned object is 404", source: widget("w", 7, nil, reflectPolicy, nil), write: statusWrite("w", "7", ready), code: http.StatusNotFound},
 		{name: "an object the source lacks is 404", source: widget("other", 7, []string{"east"}, reflectPolicy, nil), write: statusWrite("w", "7", ready), code: http.StatusNotFound},
 		{name: "without the opt-in is 403", source: widget("w", 7, []string{"east"}, nil, nil), write: statusWrite("w", "7", ready), code: http.StatusForbidden},
-		{name: "with status-policy None is 403", source: widget("w", 7, []string{"east"}, map[string]string{cache.StatusPolicyAnnotation: "None"}, nil), write: statusWrite("w", "7", ready), code: http.StatusForbidden},
+		{name: "with status-policy None is 403", source: widget("w", 7, []string{"east"}, map[string]string{contract.StatusPolicyAnnotation: contract.StatusPolicyNone}, nil), write: statusWrite("w", "7", ready), code: http.StatusForbidden},
 		{name: "a stale resourceVersion is 409", source: widget("w", 7, []string{"east"}, reflectPolicy, old), write: statusWrite("w", "6", ready), code: http.StatusConflict},
 		{name: "losing a race with a resourceVersion is 409, not retried", source: widget("w", 7, []string{"east"}, reflectPolicy, old), write: statusWrite("w", "7", ready),
 			race: func(s *statusSource) { s.bumpSpec() }, code: http.StatusConflict},
@@ -173,12 +174,12 @@ func TestStatusUpdate(t *testing.T) {
 					t.Errorf("source after the race: status %v, spec.size %d; want %v and the other writer's 4", src.Object["status"], size, ready)
 				}
 			}},
-		{name: "one of several locations writes its record only", source: widget("w", 7, []string{"east", "west"}, map[string]string{cache.StatusPolicyAnnotation: cache.StatusPolicyReflect, cache.StatusRecordAnnotationPrefix + "west": westRecord}, old),
+		{name: "one of several locations writes its record only", source: widget("w", 7, []string{"east", "west"}, map[string]string{contract.StatusPolicyAnnotation: contract.StatusPolicyReflect, contract.StatusRecordAnnotationPrefix + "west": westRecord}, old),
 			write: statusWrite("w", "7", ready),
 			check: func(t *testing.T, src, answer *unstructured.Unstructured) {
 				ann := src.GetAnnotations()
-				if !equalJSON(json.RawMessage(ann[cache.StatusRecordAnnotationPrefix+"east"]), ready) || ann[cache.StatusRecordAnnotationPrefix+"west"] != westRecord {
-					t.Errorf("source records: east %q, west %q", ann[cache.StatusRecordAnnotationPrefix+"east"], ann[cache.StatusRecordAnnotationPrefix+"west"])
+				if !equalJSON(json.RawMessage(ann[contract.StatusRecordAnnotationPrefix+"east"]), ready) || ann[contract.StatusRecordAnnotationPrefix+"west"] != westRecord {
+					t.Errorf("source records: east %q, west %q", ann[contract.StatusRecordAnnotationPrefix+"east"], ann[contract.StatusRecordAnnotationPrefix+"west"])
 				}
 				if !equalJSON(src.Object["status"], old) {
 					t.Errorf("source .status changed to %v without kcp.io/status-location naming east", src.Object["status"])
@@ -187,16 +188,16 @@ func TestStatusUpdate(t *testing.T) {
 					t.Errorf("the answer shows status %v, want east's %v", answer.Object["status"], ready)
 				}
 				for k := range answer.GetAnnotations() {
-					if strings.HasPrefix(k, cache.StatusRecordAnnotationPrefix) {
+					if strings.HasPrefix(k, contract.StatusRecordAnnotationPrefix) {
 						t.Errorf("the answer shows the status record %s", k)
 					}
 				}
 			}},
-		{name: "the status location also fills .status", source: widget("w", 7, []string{"east", "west"}, map[string]string{cache.StatusPolicyAnnotation: cache.StatusPolicyReflect, cache.StatusLocationAnnotation: "east"}, old),
+		{name: "the status location also fills .status", source: widget("w", 7, []string{"east", "west"}, map[string]string{contract.StatusPolicyAnnotation: contract.StatusPolicyReflect, contract.StatusLocationAnnotation: "east"}, old),
 			write: statusWrite("w", "7", ready),
 			check: func(t *testing.T, src, _ *unstructured.Unstructured) {
-				if !equalJSON(json.RawMessage(src.GetAnnotations()[cache.StatusRecordAnnotationPrefix+"east"]), ready) || !equalJSON(src.Object["status"], ready) {
-					t.Errorf("source: record %q, .status %v; want both %v", src.GetAnnotations()[cache.StatusRecordAnnotationPrefix+"east"], src.Object["status"], ready)
+				if !equalJSON(json.RawMessage(src.GetAnnotations()[contract.StatusRecordAnnotationPrefix+"east"]), ready) || !equalJSON(src.Object["status"], ready) {
+					t.Errorf("source: record %q, .status %v; want both %v", src.GetAnnotations()[contract.StatusRecordAnnotationPrefix+"east"], src.Object["status"], ready)
 				}
 			}},
 	}
@@ -262,7 +263,7 @@ func (s *statusSource) bumpSpec() {
 func TestStatusGet(t *testing.T) {
 	store := cache.NewResourceStore(widgetsGVR, widgetsInfo.GVK(), true, cache.StoreOptions{DefaultCluster: "root"})
 	t.Cleanup(store.Close)
-	east := widget("e", 5, []string{"east", "west"}, map[string]string{cache.StatusPolicyAnnotation: cache.StatusPolicyReflect, cache.StatusRecordAnnotationPrefix + "east": `{"phase":"East"}`, cache.StatusRecordAnnotationPrefix + "west": `{"phase":"West"}`}, nil)
+	east := widget("e", 5, []string{"east", "west"}, map[string]string{contract.StatusPolicyAnnotation: contract.StatusPolicyReflect, contract.StatusRecordAnnotationPrefix + "east": `{"phase":"East"}`, contract.StatusRecordAnnotationPrefix + "west": `{"phase":"West"}`}, nil)
 	west := widget("w", 6, []string{"west"}, reflectPolicy, nil)
 	if err := store.Replace([]interface{}{east, west}, "10"); err != nil {
 		t.Fatal(err)
