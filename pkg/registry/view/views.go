@@ -50,6 +50,7 @@ type Views struct {
 	opts       Options
 	serializer *serializer
 	namespaces *resourceHandlers
+	discovery  *viewDiscovery
 
 	mu        sync.Mutex
 	resources map[schema.GroupVersionResource]*resourceHandlers
@@ -80,7 +81,7 @@ func New(c Cache, opts Options) *Views {
 	if opts.MinRequestTimeout <= 0 {
 		opts.MinRequestTimeout = 1800 * time.Second
 	}
-	v := &Views{cache: c, opts: opts, serializer: newSerializer(), resources: map[schema.GroupVersionResource]*resourceHandlers{}}
+	v := &Views{cache: c, opts: opts, serializer: newSerializer(), discovery: newViewDiscovery(c), resources: map[schema.GroupVersionResource]*resourceHandlers{}}
 	ns := &namespaceStorage{cache: c}
 	scope := newRequestScope(namespacesGVR, "Namespace", false, v.serializer, ns)
 	v.namespaces = &resourceHandlers{
@@ -112,7 +113,7 @@ func (v *Views) ServeView(w http.ResponseWriter, req *http.Request, location, in
 	info := inner.Info
 	ctx := withLocation(req.Context(), location)
 	if !info.IsResourceRequest {
-		v.serveDiscovery(w, req.WithContext(ctx), info.Path)
+		v.discovery.serve(w, req.WithContext(ctx), info.Path)
 		return
 	}
 	ctx = request.WithNamespace(request.WithRequestInfo(ctx, info), info.Namespace)
