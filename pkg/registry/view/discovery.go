@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -129,7 +129,7 @@ func (d *viewDiscovery) current() (*discoveryHandlers, error) {
 	infos := d.resources.Resources()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.handlers != nil && reflect.DeepEqual(infos, d.applied) {
+	if d.handlers != nil && sameDiscovery(infos, d.applied) {
 		return d.handlers, nil
 	}
 	content, err := newDiscoveryContent(infos)
@@ -157,6 +157,17 @@ func (d *viewDiscovery) current() (*discoveryHandlers, error) {
 	d.manager.SetGroups(content.aggregated)
 	d.applied, d.handlers = infos, h
 	return h, nil
+}
+
+// sameDiscovery reports whether a and b describe the same discovery content: the same
+// resources with the same fields that discovery shows (newDiscoveryContent). It is the check
+// every discovery request makes, written out because reflect.DeepEqual cost a quarter of an
+// aggregated /apis request over 200 resources (BenchmarkDiscoveryAggregated).
+func sameDiscovery(a, b []cache.ResourceInfo) bool {
+	return slices.EqualFunc(a, b, func(x, y cache.ResourceInfo) bool {
+		return x.GVR == y.GVR && x.Kind == y.Kind && x.SingularName == y.SingularName && x.Namespaced == y.Namespaced &&
+			slices.Equal(x.ShortNames, y.ShortNames) && slices.Equal(x.Categories, y.Categories)
+	})
 }
 
 // writeError writes err as a Kubernetes Status in the format the client asked for.

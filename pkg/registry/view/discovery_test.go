@@ -2,6 +2,7 @@ package view
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -316,6 +317,19 @@ func TestDiscoveryFollowsResources(t *testing.T) {
 		t.Errorf("/apis after adding = %+v, want apps and example.com", groups)
 	}
 
+	// A resource whose names change at the source (a CRD's short names) changes too.
+	renamed := widgetsInfo
+	renamed.ShortNames = []string{"wdg"}
+	res.set(configMapsInfo, deploymentsInfo, renamed)
+	after, _ = getAggregated(t, base+"/apis")
+	if w, _ := findAggregated(after, widgets, "widgets"); !reflect.DeepEqual(w.ShortNames, []string{"wdg"}) {
+		t.Errorf("aggregated widgets after their short names changed = %+v, want short names [wdg]", w)
+	}
+	getJSON(t, base+"/apis/example.com/v1", &list)
+	if !reflect.DeepEqual(list.APIResources[0].ShortNames, []string{"wdg"}) {
+		t.Errorf("/apis/example.com/v1 after the short names changed = %+v, want short names [wdg]", list)
+	}
+
 	res.set(configMapsInfo, deploymentsInfo)
 	removed, etagRemoved := getAggregated(t, base+"/apis")
 	if _, ok := findAggregated(removed, widgets, "widgets"); ok || len(removed.Items) != 1 {
@@ -419,4 +433,31 @@ func TestDiscoveryClientGo(t *testing.T) {
 func describe(r metav1.APIResource) string {
 	b, _ := json.Marshal([]interface{}{r.Name, r.Namespaced, r.Kind, r.Verbs, r.ShortNames, r.Categories})
 	return string(b)
+}
+
+// BenchmarkDiscoveryAggregated measures one aggregated /apis request of a view over 200
+// mirrored resources in 20 groups, unchanged between requests: the cost of checking the
+// cache's resources on every discovery request, plus serving the cached document.
+func BenchmarkDiscoveryAggregated(b *testing.B) {
+	res := &fakeResources{}
+	var infos []cache.ResourceInfo
+	for g := 0; g < 20; g++ {
+		for r := 0; r < 10; r++ {
+			info := widgetsInfo
+			info.GVR = schema.GroupVersionResource{Group: fmt.Sprintf("group%02d.example.com", g), Version: "v1", Resource: fmt.Sprintf("things%02d", r)}
+			infos = append(infos, info)
+		}
+	}
+	res.set(infos...)
+	views := New(res, Options{})
+	req := httptest.NewRequest(http.MethodGet, "/apis", nil)
+	req.Header.Set("Accept", aggregatedAccept)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		w := httptest.NewRecorder()
+		views.ServeView(w, req, "east", "/apis")
+		if w.Code != http.StatusOK {
+			b.Fatalf("aggregated /apis: %d %s", w.Code, w.Body)
+		}
+	}
 }
