@@ -70,8 +70,17 @@ func TestViewDiscovery(t *testing.T) {
 		t.Run("one refresh is at most 2 requests/"+r.name, func(t *testing.T) { testDiscoveryRequests(t, r) })
 	}
 	for _, r := range routes {
-		t.Run("kubectl api-resources/"+r.name, func(t *testing.T) { testAPIResources(t, source.AdminKubeconfig(), r) })
+		t.Run("kubectl api-resources/"+r.name, func(t *testing.T) { testAPIResources(t, source.AdminKubeconfig(), r, mirroredByFlag, 4) })
 	}
+	t.Run("kubectl api-resources/default resources", func(t *testing.T) {
+		// A second server, without --resources: it mirrors every namespaced resource.
+		all := framework.StartMapperAPIServer(t, source)
+		r := viewRoute{name: "default", config: all.ViewConfig(admin, "east"), kubeconfig: admin.KubeconfigFor(t, all.ViewURL("east"), all.ServingCA.CertPEM)}
+		testAPIResources(t, source.AdminKubeconfig(), r, mirroredByDefault, 15)
+		if err := all.Process.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
 	t.Run("CRD added later", func(t *testing.T) { testDiscoveryNewCRD(t, ctx, src, routes) })
 }
 
@@ -176,27 +185,49 @@ func testDiscoveryRequests(t *testing.T, r viewRoute) {
 	}
 }
 
+// defaultExcluded are the namespaced resources a mapper-apiserver without --resources does not
+// mirror (cmd/mapper-apiserver --resources: events and leases).
+var defaultExcluded = sets.New(
+	schema.GroupResource{Resource: "events"},
+	schema.GroupResource{Group: "events.k8s.io", Resource: "events"},
+	schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"},
+)
+
+// mirroredByFlag says whether a mapper-apiserver with TestViewDiscovery's --resources mirrors
+// a resource the source lists.
+func mirroredByFlag(r metav1.APIResource) bool {
+	return discoveryMirrored.Has(schema.GroupResource{Group: r.Group, Resource: r.Name})
+}
+
+// mirroredByDefault says whether a mapper-apiserver without --resources mirrors a resource
+// the source lists: every namespaced one served with list and watch, except events and leases.
+func mirroredByDefault(r metav1.APIResource) bool {
+	return r.Namespaced && sets.New(r.Verbs...).HasAll("list", "watch") &&
+		!defaultExcluded.Has(schema.GroupResource{Group: r.Group, Resource: r.Name})
+}
+
 // testAPIResources compares `kubectl api-resources` on the view with the source's: the view
-// lists exactly the mirrored resources the source serves, plus the view's own namespaces, each
-// with the source's kind, short names, scope and categories and the verbs the view serves.
-func testAPIResources(t *testing.T, sourceKubeconfig string, r viewRoute) {
+// lists exactly the resources the source lists and the server mirrors (mirrored), plus the
+// view's own namespaces, each with the source's kind, short names, scope and categories and
+// the verbs the view serves. wantAtLeast guards against a source that lists too little.
+func testAPIResources(t *testing.T, sourceKubeconfig string, r viewRoute, mirrored func(metav1.APIResource) bool, wantAtLeast int) {
 	sourceList := apiResourcesJSON(t, sourceKubeconfig)
 	var want []metav1.APIResource
 	for _, res := range sourceList {
-		gr := schema.GroupResource{Group: res.Group, Resource: res.Name}
 		switch {
-		case gr == schema.GroupResource{Resource: "namespaces"}:
+		case res.Group == "" && res.Name == "namespaces":
 			res.Verbs = metav1.Verbs{"get", "list"}
-		case discoveryMirrored.Has(gr):
+		case mirrored(res):
 			res.Verbs = metav1.Verbs{"get", "list", "watch"}
 		default:
 			continue
 		}
 		want = append(want, res)
 	}
-	if len(want) != 4 {
-		t.Fatalf("the source serves %d of the mirrored resources and namespaces, want 4: %+v", len(want), want)
+	if len(want) < wantAtLeast {
+		t.Fatalf("the source lists %d of the mirrored resources and namespaces, want at least %d: %+v", len(want), wantAtLeast, want)
 	}
+	t.Logf("the view lists %d resources", len(want))
 	got := apiResourcesJSON(t, r.kubeconfig)
 	if w, g := describeAll(want), describeAll(got); w != g {
 		t.Errorf("kubectl api-resources -o json on the view:\n%s\nwant (the source's entries of the mirrored resources):\n%s", g, w)
