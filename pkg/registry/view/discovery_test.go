@@ -85,12 +85,22 @@ func startDiscoveryServer(t *testing.T, res *fakeResources) string {
 	return srv.URL
 }
 
-// get GETs url with accept (none if empty) and returns the response and its body.
+// get GETs url with accept (none if empty) and header (name, value pairs) and returns the
+// response and its body; it fails the test if the request fails.
 func get(t *testing.T, url, accept string, header ...string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
+	resp, body, err := fetch(url, accept, header...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return resp, body
+}
+
+// fetch is get without a test, for other goroutines than the test's.
+func fetch(url, accept string, header ...string) (*http.Response, []byte, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return nil, nil, err
 	}
 	if accept != "" {
 		req.Header.Set("Accept", accept)
@@ -100,14 +110,11 @@ func get(t *testing.T, url, accept string, header ...string) (*http.Response, []
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, body
+	return resp, body, err
 }
 
 // getJSON GETs url as plain JSON, expects 200 and decodes the body into out.
@@ -459,5 +466,51 @@ func BenchmarkDiscoveryAggregated(b *testing.B) {
 		if w.Code != http.StatusOK {
 			b.Fatalf("aggregated /apis: %d %s", w.Code, w.Body)
 		}
+	}
+}
+
+// TestDiscoveryConcurrentChanges serves discovery from several goroutines while the mirrored
+// resources keep changing (run with -race): every answer is a complete document of one of the
+// two states.
+func TestDiscoveryConcurrentChanges(t *testing.T) {
+	res := &fakeResources{}
+	res.set(configMapsInfo, deploymentsInfo)
+	base := startDiscoveryServer(t, res)
+	var wg sync.WaitGroup
+	errs := make(chan string, 100)
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 30; j++ {
+				resp, body, err := fetch(base+"/apis", aggregatedAccept)
+				if err != nil {
+					errs <- err.Error()
+					return
+				}
+				var list apidiscoveryv2.APIGroupDiscoveryList
+				if err := json.Unmarshal(body, &list); resp.StatusCode != http.StatusOK || err != nil || (len(list.Items) != 1 && len(list.Items) != 2) {
+					errs <- fmt.Sprintf("aggregated /apis: %d %s", resp.StatusCode, body)
+					return
+				}
+				if resp, body, err := fetch(base+"/api/v1", "application/json"); err != nil || resp.StatusCode != http.StatusOK {
+					errs <- fmt.Sprintf("/api/v1: %v %s", err, body)
+					return
+				}
+			}
+		}()
+	}
+	for i := 0; i < 30; i++ {
+		if i%2 == 0 {
+			res.set(configMapsInfo, deploymentsInfo, widgetsInfo)
+		} else {
+			res.set(configMapsInfo, deploymentsInfo)
+		}
+		get(t, base+"/apis", aggregatedAccept)
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
