@@ -52,22 +52,22 @@ func (f *fakeResources) set(infos ...cache.ResourceInfo) {
 }
 
 var (
-	configMapsInfo = cache.ResourceInfo{
+	discoveryConfigMaps = cache.ResourceInfo{
 		GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", ListKind: "ConfigMapList",
 		SingularName: "configmap", Namespaced: true, ShortNames: []string{"cm"}, Verbs: []string{"create", "get", "list", "watch"},
 	}
-	deploymentsInfo = cache.ResourceInfo{
+	discoveryDeployments = cache.ResourceInfo{
 		GVR: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, Kind: "Deployment", ListKind: "DeploymentList",
 		SingularName: "deployment", Namespaced: true, ShortNames: []string{"deploy"}, Categories: []string{"all"},
 		Verbs: []string{"create", "delete", "get", "list", "watch"}, HasStatus: true,
 	}
-	widgetsInfo = cache.ResourceInfo{
+	discoveryWidgets = cache.ResourceInfo{
 		GVR: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}, Kind: "Widget", ListKind: "WidgetList",
 		SingularName: "widget", Namespaced: true, ShortNames: []string{"wd"}, Categories: []string{"things"},
 		Verbs: []string{"get", "list", "watch"},
 	}
-	// clusterThingsInfo is a cluster-scoped resource at a second version of example.com.
-	clusterThingsInfo = cache.ResourceInfo{
+	// discoveryClusterThings is a cluster-scoped resource at a second version of example.com.
+	discoveryClusterThings = cache.ResourceInfo{
 		GVR: schema.GroupVersionResource{Group: "example.com", Version: "v1beta1", Resource: "clusterthings"}, Kind: "ClusterThing",
 		ListKind: "ClusterThingList", SingularName: "clusterthing", Verbs: []string{"get", "list", "watch"},
 	}
@@ -171,7 +171,7 @@ func findAggregated(list apidiscoveryv2.APIGroupDiscoveryList, gv schema.GroupVe
 // namespaces), /apis, /apis/<g>, /apis/<g>/<v>, and 404/405 for what a view does not serve.
 func TestDiscoveryLegacy(t *testing.T) {
 	res := &fakeResources{}
-	res.set(configMapsInfo, deploymentsInfo, widgetsInfo, clusterThingsInfo)
+	res.set(discoveryConfigMaps, discoveryDeployments, discoveryWidgets, discoveryClusterThings)
 	base := startDiscoveryServer(t, res)
 
 	var versions metav1.APIVersions
@@ -250,7 +250,7 @@ func TestDiscoveryLegacy(t *testing.T) {
 // /apis, its agreement with the unaggregated documents, and its ETag.
 func TestDiscoveryAggregated(t *testing.T) {
 	res := &fakeResources{}
-	res.set(configMapsInfo, deploymentsInfo, widgetsInfo)
+	res.set(discoveryConfigMaps, discoveryDeployments, discoveryWidgets)
 	base := startDiscoveryServer(t, res)
 
 	legacy, _ := getAggregated(t, base+"/api")
@@ -292,7 +292,7 @@ func TestDiscoveryAggregated(t *testing.T) {
 // forms of discovery follow, and that the aggregated document's ETag changes.
 func TestDiscoveryFollowsResources(t *testing.T) {
 	res := &fakeResources{}
-	res.set(configMapsInfo, deploymentsInfo)
+	res.set(discoveryConfigMaps, discoveryDeployments)
 	base := startDiscoveryServer(t, res)
 	widgets := schema.GroupVersion{Group: "example.com", Version: "v1"}
 
@@ -304,7 +304,7 @@ func TestDiscoveryFollowsResources(t *testing.T) {
 		t.Fatalf("/apis/example.com/v1 before widgets are mirrored = %d, want 404", resp.StatusCode)
 	}
 
-	res.set(configMapsInfo, deploymentsInfo, widgetsInfo)
+	res.set(discoveryConfigMaps, discoveryDeployments, discoveryWidgets)
 	after, etagAfter := getAggregated(t, base+"/apis")
 	w, ok := findAggregated(after, widgets, "widgets")
 	if !ok || w.ResponseKind.Kind != "Widget" || !reflect.DeepEqual(w.ShortNames, []string{"wd"}) || !reflect.DeepEqual(w.Categories, []string{"things"}) {
@@ -325,9 +325,9 @@ func TestDiscoveryFollowsResources(t *testing.T) {
 	}
 
 	// A resource whose names change at the source (a CRD's short names) changes too.
-	renamed := widgetsInfo
+	renamed := discoveryWidgets
 	renamed.ShortNames = []string{"wdg"}
-	res.set(configMapsInfo, deploymentsInfo, renamed)
+	res.set(discoveryConfigMaps, discoveryDeployments, renamed)
 	after, _ = getAggregated(t, base+"/apis")
 	if w, _ := findAggregated(after, widgets, "widgets"); !reflect.DeepEqual(w.ShortNames, []string{"wdg"}) {
 		t.Errorf("aggregated widgets after their short names changed = %+v, want short names [wdg]", w)
@@ -337,7 +337,7 @@ func TestDiscoveryFollowsResources(t *testing.T) {
 		t.Errorf("/apis/example.com/v1 after the short names changed = %+v, want short names [wdg]", list)
 	}
 
-	res.set(configMapsInfo, deploymentsInfo)
+	res.set(discoveryConfigMaps, discoveryDeployments)
 	removed, etagRemoved := getAggregated(t, base+"/apis")
 	if _, ok := findAggregated(removed, widgets, "widgets"); ok || len(removed.Items) != 1 {
 		t.Errorf("aggregated /apis after removing widgets = %+v, want apps only", removed)
@@ -356,7 +356,7 @@ func TestDiscoveryFollowsResources(t *testing.T) {
 	}
 
 	// A core resource follows too, in /api/v1 and in aggregated /api.
-	res.set(deploymentsInfo)
+	res.set(discoveryDeployments)
 	legacy, _ := getAggregated(t, base+"/api")
 	if _, ok := findAggregated(legacy, schema.GroupVersion{Version: "v1"}, "configmaps"); ok {
 		t.Errorf("aggregated /api still lists configmaps after they were removed: %+v", legacy)
@@ -388,7 +388,7 @@ func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 // requests (aggregated /api and /apis), and its result equals the unaggregated documents.
 func TestDiscoveryClientGo(t *testing.T) {
 	res := &fakeResources{}
-	res.set(configMapsInfo, deploymentsInfo, widgetsInfo, clusterThingsInfo)
+	res.set(discoveryConfigMaps, discoveryDeployments, discoveryWidgets, discoveryClusterThings)
 	base := startDiscoveryServer(t, res)
 
 	counter := &countingTransport{}
@@ -415,7 +415,7 @@ func TestDiscoveryClientGo(t *testing.T) {
 	got := map[string][]string{}
 	for _, l := range lists {
 		for _, r := range l.APIResources {
-			got[l.GroupVersion] = append(got[l.GroupVersion], describe(r))
+			got[l.GroupVersion] = append(got[l.GroupVersion], describeResource(r))
 		}
 	}
 	want := map[string][]string{}
@@ -423,7 +423,7 @@ func TestDiscoveryClientGo(t *testing.T) {
 		var l metav1.APIResourceList
 		getJSON(t, base+p, &l)
 		for _, r := range l.APIResources {
-			want[l.GroupVersion] = append(want[l.GroupVersion], describe(r))
+			want[l.GroupVersion] = append(want[l.GroupVersion], describeResource(r))
 		}
 	}
 	for gv := range got {
@@ -435,9 +435,9 @@ func TestDiscoveryClientGo(t *testing.T) {
 	}
 }
 
-// describe renders what discovery says of a resource, without the fields the two forms
+// describeResource renders what discovery says of a resource, without the fields the two forms
 // spell differently (singularName of subresources, group and version of the response kind).
-func describe(r metav1.APIResource) string {
+func describeResource(r metav1.APIResource) string {
 	b, _ := json.Marshal([]interface{}{r.Name, r.Namespaced, r.Kind, r.Verbs, r.ShortNames, r.Categories})
 	return string(b)
 }
@@ -450,7 +450,7 @@ func BenchmarkDiscoveryAggregated(b *testing.B) {
 	var infos []cache.ResourceInfo
 	for g := 0; g < 20; g++ {
 		for r := 0; r < 10; r++ {
-			info := widgetsInfo
+			info := discoveryWidgets
 			info.GVR = schema.GroupVersionResource{Group: fmt.Sprintf("group%02d.example.com", g), Version: "v1", Resource: fmt.Sprintf("things%02d", r)}
 			infos = append(infos, info)
 		}
@@ -474,7 +474,7 @@ func BenchmarkDiscoveryAggregated(b *testing.B) {
 // two states.
 func TestDiscoveryConcurrentChanges(t *testing.T) {
 	res := &fakeResources{}
-	res.set(configMapsInfo, deploymentsInfo)
+	res.set(discoveryConfigMaps, discoveryDeployments)
 	base := startDiscoveryServer(t, res)
 	var wg sync.WaitGroup
 	errs := make(chan string, 100)
@@ -502,9 +502,9 @@ func TestDiscoveryConcurrentChanges(t *testing.T) {
 	}
 	for i := 0; i < 30; i++ {
 		if i%2 == 0 {
-			res.set(configMapsInfo, deploymentsInfo, widgetsInfo)
+			res.set(discoveryConfigMaps, discoveryDeployments, discoveryWidgets)
 		} else {
-			res.set(configMapsInfo, deploymentsInfo)
+			res.set(discoveryConfigMaps, discoveryDeployments)
 		}
 		get(t, base+"/apis", aggregatedAccept)
 	}
