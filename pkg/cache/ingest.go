@@ -17,6 +17,10 @@ var (
 	_ toolscache.ResourceVersionUpdater = &ResourceStore{}
 )
 
+// maxLoggedValue is how many bytes of a value taken from a source object (a key, an annotation,
+// an error quoting one) a log line repeats (see contract.Truncate).
+const maxLoggedValue = 256
+
 // identity is the part of an object that is computed before deciding whether it is new.
 type identity struct {
 	u         *unstructured.Unstructured
@@ -79,9 +83,12 @@ func (s *ResourceStore) build(id identity) *Object {
 		if err != nil {
 			locs = nil
 			s.metrics.malformed.Inc()
+			// Every value that comes from the object is truncated: a hostile 200 KB annotation
+			// must not become a 200 KB log line per object version (issue 10).
 			klog.InfoS("Ignoring malformed location assignment; the object is assigned to no location",
-				"resource", s.gvr.GroupResource().String(), "object", string(id.key),
-				"resourceVersion", id.u.GetResourceVersion(), "annotation", contract.AssignedLocationsAnnotation, "err", err.Error())
+				"resource", s.gvr.GroupResource().String(), "object", contract.Truncate(string(id.key), maxLoggedValue),
+				"resourceVersion", contract.Truncate(id.u.GetResourceVersion(), maxLoggedValue),
+				"annotation", contract.AssignedLocationsAnnotation, "err", contract.Truncate(err.Error(), maxLoggedValue))
 		}
 	}
 	rv, _ := strconv.ParseUint(id.u.GetResourceVersion(), 10, 64)

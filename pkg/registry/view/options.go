@@ -50,7 +50,7 @@ func parseResourceVersion(rv string, match metav1.ResourceVersionMatch) (readMod
 	}
 	n, err := strconv.ParseUint(rv, 10, 64)
 	if err != nil {
-		return 0, 0, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: it must be a number the server returned", rv))
+		return 0, 0, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: it must be a number the server returned", contract.Truncate(rv, maxQuoted)))
 	}
 	if match == metav1.ResourceVersionMatchExact {
 		return readExact, n, nil
@@ -94,7 +94,7 @@ func listPredicate(namespace string, opts *metainternalversion.ListOptions) func
 func decodeContinue(token string) (contract.Key, uint64, error) {
 	key, rv, err := storage.DecodeContinue(token, continuePrefix)
 	if err != nil {
-		return "", 0, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
+		return "", 0, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", contract.Truncate(err.Error(), maxQuoted)))
 	}
 	return contract.Key(strings.TrimPrefix(key, continuePrefix)), uint64(rv), nil
 }

@@ -19,7 +19,12 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
+
+// maxQuoted is how many bytes of a client- or source-supplied value a Status message repeats
+// (contract.Truncate): a hostile value never becomes a huge error response or log line.
+const maxQuoted = 256
 
 // Source is what a view needs of the source API server besides the cache: its current
 // resourceVersion (to prove the cache fresh for a consistent read) and a live GET.
@@ -282,7 +287,7 @@ func (r *resourceStorage) notFound(name string) error {
 func sourceError(err error) error {
 	var status apierrors.APIStatus
 	if errors.As(err, &status) && status.Status().Code != 0 && !apierrors.IsInternalError(err) {
-		return apierrors.NewServiceUnavailable(fmt.Sprintf("the source API server could not be read: %v", err))
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("the source API server could not be read: %v", contract.Truncate(err.Error(), maxQuoted)))
 	}
-	return apierrors.NewServiceUnavailable(fmt.Sprintf("the source API server could not be reached: %v", err))
+	return apierrors.NewServiceUnavailable(fmt.Sprintf("the source API server could not be reached: %v", contract.Truncate(err.Error(), maxQuoted)))
 }
