@@ -62,6 +62,9 @@ func (s *ResourceStore) applyLocked(ev *event, record bool) {
 		if len(li.watchers) > 0 {
 			s.dispatchLocked(li, ev, inOld, inNew, &counts)
 		}
+		if !inNew {
+			s.releaseLocked(li)
+		}
 	}
 	s.metrics.recordDispatch(counts)
 

@@ -34,7 +34,8 @@ type locationIndex struct {
 	// namespaces counts the location's objects per namespace.
 	namespaces map[string]int
 
-	// firstSeen is when this store first saw the location (object or watcher).
+	// firstSeen is when this store created the entry: when it first saw the location (object
+	// or watcher) since the entry was last freed empty.
 	firstSeen time.Time
 	// lastChangeRV is the resourceVersion of the last event that changed the location's
 	// content. The live tree equals the location's state at every RV >= lastChangeRV.

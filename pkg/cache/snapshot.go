@@ -38,6 +38,9 @@ func newSnapshots(ttl time.Duration, max int) *snapshots {
 func (s *snapshots) get(location string, rv uint64, now time.Time) (*btree.BTreeG[*Object], bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if now.Sub(s.lastSweep) > s.ttl/2 {
+		s.sweepLocked(now)
+	}
 	list := s.byLoc[location]
 	i := sort.Search(len(list), func(i int) bool { return list[i].rv >= rv })
 	if i == len(list) || list[i].rv != rv || now.Sub(list[i].created) > s.ttl {

@@ -110,13 +110,20 @@ type ResourceStore struct {
 	// status reflection across several locations; see Object.ForLocation), for the status
 	// record reconciler, which so visits only them.
 	statusObjects map[contract.Key]*Object
-	// locs has an entry for every location ever seen (object or watcher); entries are kept
-	// while empty so that lastChangeRV stays known (List with SnapshotRV) — locations are few.
-	locs    map[string]*locationIndex
-	rv      uint64
-	synced  bool
-	closed  bool
-	history history
+	// locs has an entry for every location that holds objects or watchers of this resource.
+	// An entry is freed as soon as it holds neither (releaseLocked), so location names seen
+	// once (in an annotation or a URL) do not stay in memory (issue 10).
+	locs map[string]*locationIndex
+	// freedChangeRV is the highest lastChangeRV of a freed location entry: a location without
+	// an entry has not changed since, at the latest, that RV (List with SnapshotRV).
+	freedChangeRV uint64
+	// locsPeak is the largest len(locs) since locs was last rebuilt: Go maps never shrink, so
+	// after a churn of names releaseLocked moves the entries left into a new map.
+	locsPeak int
+	rv       uint64
+	synced   bool
+	closed   bool
+	history  history
 	// changed is closed (and replaced) when rv, synced or closed change while waiters > 0.
 	changed chan struct{}
 	waiters int
@@ -305,12 +312,36 @@ func (s *ResourceStore) Namespaces(location string) map[string]int {
 	return out
 }
 
-// locationLocked returns the index of location name, creating it. Called with s.mu held for writing.
+// locationLocked returns the index of location name, creating it. Called with s.mu held for
+// writing; the caller releases it (releaseLocked) when it may have left it empty.
 func (s *ResourceStore) locationLocked(name string) *locationIndex {
 	li := s.locs[name]
 	if li == nil {
 		li = newLocationIndex(name, s.clock.Now())
 		s.locs[name] = li
+		s.locsPeak = max(s.locsPeak, len(s.locs))
 	}
 	return li
 }
+
+// releaseLocked frees the entry li when it holds no objects and no watchers; the snapshots of
+// paginated lists are kept apart (snapshots) and expire on their own. Called with s.mu held for
+// writing.
+func (s *ResourceStore) releaseLocked(li *locationIndex) {
+	if li.tree.Len() > 0 || len(li.watchers) > 0 || s.locs[li.name] != li {
+		return
+	}
+	delete(s.locs, li.name)
+	s.freedChangeRV = max(s.freedChangeRV, li.lastChangeRV)
+	if s.locsPeak >= locsRebuildMin && len(s.locs) <= s.locsPeak/4 {
+		locs := make(map[string]*locationIndex, len(s.locs))
+		for name, li := range s.locs {
+			locs[name] = li
+		}
+		s.locs = locs
+		s.locsPeak = len(locs)
+	}
+}
+
+// locsRebuildMin is the size below which the location map is never rebuilt (releaseLocked).
+const locsRebuildMin = 1024

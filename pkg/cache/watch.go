@@ -152,6 +152,7 @@ func (s *ResourceStore) unregisterLocked(w *watcher) {
 	w.registered = false
 	w.loc.removeWatcher(w)
 	s.metrics.watchers.Dec()
+	s.releaseLocked(w.loc)
 }
 
 // queueBookmark queues a periodic BOOKMARK at the store's current RV for w, behind the events
