@@ -19,7 +19,7 @@ var (
 
 // maxLoggedValue is how many bytes of a value taken from a source object (a key, an annotation,
 // an error quoting one) a log line repeats (see contract.Truncate).
-const maxLoggedValue = 256
+const maxLoggedValue = 512
 
 // identity is the part of an object that is computed before deciding whether it is new.
 type identity struct {
@@ -177,18 +177,24 @@ func (s *ResourceStore) Delete(obj interface{}) error {
 // Replace implements cache.ReflectorStore: list is the complete content of the source at
 // resourceVersion (the initial list, and relists, e.g. after the source answered 410).
 //
-// Unlike the cacher, which empties its event buffer and ends all watchers on a relist, the
-// store diffs the list against its content and applies the difference as events, so watchers
-// stay open and correct: ADDED/MODIFIED for new or changed objects at their own RVs, DELETED
-// for vanished objects (their last known state), all in RV order (see planReplaceLocked for
-// the RVs of the deletions). RVs never go backwards. The first Replace only loads the content
-// (nobody can watch before it) and starts the history at the list's RV.
+// The first Replace loads the content (nobody can watch before it) and starts the history at
+// the list's RV. A later Replace (a relist) follows kube-apiserver's cacher: a relist does not
+// reveal the resourceVersions of the deletions it implies, and inventing them would let two
+// replicas tell a resuming client different histories. So when the relist shows an object
+// gone (or an object at a resourceVersion the store already passed, a source whose RVs went
+// backwards), the store takes the list as its content, restarts the history at the list's RV
+// and ends every watch of the resource: a client resumes from an older RV, gets 410 Gone and
+// relists by itself (client-go does), exactly as after the cacher reinitialized. A relist that
+// shows only new object versions (each at its own RV above the store's, as after a source
+// restart or a watch that broke without losing anything) is a set of real events: they are
+// applied in RV order, recorded in the history and sent to the open watches, which stay open.
+// RVs never go backwards.
 func (s *ResourceStore) Replace(list []interface{}, resourceVersion string) error {
 	var listRV uint64
 	if resourceVersion != "" {
 		var err error
 		if listRV, err = strconv.ParseUint(resourceVersion, 10, 64); err != nil {
-			return fmt.Errorf("invalid resourceVersion %q of the %s list: %v", resourceVersion, s.gvr.GroupResource(), err)
+			return fmt.Errorf("invalid resourceVersion %q of the %s list: %v", contract.Truncate(resourceVersion, maxLoggedValue), s.gvr.GroupResource(), err)
 		}
 	}
 	s.writeMu.Lock()
@@ -224,32 +230,54 @@ func (s *ResourceStore) Replace(list []interface{}, resourceVersion string) erro
 		}
 		return changed[i].key < changed[j].key
 	})
-	sort.Slice(vanished, func(i, j int) bool { return vanished[i].key < vanished[j].key })
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil
 	}
-	record := s.synced
-	for _, ev := range s.planReplaceLocked(changed, vanished, listRV) {
-		if ev.rv < s.rv { // never backwards, even for a source whose RVs did
-			ev.rv = s.rv
-			if ev.typ == watch.Deleted {
-				ev.obj = ev.prev.withResourceVersion(ev.rv)
-			}
+	restart := !s.synced || len(vanished) > 0 || (len(changed) > 0 && changed[0].rv <= s.rv)
+	if restart && s.synced {
+		s.endWatchersLocked()
+	}
+	for _, o := range changed {
+		prev := s.objects[o.key]
+		typ := watch.Added
+		if prev != nil {
+			typ = watch.Modified
 		}
-		s.applyLocked(ev, record)
+		s.applyLocked(&event{typ: typ, rv: o.rv, obj: o, prev: prev}, !restart)
+	}
+	for _, prev := range vanished {
+		s.applyLocked(&event{typ: watch.Deleted, rv: s.rv, obj: prev, prev: prev}, false)
 	}
 	s.rv = max(s.rv, listRV)
-	if !s.synced {
+	if restart {
 		s.history.reset(s.rv)
-		s.synced = true
+		if s.synced {
+			s.metrics.historyRestarts.Inc()
+			klog.InfoS("A relist of the source restarted the resource's event history; its watches were ended and resumes from before the list answer 410",
+				"resource", s.gvr.GroupResource().String(), "resourceVersion", s.rv, "changed", len(changed), "vanished", len(vanished))
+		}
 	}
+	s.synced = true
 	s.notifyLocked()
 	klog.V(3).InfoS("Replaced store content", "resource", s.gvr.GroupResource().String(), "resourceVersion", s.rv,
 		"objects", len(s.objects), "changed", len(changed), "vanished", len(vanished))
 	return nil
+}
+
+// endWatchersLocked ends every watch of the store (their result channels close); their clients
+// re-watch from their last resourceVersion. Called with s.mu held for writing.
+func (s *ResourceStore) endWatchersLocked() {
+	var all []*watcher
+	for _, li := range s.locs {
+		all = append(all, li.watchers...)
+	}
+	for _, w := range all {
+		w.signalStop()
+		s.unregisterLocked(w)
+	}
 }
 
 // Resync implements cache.ReflectorStore; nothing to do.
@@ -273,52 +301,4 @@ func (s *ResourceStore) UpdateResourceVersion(resourceVersion string) {
 	}
 	s.rv = rv
 	s.notifyLocked()
-}
-
-// planReplaceLocked orders the events of a relist by RV. changed are the new or changed
-// objects (each at its own RV), vanished the stored objects missing from the list at listRV.
-//
-// Each vanished object was deleted by its own write somewhere in (current RV, listRV], at an
-// RV the relist does not reveal. Every event in the history must have its own RV: a client
-// that received one of several events sharing an RV and then resumes from that RV would miss
-// the others. So the deletions get distinct RVs: the highest RVs of (current RV, listRV] that
-// no changed object uses, in contract.Key order. Such RVs exist whenever the source gives every write
-// its own RV (etcd does): the deletes themselves used as many. Otherwise (a source whose RVs
-// went backwards) all deletions fall back to listRV.
-func (s *ResourceStore) planReplaceLocked(changed, vanished []*Object, listRV uint64) []*event {
-	events := make([]*event, 0, len(changed)+len(vanished))
-	for _, o := range changed {
-		prev := s.objects[o.key]
-		typ := watch.Added
-		if prev != nil {
-			typ = watch.Modified
-		}
-		events = append(events, &event{typ: typ, rv: o.rv, obj: o, prev: prev})
-	}
-	if len(vanished) == 0 {
-		return events
-	}
-	used := make(map[uint64]bool, len(changed))
-	for _, o := range changed {
-		used[o.rv] = true
-	}
-	free := make([]uint64, 0, len(vanished))
-	for r := listRV; r > s.rv && len(free) < len(vanished); r-- {
-		if !used[r] {
-			free = append(free, r)
-		}
-	}
-	for i, prev := range vanished {
-		rv := listRV
-		if len(free) == len(vanished) {
-			rv = free[len(free)-1-i] // ascending with the contract.Key order
-		}
-		final := prev
-		if prev.rv != rv {
-			final = prev.withResourceVersion(rv)
-		}
-		events = append(events, &event{typ: watch.Deleted, rv: rv, obj: final, prev: prev})
-	}
-	sort.SliceStable(events, func(i, j int) bool { return events[i].rv < events[j].rv })
-	return events
 }

@@ -42,13 +42,19 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"resource"})
 
+	historyRestarts = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "mapper_apiserver_history_restarts_total",
+		Help:           "Relists of the source that restarted a resource's event history (its watches were ended; resumes from before the list answer 410).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource"})
+
 	registerMetricsOnce sync.Once
 )
 
 // registerMetrics registers the package's metrics in the legacy registry (once per process).
 func registerMetrics() {
 	registerMetricsOnce.Do(func() {
-		legacyregistry.MustRegister(malformedAssignments, slowWatchersClosed, eventsDispatched, currentWatchers, cachedObjects)
+		legacyregistry.MustRegister(malformedAssignments, slowWatchersClosed, eventsDispatched, currentWatchers, cachedObjects, historyRestarts)
 	})
 }
 
@@ -64,6 +70,8 @@ type storeMetrics struct {
 	bookmarks  metrics.CounterMetric
 	watchers   metrics.GaugeMetric
 	objects    metrics.GaugeMetric
+	// historyRestarts counts relists that restarted the history (Replace).
+	historyRestarts metrics.CounterMetric
 }
 
 func newStoreMetrics(resource string) *storeMetrics {
@@ -78,6 +86,8 @@ func newStoreMetrics(resource string) *storeMetrics {
 		bookmarks:  eventsDispatched.WithLabelValues(resource, string(watch.Bookmark)),
 		watchers:   currentWatchers.WithLabelValues(resource),
 		objects:    cachedObjects.WithLabelValues(resource),
+
+		historyRestarts: historyRestarts.WithLabelValues(resource),
 	}
 }
 
