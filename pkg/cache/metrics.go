@@ -48,13 +48,19 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"resource"})
 
+	sourceListErrors = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "mapper_apiserver_source_list_errors_total",
+		Help:           "Failed lists of a resource from the source, by reason (the Status reason, e.g. Forbidden, or Unreachable).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource", "reason"})
+
 	registerMetricsOnce sync.Once
 )
 
 // registerMetrics registers the package's metrics in the legacy registry (once per process).
 func registerMetrics() {
 	registerMetricsOnce.Do(func() {
-		legacyregistry.MustRegister(malformedAssignments, slowWatchersClosed, eventsDispatched, currentWatchers, cachedObjects, historyRestarts)
+		legacyregistry.MustRegister(malformedAssignments, slowWatchersClosed, eventsDispatched, currentWatchers, cachedObjects, historyRestarts, sourceListErrors)
 	})
 }
 
@@ -104,6 +110,11 @@ func (c *dispatchCounts) count(t watch.EventType) {
 	case watch.Deleted:
 		c.deleted++
 	}
+}
+
+// listErrors returns the counter of failed source lists of the resource for reason.
+func (m *storeMetrics) listErrors(reason string) metrics.CounterMetric {
+	return sourceListErrors.WithLabelValues(m.resource, reason)
 }
 
 func (m *storeMetrics) recordDispatch(c dispatchCounts) {

@@ -46,8 +46,8 @@ type ListResult struct {
 // neither is possible, List returns apierrors.NewResourceExpired (410 Gone), which the view
 // answers like kube-apiserver answers an expired continue token.
 //
-// Before HasSynced the store is empty (RV 0); the view should not serve a resource before its
-// store synced (readyz) and uses WaitForResourceVersion for consistent reads.
+// Before HasSynced the store is empty (RV 0): views pass WaitUntilSynced first, so an unsynced
+// resource is never served as empty; they use WaitForResourceVersion for consistent reads.
 func (s *ResourceStore) List(location string, opts ListOptions) (ListResult, error) {
 	now := s.clock.Now()
 	s.mu.RLock()

@@ -19,10 +19,17 @@ func (c *Cache) startMirror(parent context.Context, info ResourceInfo) *mirror {
 	ri := c.cfg.Dynamic.Resource(info.GVR)
 	lw := &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return ri.List(ctx, opts)
+			list, err := ri.List(ctx, opts)
+			store.setSyncError(err)
+			return list, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return ri.Watch(ctx, opts)
+			w, err := ri.Watch(ctx, opts)
+			if err != nil && !store.HasSynced() {
+				// A streaming list (sendInitialEvents) is the first sync's list.
+				store.setSyncError(err)
+			}
+			return w, err
 		},
 	}
 	expected := &unstructured.Unstructured{}

@@ -123,7 +123,12 @@ type ResourceStore struct {
 	rv       uint64
 	synced   bool
 	closed   bool
-	history  history
+	// created is when the store was made (how long it has been unsynced, for Retry-After).
+	created time.Time
+	// syncErr is the error of the last failed list of the source, nil after a success
+	// (setSyncError).
+	syncErr error
+	history history
 	// changed is closed (and replaced) when rv, synced or closed change while waiters > 0.
 	changed chan struct{}
 	waiters int
@@ -149,6 +154,7 @@ func NewResourceStore(gvr schema.GroupVersionResource, gvk schema.GroupVersionKi
 		history:       history{size: opts.HistorySize},
 		changed:       make(chan struct{}),
 		snaps:         newSnapshots(opts.SnapshotTTL, opts.MaxSnapshotsPerLocation),
+		created:       opts.Clock.Now(),
 	}
 }
 

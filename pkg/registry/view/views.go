@@ -129,6 +129,10 @@ func (v *Views) ServeView(w http.ResponseWriter, req *http.Request, location, in
 		v.writeError(w, req, apierrors.NewNotFound(gvr.GroupResource(), info.Name+"/"+info.Subresource))
 		return
 	}
+	if err := v.waitSynced(ctx, gvr); err != nil {
+		v.writeError(w, req, err)
+		return
+	}
 	switch {
 	case info.Verb == "get":
 		h.get.ServeHTTP(w, req)
