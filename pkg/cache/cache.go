@@ -2,10 +2,13 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/discovery"
@@ -42,6 +45,11 @@ type Cache struct {
 	mu         sync.RWMutex
 	mirrors    map[schema.GroupVersionResource]*mirror
 	discovered bool
+	// initial are the resources of the first successful discovery: readiness waits for them
+	// only (HasSynced); resources found later are gated one by one (WaitUntilSynced).
+	initial sets.Set[schema.GroupVersionResource]
+	// ready latches HasSynced once it held.
+	ready bool
 
 	rvMu       sync.Mutex
 	rvBatchers map[schema.GroupVersionResource]*rvBatcher
@@ -126,6 +134,9 @@ func (c *Cache) syncResources(ctx context.Context) {
 		c.mirrors[gvr] = c.startMirror(ctx, info)
 		klog.V(1).InfoS("Mirroring a source resource", "resource", gvr.String(), "kind", info.Kind)
 	}
+	if !c.discovered {
+		c.initial = sets.KeySet(want)
+	}
 	c.discovered = true
 	c.mu.Unlock()
 
@@ -156,20 +167,48 @@ func (c *Cache) stopAll() {
 	}
 }
 
-// HasSynced reports whether the source's discovery was read and every currently mirrored
-// resource's store has synced (for readyz).
+// HasSynced reports whether the server is ready to serve (readyz): the source's discovery was
+// read and every resource of that first discovery that is still mirrored has synced, or the
+// source refused to list it (a Status other than 429 or 5xx, e.g. 403 when the server's RBAC
+// does not cover it; it is reported by ResourceStore.SyncError, a log line and
+// mapper_apiserver_source_list_errors_total, and its views answer 429). Resources discovered
+// later never make the server unready: each is gated on its own (WaitUntilSynced), so a new
+// CRD cannot take every replica, and with them the APIService, out of service. Once true,
+// HasSynced stays true.
 func (c *Cache) HasSynced() bool {
 	c.mu.RLock()
-	defer c.mu.RUnlock()
+	if c.ready {
+		c.mu.RUnlock()
+		return true
+	}
 	if !c.discovered {
+		c.mu.RUnlock()
 		return false
 	}
-	for _, m := range c.mirrors {
-		if !m.store.HasSynced() {
-			return false
+	for gvr := range c.initial {
+		m, ok := c.mirrors[gvr]
+		if !ok || m.store.HasSynced() || refusedBySource(m.store.SyncError()) {
+			continue
 		}
+		c.mu.RUnlock()
+		return false
 	}
+	c.mu.RUnlock()
+	c.mu.Lock()
+	c.ready = true
+	c.mu.Unlock()
 	return true
+}
+
+// refusedBySource reports whether err is an answer of the source that retrying will not change
+// soon: a Status that is neither 429 nor a server error (5xx), such as 403 Forbidden.
+func refusedBySource(err error) bool {
+	var status apierrors.APIStatus
+	if err == nil || !errors.As(err, &status) {
+		return false
+	}
+	code := status.Status().Code
+	return code >= 400 && code < 500 && code != http.StatusTooManyRequests
 }
 
 // Resources returns the currently mirrored resources, sorted by group, resource, version.

@@ -2,13 +2,25 @@ package cache
 
 import (
 	"context"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 )
+
+// sourceBackoff paces the reflectors' retries of a failed list or watch of the source
+// (client-go's ReflectorOptions.Backoff). client-go's default, 0.8 s doubling to 30 s with a
+// jitter of 1.0 (up to 60 s), made views show a write 38 s after a restarted source was back
+// (issue 10). The source is the one server the cache depends on and a failed attempt costs it
+// little (a refused connection, or a 4xx/429 it answers from memory), so retries start at
+// 250 ms and double to at most 2 s (with the jitter of 0.5, at most 3 s): a source that is back
+// is watched again within about 3 s, and each down resource costs the source at most one
+// attempt every 2-3 s. (client-go resets the backoff after 2 minutes without failures.)
+var sourceBackoff = wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 4, Cap: 2 * time.Second}
 
 // startMirror creates the store of info and starts a client-go Reflector that lists and
 // watches the resource on the source (all namespaces) and writes into the store, the way
@@ -37,7 +49,8 @@ func (c *Cache) startMirror(parent context.Context, info ResourceInfo) *mirror {
 	// Streaming lists (WatchListClient) are used when the client supports them, like
 	// informer factories decide.
 	r := toolscache.NewReflectorWithOptions(toolscache.ToListWatcherWithWatchListSemantics(lw, c.cfg.Dynamic), expected, store, toolscache.ReflectorOptions{
-		Name: "mapper-apiserver source " + info.GVR.String(),
+		Name:    "mapper-apiserver source " + info.GVR.String(),
+		Backoff: &sourceBackoff,
 	})
 	m := &mirror{info: info, store: store, cancel: cancel, done: make(chan struct{})}
 	go func() {
