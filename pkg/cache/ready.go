@@ -90,15 +90,22 @@ func (s *ResourceStore) setSyncError(err error) {
 		}
 		return
 	}
-	reason := string(apierrors.ReasonForError(err))
-	if sourceUnreachable(err) {
-		reason = "Unreachable"
-	} else if reason == "" {
-		reason = "Unknown"
-	}
+	reason := syncErrorReason(err)
 	s.metrics.listErrors(reason).Inc()
-	if prev == nil || prev.Error() != err.Error() {
+	if prev == nil || syncErrorReason(prev) != reason {
 		klog.ErrorS(nil, "Listing the resource from the source failed; its views answer 429/503 until it syncs, nothing else is blocked",
 			"resource", s.gvr.GroupResource().String(), "reason", reason, "err", contract.Truncate(err.Error(), maxLoggedValue))
 	}
+}
+
+// syncErrorReason classifies a list error for the metric and for logging once per change: the
+// Status reason (Forbidden, ...), Unreachable, or Unknown.
+func syncErrorReason(err error) string {
+	if sourceUnreachable(err) {
+		return "Unreachable"
+	}
+	if reason := string(apierrors.ReasonForError(err)); reason != "" {
+		return reason
+	}
+	return "Unknown"
 }
