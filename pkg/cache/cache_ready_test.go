@@ -85,11 +85,11 @@ func TestReadinessCoversStartupResourcesOnly(t *testing.T) {
 }
 
 // TestSourceBackoffBound checks the retry pacing of issue 10 item 5: no retry of a failed list
-// or watch of the source waits more than 3 s (client-go's default waits up to 60 s).
+// or watch of the source waits more than 1.5 s (client-go's default waits up to 60 s).
 func TestSourceBackoffBound(t *testing.T) {
 	delay := sourceBackoff.DelayFunc()
 	for i := 0; i < 200; i++ {
-		if d := delay(); d > 3*time.Second || d <= 0 {
+		if d := delay(); d > 1500*time.Millisecond || d <= 0 {
 			t.Fatalf("retry %d waits %v", i, d)
 		}
 	}

@@ -17,10 +17,12 @@ import (
 // jitter of 1.0 (up to 60 s), made views show a write 38 s after a restarted source was back
 // (issue 10). The source is the one server the cache depends on and a failed attempt costs it
 // little (a refused connection, or a 4xx/429 it answers from memory), so retries start at
-// 250 ms and double to at most 2 s (with the jitter of 0.5, at most 3 s): a source that is back
-// is watched again within about 3 s, and each down resource costs the source at most one
-// attempt every 2-3 s. (client-go resets the backoff after 2 minutes without failures.)
-var sourceBackoff = wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 4, Cap: 2 * time.Second}
+// 250 ms and double to at most 1 s (with the jitter of 0.5, at most 1.5 s): a source that is
+// back is watched again within 1.5 s, or 3 s when the watch must fall back to a relist (410
+// from the restarted source's watch cache, then one more delay before the list), and each
+// down resource costs the source at most one attempt a second. (client-go resets the backoff
+// after 2 minutes without failures.)
+var sourceBackoff = wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 3, Cap: time.Second}
 
 // startMirror creates the store of info and starts a client-go Reflector that lists and
 // watches the resource on the source (all namespaces) and writes into the store, the way
