@@ -16,13 +16,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
-	"github.com/cluster-mapper/cluster-mapper/pkg/apis/mapper/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/apis/mapper/validation"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // LeaseNamespace is the namespace of the control plane's Leases in the source (DESIGN.md,
 // "Names").
-const LeaseNamespace = "cluster-mapper-system"
+const LeaseNamespace = contract.ControlNamespace
 
 // GrantName returns the name of the ClusterRole, Role and bindings that LocationGrant
 // writes for location: cluster-mapper:location:<location>.
@@ -61,7 +61,7 @@ func LocationGrant(location string, subjects []rbacv1.Subject) ([]runtime.Object
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
 			ObjectMeta: meta(""),
 			Rules: []rbacv1.PolicyRule{
-				{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"locations/proxy"}, ResourceNames: names, Verbs: []string{"get", "watch", "update", "patch"}},
+				{APIGroups: []string{contract.GroupName}, Resources: []string{contract.LocationsResource + "/" + contract.ProxySubresource}, ResourceNames: names, Verbs: []string{"get", "watch", "update", "patch"}},
 				{APIGroups: []string{controlv1alpha1.GroupName}, Resources: []string{"synctargets/status"}, ResourceNames: names, Verbs: []string{"get", "update", "patch"}},
 			},
 		},

@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	componentbaseconfig "k8s.io/component-base/config"
 	"k8s.io/component-base/config/options"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // Options are mapper-controller's flags.
@@ -36,7 +38,7 @@ type Options struct {
 func NewOptions() *Options {
 	return &Options{
 		LocationGracePeriod: 40 * time.Second,
-		LeaseNamespace:      "cluster-mapper-system",
+		LeaseNamespace:      contract.ControlNamespace,
 		Workers:             2,
 		BindAddress:         ":8081",
 		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
@@ -46,7 +48,7 @@ func NewOptions() *Options {
 			RetryPeriod:       metav1.Duration{Duration: 2 * time.Second},
 			ResourceLock:      resourcelock.LeasesResourceLock,
 			ResourceName:      "mapper-controller",
-			ResourceNamespace: "cluster-mapper-system",
+			ResourceNamespace: contract.ControlNamespace,
 		},
 	}
 }

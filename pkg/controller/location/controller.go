@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/clock"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
 )
 
@@ -68,7 +69,7 @@ type Controller struct {
 // New builds a Controller with its informers (SyncTargets, and Leases of LeaseNamespace).
 func New(cfg Config) *Controller {
 	if cfg.LeaseNamespace == "" {
-		cfg.LeaseNamespace = "cluster-mapper-system"
+		cfg.LeaseNamespace = contract.ControlNamespace
 	}
 	if cfg.GracePeriod <= 0 {
 		cfg.GracePeriod = 40 * time.Second

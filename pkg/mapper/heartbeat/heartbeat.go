@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
 )
 
@@ -24,7 +25,7 @@ import (
 // changes; the Lease duration is the default grace period of the location lifecycle
 // controller, as node Leases last node-monitor-grace-period).
 const (
-	DefaultLeaseNamespace = "cluster-mapper-system"
+	DefaultLeaseNamespace = contract.ControlNamespace
 	DefaultRenewInterval  = 10 * time.Second
 	DefaultLeaseDuration  = 40 * time.Second
 	DefaultStatusInterval = time.Minute
