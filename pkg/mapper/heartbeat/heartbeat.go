@@ -121,15 +121,10 @@ type statusWriter struct {
 	missingNoted bool
 }
 
-// tick observes the mapper and writes the SyncTarget status when it changed or is due.
+// tick reads the SyncTarget and, when the location is registered, observes the mapper and
+// writes the status when it changed or is due.
 func (w *statusWriter) tick(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	now := time.Now()
-	verifyNow := w.objects == nil || now.Sub(w.lastVerify) >= w.cfg.StatusInterval
-	obs := w.cfg.Observe(ctx, verifyNow)
-	if obs.Objects != nil {
-		w.objects, w.lastVerify = obs.Objects, now
-	}
 	st, err := w.client.GetStatus(ctx, w.cfg.Location)
 	if apierrors.IsNotFound(err) {
 		if !w.missingNoted {
@@ -143,6 +138,13 @@ func (w *statusWriter) tick(ctx context.Context) {
 		return
 	}
 	w.missingNoted = false
+	// Observe only a registered location: the verification reads the whole view and target.
+	now := time.Now()
+	verifyNow := w.objects == nil || now.Sub(w.lastVerify) >= w.cfg.StatusInterval
+	obs := w.cfg.Observe(ctx, verifyNow)
+	if obs.Objects != nil {
+		w.objects, w.lastVerify = obs.Objects, now
+	}
 	status := desiredStatus(st.Status, obs, w.objects, w.cfg)
 	due := now.Sub(w.lastWrite) >= w.cfg.StatusInterval
 	if !due && equalIgnoringTimes(st.Status, status) {
