@@ -4,6 +4,8 @@
 #   pkg/apis/mapper/zz_generated.deepcopy.go
 #   pkg/apis/mapper/v1alpha1/zz_generated.{deepcopy,conversion,defaults,model_name}.go
 #   pkg/generated/openapi/zz_generated.openapi.go
+#   pkg/apis/control/v1alpha1/zz_generated.deepcopy.go
+#   artifacts/crds/*.yaml  (the CRDs of control.mapper.kcp.io, by controller-gen)
 #
 # It uses k8s.io/code-generator's kube_codegen.sh at the version go.mod requires
 # (from the module cache; downloaded through the module proxy when missing), the
@@ -65,3 +67,14 @@ kube::codegen::gen_openapi \
     ${update_report[@]+"${update_report[@]}"} \
     --boilerplate "${BOILERPLATE}" \
     "${SCRIPT_ROOT}/pkg/apis"
+
+# The CRDs of control.mapper.kcp.io (pkg/apis/control) from their Go types and
+# +kubebuilder markers (validation, CEL rules, printer columns). The directory is
+# emptied first so that a removed type removes its CRD.
+CRD_DIR="${SCRIPT_ROOT}/artifacts/crds"
+mkdir -p "${CRD_DIR}"
+rm -f "${CRD_DIR}"/*.yaml
+go run sigs.k8s.io/controller-tools/cmd/controller-gen \
+    crd:crdVersions=v1 \
+    paths=./pkg/apis/control/... \
+    output:crd:artifacts:config="${CRD_DIR}"

@@ -17,6 +17,7 @@ SCRIPT_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 GENERATED_PATHS=(
     pkg/apis
     pkg/generated/openapi
+    artifacts/crds
     hack/api-rules-violations.list
 )
 

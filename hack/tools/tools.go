@@ -17,11 +17,13 @@ limitations under the License.
 */
 
 // Package tools pins the code generators that hack/update-codegen.sh runs.
-// It is never built; the blank import keeps k8s.io/code-generator (and so
-// its kube_codegen.sh and the generator versions it installs) in go.mod,
-// even across `go mod tidy`.
+// It is never built; the blank imports keep k8s.io/code-generator (and so
+// its kube_codegen.sh and the generator versions it installs) and
+// sigs.k8s.io/controller-tools' controller-gen (the CRD generator, run with
+// `go run`) in go.mod, even across `go mod tidy`.
 package tools
 
 import (
 	_ "k8s.io/code-generator"
+	_ "sigs.k8s.io/controller-tools/cmd/controller-gen"
 )

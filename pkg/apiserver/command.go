@@ -34,6 +34,6 @@ func NewCommand() *cobra.Command {
 	}
 	o.AddFlags(cmd.Flags())
 	logsapi.AddFlags(logOptions, cmd.Flags())
-	cmd.AddCommand(newKubeconfigCommand(), newServingCertCommand())
+	cmd.AddCommand(newKubeconfigCommand(), newServingCertCommand(), newGrantCommand())
 	return cmd
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -23,6 +24,7 @@ func NewCommand() *cobra.Command {
 	conn := NewConnectionOptions()
 	run := NewRunOptions()
 	le := NewLeaderElectionOptions()
+	hb := NewHeartbeatOptions()
 	logOptions := logs.NewOptions()
 	cmd := &cobra.Command{
 		Use:   "mapper",
@@ -37,27 +39,29 @@ func NewCommand() *cobra.Command {
 			if err := logsapi.ValidateAndApply(logOptions, nil); err != nil {
 				return err
 			}
-			if err := errors.Join(run.Validate(), le.Validate()); err != nil {
+			if err := errors.Join(run.Validate(), le.Validate(), hb.Validate()); err != nil {
 				return err
 			}
 			clients, err := conn.Complete("cluster-mapper/mapper")
 			if err != nil {
 				return err
 			}
-			return runMapper(signalContext(), conn, clients, run, le)
+			return runMapper(signalContext(), conn, clients, run, le, hb)
 		},
 	}
 	conn.AddFlags(cmd.Flags())
 	run.AddFlags(cmd.Flags())
 	le.AddFlags(cmd.Flags())
+	hb.AddFlags(cmd.Flags())
 	logsapi.AddFlags(logOptions, cmd.Flags())
 	cmd.CompletionOptions.DisableDefaultCmd = true
 	cmd.AddCommand(NewVerifyCommand())
 	return cmd
 }
 
-// runMapper serves the health endpoint and runs the mapper while this replica leads.
-func runMapper(ctx context.Context, conn *ConnectionOptions, clients *Clients, run *RunOptions, le *LeaderElectionOptions) error {
+// runMapper serves the health endpoint and runs the mapper, and its heartbeat in the source,
+// while this replica leads.
+func runMapper(ctx context.Context, conn *ConnectionOptions, clients *Clients, run *RunOptions, le *LeaderElectionOptions, hb *HeartbeatOptions) error {
 	ctx = klog.NewContext(ctx, klog.Background())
 	mapper.RegisterMetrics()
 	var current atomic.Pointer[mapper.Mapper]
@@ -101,6 +105,16 @@ func runMapper(ctx context.Context, conn *ConnectionOptions, clients *Clients, r
 			return err
 		}
 		current.Store(m)
+		// The heartbeat stops with the mapper: when leadership ends, or when Run fails.
+		hctx, stop := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer stop()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hb.run(hctx, conn, clients, le.Identity(), m)
+		}()
 		return m.Run(ctx)
 	})
 }

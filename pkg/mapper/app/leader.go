@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,13 +26,27 @@ import (
 // flags are component-base's --leader-elect-* flags.
 type LeaderElectionOptions struct {
 	componentbaseconfig.LeaderElectionConfiguration
+
+	identityOnce sync.Once
+	identity     string
+}
+
+// Identity returns this process's identity: <hostname>_<uuid>, the holder of the leader
+// election Lease and of the location's Lease in the source. It is the same for the
+// process's lifetime.
+func (o *LeaderElectionOptions) Identity() string {
+	o.identityOnce.Do(func() {
+		host, _ := os.Hostname()
+		o.identity = host + "_" + string(uuid.NewUUID())
+	})
+	return o.identity
 }
 
 // NewLeaderElectionOptions returns the defaults: on, a Lease named
 // cluster-mapper-<location> in kube-system, 15s lease, 10s renew deadline, 2s retry period
 // (kube-controller-manager's values).
 func NewLeaderElectionOptions() *LeaderElectionOptions {
-	return &LeaderElectionOptions{componentbaseconfig.LeaderElectionConfiguration{
+	return &LeaderElectionOptions{LeaderElectionConfiguration: componentbaseconfig.LeaderElectionConfiguration{
 		LeaderElect:       true,
 		LeaseDuration:     durationOf(15 * time.Second),
 		RenewDeadline:     durationOf(10 * time.Second),
@@ -74,8 +89,7 @@ func (o *LeaderElectionOptions) runLeading(ctx context.Context, target *rest.Con
 		return run(ctx)
 	}
 	logger := klog.FromContext(ctx)
-	host, _ := os.Hostname()
-	id := host + "_" + string(uuid.NewUUID())
+	id := o.Identity()
 	name := o.ResourceName
 	if name == "" {
 		name = "cluster-mapper-" + location

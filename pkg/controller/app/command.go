@@ -1,0 +1,166 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/component-base/logs"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/component-base/metrics/legacyregistry"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go's request and workqueue metrics
+	_ "k8s.io/component-base/metrics/prometheus/workqueue"
+	"k8s.io/klog/v2"
+
+	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/location"
+)
+
+// NewCommand returns the mapper-controller command: it runs the control plane controllers
+// against the source while it holds the leader election Lease, until SIGTERM or SIGINT.
+func NewCommand() *cobra.Command {
+	o := NewOptions()
+	logOptions := logs.NewOptions()
+	cmd := &cobra.Command{
+		Use:   "mapper-controller",
+		Short: "Run the control plane controllers of cluster-mapper against the source",
+		Long: "mapper-controller runs the controllers of the control.mapper.kcp.io objects in the source. Its location " +
+			"lifecycle controller sets a SyncTarget's Ready condition to Unknown when the location's mapper has not renewed " +
+			"its Lease (cluster-mapper-system/<location>) for --location-grace-period, and records Events when Ready " +
+			"changes. See docs/locations.md.",
+		SilenceUsage: true,
+		Args:         cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := logsapi.ValidateAndApply(logOptions, nil); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return Run(genericapiserver.SetupSignalContext(), o)
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	logsapi.AddFlags(logOptions, cmd.Flags())
+	cmd.CompletionOptions.DisableDefaultCmd = true
+	return cmd
+}
+
+// Run serves the health and metrics endpoint and runs the controllers while leading, until
+// ctx ends (nil) or leadership is lost (an error: the process exits and is restarted).
+func Run(ctx context.Context, o *Options) error {
+	logger := klog.FromContext(ctx)
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.Kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return fmt.Errorf("loading the source kubeconfig: %w", err)
+	}
+	cfg = rest.AddUserAgent(cfg, "mapper-controller")
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	var watchdog *leaderelection.HealthzAdaptor
+	live := []healthz.HealthChecker{healthz.PingHealthz}
+	if o.LeaderElection.LeaderElect {
+		watchdog = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
+		live = append(live, watchdog)
+	}
+	if err := serve(ctx, o.BindAddress, live); err != nil {
+		return err
+	}
+
+	run := func(ctx context.Context) {
+		scheme := runtime.NewScheme()
+		_ = clientgoscheme.AddToScheme(scheme)
+		_ = controlv1alpha1.AddToScheme(scheme)
+		broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: kube.EventsV1()})
+		if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
+			logger.Error(err, "Cannot record Events")
+		}
+		defer broadcaster.Shutdown()
+		location.New(location.Config{
+			Kube: kube, Dynamic: dyn, LeaseNamespace: o.LeaseNamespace, GracePeriod: o.LocationGracePeriod,
+			Workers: o.Workers, Recorder: broadcaster.NewRecorder(scheme, "mapper-controller"),
+		}).Run(ctx)
+	}
+	if !o.LeaderElection.LeaderElect {
+		run(ctx)
+		return nil
+	}
+	host, _ := os.Hostname()
+	id := host + "_" + string(uuid.NewUUID())
+	le := o.LeaderElection
+	lock, err := resourcelock.New(le.ResourceLock, le.ResourceNamespace, le.ResourceName, kube.CoreV1(), kube.CoordinationV1(),
+		resourcelock.ResourceLockConfig{Identity: id})
+	if err != nil {
+		return err
+	}
+	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+		Lock: lock, LeaseDuration: le.LeaseDuration.Duration, RenewDeadline: le.RenewDeadline.Duration, RetryPeriod: le.RetryPeriod.Duration,
+		ReleaseOnCancel: true, WatchDog: watchdog, Name: le.ResourceName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				logger.Info("Leading: running the controllers", "lease", le.ResourceNamespace+"/"+le.ResourceName, "identity", id)
+				run(ctx)
+			},
+			OnStoppedLeading: func() {},
+		},
+	})
+	if ctx.Err() == nil {
+		return errors.New("lost the leader lease")
+	}
+	return nil
+}
+
+// serve serves /metrics (component-base's legacy registry), /healthz (live checks) and
+// /readyz on address until ctx ends; "0" or "" serves nothing.
+func serve(ctx context.Context, address string, live []healthz.HealthChecker) error {
+	if address == "0" || address == "" {
+		return nil
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", legacyregistry.Handler())
+	healthz.InstallHandler(mux, live...)
+	healthz.InstallReadyzHandler(mux, healthz.PingHealthz)
+	ln, err := net.Listen("tcp", address)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.FromContext(ctx).Error(err, "The metrics and health endpoint stopped")
+		}
+	}()
+	klog.FromContext(ctx).Info("Serving /metrics, /healthz and /readyz", "address", ln.Addr().String())
+	return nil
+}

@@ -1,0 +1,86 @@
+// Package app is the command line of mapper-controller (cmd/mapper-controller): flags,
+// logs, metrics and health endpoints from component-base and k8s.io/apiserver, leader
+// election in the source, and the controllers it runs (today: the location lifecycle).
+package app
+
+import (
+	"errors"
+	"time"
+
+	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	componentbaseconfig "k8s.io/component-base/config"
+	"k8s.io/component-base/config/options"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+)
+
+// Options are mapper-controller's flags.
+type Options struct {
+	// Kubeconfig is the source's kubeconfig; empty: $KUBECONFIG, ~/.kube/config, in-cluster.
+	Kubeconfig string
+	// LocationGracePeriod is --location-grace-period.
+	LocationGracePeriod time.Duration
+	// LeaseNamespace is where the locations' Leases and the leader election Lease are.
+	LeaseNamespace string
+	// Workers is the number of concurrent reconciles per controller.
+	Workers int
+	// BindAddress serves /metrics, /healthz and /readyz ("0": nowhere).
+	BindAddress string
+	// LeaderElection is component-base's leader election configuration.
+	LeaderElection componentbaseconfig.LeaderElectionConfiguration
+}
+
+// NewOptions returns the defaults: a 40s grace period (node lifecycle's
+// node-monitor-grace-period), cluster-mapper-system, leader election on the Lease
+// cluster-mapper-system/mapper-controller with kube-controller-manager's timings.
+func NewOptions() *Options {
+	return &Options{
+		LocationGracePeriod: 40 * time.Second,
+		LeaseNamespace:      contract.ControlNamespace,
+		Workers:             2,
+		BindAddress:         ":8081",
+		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
+			LeaderElect:       true,
+			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
+			RenewDeadline:     metav1.Duration{Duration: 10 * time.Second},
+			RetryPeriod:       metav1.Duration{Duration: 2 * time.Second},
+			ResourceLock:      resourcelock.LeasesResourceLock,
+			ResourceName:      "mapper-controller",
+			ResourceNamespace: contract.ControlNamespace,
+		},
+	}
+}
+
+// AddFlags registers the flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig of the source. Empty: $KUBECONFIG, ~/.kube/config, then in-cluster.")
+	fs.DurationVar(&o.LocationGracePeriod, "location-grace-period", o.LocationGracePeriod, "How long a location's Lease may go unrenewed before its SyncTarget's Ready condition becomes Unknown.")
+	fs.StringVar(&o.LeaseNamespace, "lease-namespace", o.LeaseNamespace, "Namespace of the locations' Leases in the source.")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "Concurrent reconciles per controller.")
+	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "Address serving /metrics, /healthz and /readyz; \"0\" turns it off.")
+	options.BindLeaderElectionFlags(&o.LeaderElection, fs)
+}
+
+// Validate returns every invalid value.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.LocationGracePeriod < time.Second {
+		errs = append(errs, errors.New("--location-grace-period must be at least 1s"))
+	}
+	if o.Workers < 1 {
+		errs = append(errs, errors.New("--workers must be at least 1"))
+	}
+	if o.LeaseNamespace == "" {
+		errs = append(errs, errors.New("--lease-namespace must not be empty"))
+	}
+	le := o.LeaderElection
+	if le.LeaderElect && (le.LeaseDuration.Duration <= le.RenewDeadline.Duration || le.RenewDeadline.Duration <= le.RetryPeriod.Duration || le.RetryPeriod.Duration <= 0) {
+		errs = append(errs, errors.New("leader election needs --leader-elect-lease-duration > --leader-elect-renew-deadline > --leader-elect-retry-period > 0"))
+	}
+	if le.LeaderElect && le.ResourceLock != resourcelock.LeasesResourceLock {
+		errs = append(errs, errors.New("--leader-elect-resource-lock must be leases"))
+	}
+	return errors.Join(errs...)
+}

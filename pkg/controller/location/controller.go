@@ -1,0 +1,245 @@
+package location
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
+)
+
+// Event reasons of the controller (on the SyncTarget).
+const (
+	// EventLocationReady: Ready became True.
+	EventLocationReady = "LocationReady"
+	// EventLocationNotReady: Ready became False (the mapper's reason is in the note).
+	EventLocationNotReady = "LocationNotReady"
+	// EventLocationUnknown: Ready became Unknown (the Lease expired).
+	EventLocationUnknown = "LocationStatusUnknown"
+)
+
+// Config configures a Controller.
+type Config struct {
+	// Kube and Dynamic are clients of the source.
+	Kube    kubernetes.Interface
+	Dynamic dynamic.Interface
+	// LeaseNamespace is where the locations' Leases are; default cluster-mapper-system.
+	LeaseNamespace string
+	// GracePeriod is how long a Lease may go unrenewed before Ready becomes Unknown;
+	// default 40s (--location-grace-period, as node lifecycle's node-monitor-grace-period).
+	GracePeriod time.Duration
+	// Workers is the number of concurrent reconciles; default 2.
+	Workers int
+	// Recorder records the Events; nil records none.
+	Recorder events.EventRecorder
+	// Clock is the time source; default the real clock.
+	Clock clock.Clock
+}
+
+// Controller is the location lifecycle controller.
+type Controller struct {
+	cfg         Config
+	client      *synctarget.Client
+	targets     cache.SharedIndexInformer
+	leases      cache.SharedIndexInformer
+	leaseLister coordinationlisters.LeaseLister
+	queue       workqueue.TypedRateLimitingInterface[string]
+	factories   []interface{ Start(<-chan struct{}) }
+}
+
+// New builds a Controller with its informers (SyncTargets, and Leases of LeaseNamespace).
+func New(cfg Config) *Controller {
+	if cfg.LeaseNamespace == "" {
+		cfg.LeaseNamespace = contract.ControlNamespace
+	}
+	if cfg.GracePeriod <= 0 {
+		cfg.GracePeriod = 40 * time.Second
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 2
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	kubeFactory := informers.NewSharedInformerFactoryWithOptions(cfg.Kube, 0, informers.WithNamespace(cfg.LeaseNamespace))
+	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(cfg.Dynamic, 0)
+	c := &Controller{
+		cfg:         cfg,
+		client:      synctarget.NewClient(cfg.Dynamic),
+		targets:     dynFactory.ForResource(synctarget.Resource).Informer(),
+		leases:      kubeFactory.Coordination().V1().Leases().Informer(),
+		leaseLister: kubeFactory.Coordination().V1().Leases().Lister(),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "location_lifecycle"}),
+		factories: []interface{ Start(<-chan struct{}) }{kubeFactory, dynFactory},
+	}
+	_, _ = c.targets.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: c.targetUpdated,
+	})
+	_, _ = c.leases.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: func(_, obj interface{}) { c.enqueue(obj) },
+		DeleteFunc: c.enqueue,
+	})
+	return c
+}
+
+// enqueue adds the name of a SyncTarget or Lease (the location) to the queue.
+func (c *Controller) enqueue(obj interface{}) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	c.queue.Add(m.GetName())
+}
+
+// targetUpdated records an Event when a SyncTarget's Ready condition changed status, by
+// whoever changed it (the mapper, or this controller), and enqueues it.
+func (c *Controller) targetUpdated(old, obj interface{}) {
+	c.enqueue(obj)
+	if c.cfg.Recorder == nil {
+		return
+	}
+	before, after := readyOf(old), readyOf(obj)
+	if after == nil || (before != nil && before.Status == after.Status) {
+		return
+	}
+	st, err := synctarget.FromUnstructured(obj.(*unstructured.Unstructured))
+	if err != nil {
+		return
+	}
+	switch after.Status {
+	case "True":
+		c.cfg.Recorder.Eventf(st, nil, "Normal", EventLocationReady, "Ready", "Location %s is ready: %s", st.Name, after.Message)
+	case "False":
+		c.cfg.Recorder.Eventf(st, nil, "Warning", EventLocationNotReady, "NotReady", "Location %s is not ready (%s): %s", st.Name, after.Reason, after.Message)
+	default:
+		c.cfg.Recorder.Eventf(st, nil, "Warning", EventLocationUnknown, "NotReady", "Location %s's status is unknown (%s): %s", st.Name, after.Reason, after.Message)
+	}
+}
+
+// readyOf returns the Ready condition of an unstructured SyncTarget, or nil.
+func readyOf(obj interface{}) *struct{ Status, Reason, Message string } {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]interface{})
+		if !ok || m["type"] != controlv1alpha1.SyncTargetReady {
+			continue
+		}
+		s, _ := m["status"].(string)
+		r, _ := m["reason"].(string)
+		msg, _ := m["message"].(string)
+		return &struct{ Status, Reason, Message string }{s, r, msg}
+	}
+	return nil
+}
+
+// Run starts the informers and workers and returns when ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+	logger := klog.FromContext(ctx)
+	for _, f := range c.factories {
+		f.Start(ctx.Done())
+	}
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.targets.HasSynced, c.leases.HasSynced) {
+		return
+	}
+	logger.Info("Starting the location lifecycle controller", "gracePeriod", c.cfg.GracePeriod, "leaseNamespace", c.cfg.LeaseNamespace)
+	var wg sync.WaitGroup
+	for i := 0; i < c.cfg.Workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wait.UntilWithContext(ctx, func(ctx context.Context) {
+				for c.processNext(ctx) {
+				}
+			}, time.Second)
+		}()
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+}
+
+// processNext reconciles one location; false once the queue is shut down.
+func (c *Controller) processNext(ctx context.Context) bool {
+	name, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(name)
+	if err := c.reconcile(ctx, name); err != nil {
+		klog.FromContext(ctx).Info("Reconciling the location failed; retrying", "location", name, "err", err)
+		c.queue.AddRateLimited(name)
+		return true
+	}
+	c.queue.Forget(name)
+	return true
+}
+
+// reconcile sets Ready=Unknown on the SyncTarget name when its Lease is missing or expired,
+// and otherwise re-checks the location when the Lease would expire.
+func (c *Controller) reconcile(ctx context.Context, name string) error {
+	obj, exists, err := c.targets.GetStore().GetByKey(name)
+	if err != nil || !exists {
+		return err
+	}
+	st, err := synctarget.FromUnstructured(obj.(*unstructured.Unstructured))
+	if err != nil {
+		return nil // a malformed object is reported by its own update; nothing to retry
+	}
+	lease, err := c.leaseLister.Leases(c.cfg.LeaseNamespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		lease, err = nil, nil
+	}
+	if err != nil {
+		return err
+	}
+	h := Health(lease, c.cfg.Clock.Now(), c.cfg.GracePeriod)
+	if h.Fresh {
+		// The Lease may expire without any further event: look again just after it would.
+		c.queue.AddAfter(name, h.RecheckAfter+100*time.Millisecond)
+		return nil
+	}
+	cur := meta.FindStatusCondition(st.Status.Conditions, controlv1alpha1.SyncTargetReady)
+	if cur != nil && cur.Status == h.Unknown.Status && cur.Reason == h.Unknown.Reason {
+		return nil
+	}
+	meta.SetStatusCondition(&st.Status.Conditions, h.Unknown)
+	if _, err := c.client.UpdateStatus(ctx, st); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("setting Ready=Unknown: %w", err)
+	}
+	klog.FromContext(ctx).Info("The location's mapper stopped renewing its Lease: Ready=Unknown", "location", name, "reason", h.Unknown.Reason)
+	return nil
+}

@@ -1,0 +1,206 @@
+package heartbeat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
+)
+
+// Defaults of Config (issue 13: renew every 10 s, status at most once a minute unless it
+// changes; the Lease duration is the default grace period of the location lifecycle
+// controller, as node Leases last node-monitor-grace-period).
+const (
+	DefaultLeaseNamespace = contract.ControlNamespace
+	DefaultRenewInterval  = 10 * time.Second
+	DefaultLeaseDuration  = 40 * time.Second
+	DefaultStatusInterval = time.Minute
+)
+
+// Config configures a heartbeat.
+type Config struct {
+	// Location names the Lease and the SyncTarget.
+	Location string
+	// Identity is the mapper's leader election identity; it holds the Lease.
+	Identity string
+	// Version is the mapper's version; Mode is controlv1alpha1.ModePull or ModePush.
+	Version, Mode string
+	// Source is the client config of the source kube-apiserver (see SourceConfig).
+	Source *rest.Config
+	// LeaseNamespace defaults to DefaultLeaseNamespace.
+	LeaseNamespace string
+	// RenewInterval is how often the Lease is renewed and the status observed; default
+	// DefaultRenewInterval.
+	RenewInterval time.Duration
+	// LeaseDuration is the Lease's spec.leaseDurationSeconds; default DefaultLeaseDuration.
+	LeaseDuration time.Duration
+	// StatusInterval is the longest time between two status writes (and between two
+	// verifications for the counts); a changed status is written at once. Default
+	// DefaultStatusInterval.
+	StatusInterval time.Duration
+	// Observe returns the mapper's current observation (see Observer.Observe).
+	Observe func(ctx context.Context, verifyNow bool) Observation
+}
+
+// Run renews the Lease and writes the SyncTarget status until ctx ends (the mapper stops
+// leading). Failures (no SyncTarget, 403, an unreachable source) are logged and retried;
+// they never stop the mapper. It returns an error only when cfg is incomplete.
+func Run(ctx context.Context, cfg Config) error {
+	if cfg.Location == "" || cfg.Identity == "" || cfg.Source == nil || cfg.Observe == nil {
+		return errors.New("heartbeat: location, identity, source and observe are required")
+	}
+	if cfg.LeaseNamespace == "" {
+		cfg.LeaseNamespace = DefaultLeaseNamespace
+	}
+	if cfg.RenewInterval <= 0 {
+		cfg.RenewInterval = DefaultRenewInterval
+	}
+	if cfg.LeaseDuration <= 0 {
+		cfg.LeaseDuration = DefaultLeaseDuration
+	}
+	if cfg.StatusInterval <= 0 {
+		cfg.StatusInterval = DefaultStatusInterval
+	}
+	src := rest.CopyConfig(cfg.Source)
+	src.UserAgent = rest.DefaultKubernetesUserAgent() + " cluster-mapper/heartbeat"
+	kube, err := kubernetes.NewForConfig(src)
+	if err != nil {
+		return fmt.Errorf("heartbeat: source client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(src)
+	if err != nil {
+		return fmt.Errorf("heartbeat: source client: %w", err)
+	}
+	logger := klog.FromContext(ctx).WithValues("syncTarget", cfg.Location)
+	ctx = klog.NewContext(ctx, logger)
+	logger.Info("Registering the location: renewing its Lease and writing its SyncTarget status",
+		"source", src.Host, "lease", cfg.LeaseNamespace+"/"+cfg.Location, "renewInterval", cfg.RenewInterval)
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		runLease(ctx, kube, cfg.LeaseNamespace, cfg.Location, cfg.Identity, cfg.RenewInterval, cfg.LeaseDuration)
+	}()
+	w := &statusWriter{cfg: cfg, client: synctarget.NewClient(dyn)}
+	ticker := time.NewTicker(cfg.RenewInterval)
+	defer ticker.Stop()
+	for {
+		w.tick(ctx)
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
+
+// statusWriter keeps what it last wrote, to write only on change or when StatusInterval has
+// passed.
+type statusWriter struct {
+	cfg          Config
+	client       *synctarget.Client
+	lastWrite    time.Time
+	lastVerify   time.Time
+	objects      *controlv1alpha1.ObjectCounts
+	missingNoted bool
+}
+
+// tick reads the SyncTarget and, when the location is registered, observes the mapper and
+// writes the status when it changed or is due.
+func (w *statusWriter) tick(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	st, err := w.client.GetStatus(ctx, w.cfg.Location)
+	if apierrors.IsNotFound(err) {
+		if !w.missingNoted {
+			logger.Info("The location has no SyncTarget in the source (not registered, or the CRD is not installed); its status is not written", "err", err)
+			w.missingNoted = true
+		}
+		return
+	}
+	if err != nil {
+		logger.Info("Cannot read the SyncTarget; retrying", "err", err)
+		return
+	}
+	w.missingNoted = false
+	// Observe only a registered location: the verification reads the whole view and target.
+	now := time.Now()
+	verifyNow := w.objects == nil || now.Sub(w.lastVerify) >= w.cfg.StatusInterval
+	obs := w.cfg.Observe(ctx, verifyNow)
+	if obs.Objects != nil {
+		w.objects, w.lastVerify = obs.Objects, now
+	}
+	status := desiredStatus(st.Status, obs, w.objects, w.cfg)
+	due := now.Sub(w.lastWrite) >= w.cfg.StatusInterval
+	if !due && equalIgnoringTimes(st.Status, status) {
+		return
+	}
+	st.Status = status
+	if _, err := w.client.UpdateStatus(ctx, st); err != nil {
+		logger.Info("Cannot write the SyncTarget status; retrying", "err", err)
+		return
+	}
+	w.lastWrite = now
+	logger.V(2).Info("Wrote the SyncTarget status", "ready", obs.Ready, "reason", obs.Reason)
+}
+
+// desiredStatus is old with the observation applied: the Ready and ResourcesCompatible
+// conditions (their lastTransitionTime kept while their status stays), mapper identity,
+// version and mode, objects (the latest counts), resources and capacity.
+func desiredStatus(old controlv1alpha1.SyncTargetStatus, obs Observation, objects *controlv1alpha1.ObjectCounts, cfg Config) controlv1alpha1.SyncTargetStatus {
+	s := *old.DeepCopy()
+	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: controlv1alpha1.SyncTargetReady, Status: obs.Ready, Reason: obs.Reason, Message: obs.Message})
+	compatible := metav1.Condition{Type: controlv1alpha1.SyncTargetResourcesCompatible, Status: metav1.ConditionTrue,
+		Reason: controlv1alpha1.ReasonAllResourcesServed, Message: "The target serves every resource of the view."}
+	var halted []string
+	for _, r := range obs.Resources {
+		if r.State == controlv1alpha1.ResourceHalted {
+			halted = append(halted, r.Resource)
+		}
+	}
+	if len(halted) > 0 {
+		compatible.Status, compatible.Reason = metav1.ConditionFalse, controlv1alpha1.ReasonResourcesHalted
+		compatible.Message = fmt.Sprintf("The target does not serve %d resources of the view: %v; their objects wait.", len(halted), halted)
+	}
+	meta.SetStatusCondition(&s.Conditions, compatible)
+	s.Mapper = &controlv1alpha1.MapperStatus{Identity: cfg.Identity, Version: cfg.Version, Mode: cfg.Mode}
+	if objects != nil {
+		s.Objects = objects.DeepCopy()
+	}
+	s.Resources = obs.Resources
+	if obs.Capacity != nil {
+		s.Capacity = obs.Capacity
+	}
+	return s
+}
+
+// equalIgnoringTimes compares two statuses without the conditions' lastTransitionTime and
+// the counts' verifiedTime, so that only a real change triggers a write.
+func equalIgnoringTimes(a, b controlv1alpha1.SyncTargetStatus) bool {
+	strip := func(s controlv1alpha1.SyncTargetStatus) controlv1alpha1.SyncTargetStatus {
+		s = *s.DeepCopy()
+		for i := range s.Conditions {
+			s.Conditions[i].LastTransitionTime = metav1.Time{}
+		}
+		if s.Objects != nil {
+			s.Objects.VerifiedTime = nil
+		}
+		return s
+	}
+	return equality.Semantic.DeepEqual(strip(a), strip(b))
+}

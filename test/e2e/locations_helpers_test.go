@@ -1,0 +1,114 @@
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+
+	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
+	"github.com/cluster-mapper/cluster-mapper/test/framework"
+)
+
+// installControlCRDs applies artifacts/crds to cp with kubectl, as docs/locations.md says,
+// and waits until SyncTargets are served.
+func installControlCRDs(t *testing.T, ctx context.Context, cp *framework.ControlPlane, dyn dynamic.Interface) {
+	t.Helper()
+	dir, err := filepath.Abs("../../artifacts/crds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := framework.RunKubectl(t, cp.AdminKubeconfig(), "apply", "--server-side", "-f", dir); err != nil {
+		t.Fatalf("kubectl apply -f artifacts/crds: %v\n%s", err, out)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := dyn.Resource(synctarget.Resource).List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("SyncTargets not served after installing the CRDs: %v", err)
+	}
+}
+
+// newSyncTarget returns a SyncTarget named name with labels.
+func newSyncTarget(name string, labels map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]interface{}{}}
+	u.SetAPIVersion(controlv1alpha1.SchemeGroupVersion.String())
+	u.SetKind("SyncTarget")
+	u.SetName(name)
+	u.SetLabels(labels)
+	return u
+}
+
+// waitSyncTarget polls the SyncTarget name until cond holds, and fails the test with the
+// last object otherwise.
+func waitSyncTarget(t *testing.T, ctx context.Context, dyn dynamic.Interface, name string, timeout time.Duration, what string, cond func(*controlv1alpha1.SyncTarget) bool) *controlv1alpha1.SyncTarget {
+	t.Helper()
+	var last *controlv1alpha1.SyncTarget
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		u, err := dyn.Resource(synctarget.Resource).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		st, err := synctarget.FromUnstructured(u)
+		if err != nil {
+			return false, err
+		}
+		last = st
+		return cond(st), nil
+	})
+	if err != nil {
+		t.Fatalf("SyncTarget %s: %s not reached within %s: %v; last status: %+v", name, what, timeout, err, statusOf(last))
+	}
+	return last
+}
+
+// statusOf is a SyncTarget's status for messages (nil-safe).
+func statusOf(st *controlv1alpha1.SyncTarget) interface{} {
+	if st == nil {
+		return nil
+	}
+	return st.Status
+}
+
+// readyIs returns a condition on a SyncTarget's Ready condition.
+func readyIs(status metav1.ConditionStatus, reason string) func(*controlv1alpha1.SyncTarget) bool {
+	return func(st *controlv1alpha1.SyncTarget) bool {
+		c := meta.FindStatusCondition(st.Status.Conditions, controlv1alpha1.SyncTargetReady)
+		return c != nil && c.Status == status && (reason == "" || c.Reason == reason)
+	}
+}
+
+// eventsGVR are events.k8s.io/v1 Events.
+var eventsGVR = schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}
+
+// waitEvent waits for an Event with reason about the SyncTarget name.
+func waitEvent(t *testing.T, ctx context.Context, dyn dynamic.Interface, name, reason string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := dyn.Resource(eventsGVR).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, e := range list.Items {
+			kind, _, _ := unstructured.NestedString(e.Object, "regarding", "kind")
+			n, _, _ := unstructured.NestedString(e.Object, "regarding", "name")
+			r, _, _ := unstructured.NestedString(e.Object, "reason")
+			if kind == "SyncTarget" && n == name && r == reason {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no Event %s about SyncTarget %s: %v", reason, name, err)
+	}
+}
