@@ -197,7 +197,7 @@ func (c *Cache) Store(gvr schema.GroupVersionResource) (*ResourceStore, bool) {
 
 // Locations returns the stats of every location with at least one object or watcher in any
 // mirrored resource, merged over resources: Objects and Watchers summed, FirstSeen the
-// earliest, Resources the per-resource object counts.
+// earliest, Resources the per-resource and Clusters the per-logical-cluster object counts.
 func (c *Cache) Locations() map[string]LocationStats {
 	c.mu.RLock()
 	stores := make([]*ResourceStore, 0, len(c.mirrors))
@@ -210,7 +210,7 @@ func (c *Cache) Locations() map[string]LocationStats {
 		for loc, st := range s.Locations() {
 			agg, ok := out[loc]
 			if !ok {
-				agg = LocationStats{FirstSeen: st.FirstSeen, Resources: map[schema.GroupResource]int{}}
+				agg = LocationStats{FirstSeen: st.FirstSeen, Resources: map[schema.GroupResource]int{}, Clusters: map[string]int{}}
 			}
 			agg.Objects += st.Objects
 			agg.Watchers += st.Watchers
@@ -219,6 +219,9 @@ func (c *Cache) Locations() map[string]LocationStats {
 			}
 			for gr, n := range st.Resources {
 				agg.Resources[gr] += n
+			}
+			for cl, n := range st.Clusters {
+				agg.Clusters[cl] += n
 			}
 			out[loc] = agg
 		}
