@@ -31,6 +31,11 @@ type Config struct {
 	// DiscoveryInterval is how often the source's discovery is re-read to pick up new and
 	// removed resources (CRDs); default DefaultDiscoveryInterval.
 	DiscoveryInterval time.Duration
+	// ClusterDynamic returns the client of one logical cluster of a kcp source, whose paths are
+	// those of that cluster (/clusters/<cluster>/...): kcp serves reads by name and writes only
+	// there, not on the wildcard endpoint that Dynamic reads. nil for a plain source, whose one
+	// cluster is Dynamic's.
+	ClusterDynamic func(cluster string) (dynamic.Interface, error)
 }
 
 // Cache mirrors the selected resources of one source: one client-go Reflector per resource
