@@ -150,6 +150,10 @@ func TestClusterPaths(t *testing.T) {
 			t.Errorf("GET %s: %d %q, want %q", c.path, code, itemNames(list), c.want)
 		}
 	}
+	// Discovery below a cluster path.
+	if code, disc := serve(t, v, "GET", "/clusters/c1/api/v1", ""); code != http.StatusOK || !strings.Contains(fmt.Sprint(disc["resources"]), "configmaps") {
+		t.Errorf("discovery of /clusters/c1/api/v1: %d %v", code, disc)
+	}
 	// Namespaces per cluster.
 	_, nsList := serve(t, v, "GET", "/clusters/c3/api/v1/namespaces", "")
 	if items, _ := nsList["items"].([]interface{}); len(items) != 1 || items[0].(map[string]interface{})["metadata"].(map[string]interface{})["name"] != "ns3" {
