@@ -47,9 +47,17 @@ type Options struct {
 	// group, "deployments.apps"); empty mirrors every namespaced resource the source serves with
 	// list and watch, minus events and leases.
 	Resources []string
-	// ClusterName is the logical cluster of source objects that carry no kcp.io/cluster
-	// annotation (a plain Kubernetes source is one logical cluster).
+	// SourceMode is SourceModePlain (default) or SourceModeKCP.
+	SourceMode string
+	// ClusterName is the logical cluster of every object of a plain source (a plain
+	// Kubernetes source is one logical cluster; a kcp.io/cluster annotation a user wrote is
+	// ignored). Unused in kcp mode.
 	ClusterName string
+	// SourceClusterPath is, in kcp mode, the path of one logical cluster on the source's
+	// server (the kubeconfig's server with a trailing /clusters/* removed); ClusterPlaceholder
+	// is replaced by the cluster. Reads by name and writes (status write-back, status records)
+	// go there.
+	SourceClusterPath string
 
 	HistorySize       int
 	WatcherBufferSize int
@@ -67,7 +75,9 @@ func NewOptions() *Options {
 		RecommendedOptions: genericoptions.NewRecommendedOptions("", Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)),
 		SourceQPS:          200,
 		SourceBurst:        400,
+		SourceMode:         SourceModePlain,
 		ClusterName:        "default",
+		SourceClusterPath:  DefaultSourceClusterPath,
 		HistorySize:        10000,
 		WatcherBufferSize:  1000,
 		BookmarkInterval:   time.Minute,
@@ -87,7 +97,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.SourceQPS, "source-qps", o.SourceQPS, "Queries per second of the server's own requests to the source.")
 	fs.IntVar(&o.SourceBurst, "source-burst", o.SourceBurst, "Burst of the server's own requests to the source.")
 	fs.StringSliceVar(&o.Resources, "resources", o.Resources, "Mirrored resources as resource.group (e.g. configmaps,deployments.apps,widgets.example.com). Empty: every namespaced resource the source serves with list and watch, minus events and leases.")
-	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "Logical cluster name of source objects without the kcp.io/cluster annotation.")
+	fs.StringVar(&o.SourceMode, "source-mode", o.SourceMode, "How logical clusters are found: \"plain\" (a Kubernetes source, one logical cluster named by --cluster-name; a kcp.io/cluster annotation on an object is ignored) or \"kcp\" (the source kubeconfig points at kcp's wildcard endpoint .../clusters/*; each object's cluster is its kcp.io/cluster annotation, and objects without a valid one are not served).")
+	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "With --source-mode=plain: the logical cluster name of every source object (views show it in kcp.io/cluster).")
+	fs.StringVar(&o.SourceClusterPath, "source-cluster-path", o.SourceClusterPath, "With --source-mode=kcp: the path of one logical cluster on the source's server (the kubeconfig's server with a trailing /clusters/* removed); "+ClusterPlaceholder+" is replaced by the cluster. Reads by name and status writes go there.")
 	fs.IntVar(&o.HistorySize, "watch-history-size", o.HistorySize, "Events kept per resource so watches can resume from a resourceVersion; older ones answer 410 Gone.")
 	fs.IntVar(&o.WatcherBufferSize, "watcher-buffer-size", o.WatcherBufferSize, "Events a watcher may fall behind before it is closed (its client re-watches).")
 	fs.DurationVar(&o.BookmarkInterval, "bookmark-interval", o.BookmarkInterval, "How often watchers that allow bookmarks get one, when the resource moved on since their last event (kube-apiserver sends them about once a minute).")
@@ -111,8 +123,17 @@ func (o *Options) Validate() error {
 	if _, err := ParseResources(o.Resources); err != nil {
 		errs = append(errs, err.Error())
 	}
-	if o.ClusterName == "" {
-		errs = append(errs, "--cluster-name must not be empty")
+	switch o.SourceMode {
+	case SourceModePlain:
+		if err := contract.ValidateClusterName(o.ClusterName); err != nil {
+			errs = append(errs, "--cluster-name: "+err.Error())
+		}
+	case SourceModeKCP:
+		if !strings.Contains(o.SourceClusterPath, ClusterPlaceholder) || !strings.HasPrefix(o.SourceClusterPath, "/") {
+			errs = append(errs, fmt.Sprintf("--source-cluster-path %q must start with / and contain %s", o.SourceClusterPath, ClusterPlaceholder))
+		}
+	default:
+		errs = append(errs, fmt.Sprintf("--source-mode %q is not %q or %q", o.SourceMode, SourceModePlain, SourceModeKCP))
 	}
 	if o.HistorySize < 1 {
 		errs = append(errs, "--watch-history-size must be at least 1")
@@ -172,15 +193,29 @@ func (o *Options) Config() (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	store := cache.StoreOptions{DefaultCluster: o.ClusterName}
+	viewOpts := view.Options{PlainCluster: o.ClusterName}
+	var clusterDynamic func(string) (dynamic.Interface, error)
+	if o.SourceMode == SourceModeKCP {
+		clients, err := newClusterClients(sourceConfig, o.SourceClusterPath)
+		if err != nil {
+			return nil, err
+		}
+		clusterDynamic = clients.For
+		store = cache.StoreOptions{ClusterFromAnnotation: true}
+		viewOpts.PlainCluster = ""
+	}
 	c, err := cache.New(cache.Config{
-		Dynamic:   dyn,
-		Discovery: disc,
-		Resources: resources,
+		Dynamic:        dyn,
+		Discovery:      disc,
+		Resources:      resources,
+		ClusterDynamic: clusterDynamic,
 		Store: cache.StoreOptions{
-			DefaultCluster:    o.ClusterName,
-			HistorySize:       o.HistorySize,
-			WatcherBufferSize: o.WatcherBufferSize,
-			BookmarkInterval:  o.BookmarkInterval,
+			DefaultCluster:        store.DefaultCluster,
+			ClusterFromAnnotation: store.ClusterFromAnnotation,
+			HistorySize:           o.HistorySize,
+			WatcherBufferSize:     o.WatcherBufferSize,
+			BookmarkInterval:      o.BookmarkInterval,
 		},
 		DiscoveryInterval: o.DiscoveryInterval,
 	})
@@ -192,6 +227,7 @@ func (o *Options) Config() (*Config, error) {
 		ExtraConfig: ExtraConfig{
 			Cache: c,
 			View: view.Options{
+				PlainCluster:       viewOpts.PlainCluster,
 				FreshnessTimeout:   o.FreshnessTimeout,
 				ConsistentReadWait: o.ConsistentReadWait,
 				MinRequestTimeout:  time.Duration(serverConfig.MinRequestTimeout) * time.Second,

@@ -34,6 +34,11 @@ type Config struct {
 	// DiscoveryInterval is how often the source's discovery is re-read to pick up new and
 	// removed resources (CRDs); default DefaultDiscoveryInterval.
 	DiscoveryInterval time.Duration
+	// ClusterDynamic returns the client of one logical cluster of a kcp source, whose paths are
+	// those of that cluster (/clusters/<cluster>/...): kcp serves reads by name and writes only
+	// there, not on the wildcard endpoint that Dynamic reads. nil for a plain source, whose one
+	// cluster is Dynamic's.
+	ClusterDynamic func(cluster string) (dynamic.Interface, error)
 }
 
 // Cache mirrors the selected resources of one source: one client-go Reflector per resource
@@ -236,7 +241,7 @@ func (c *Cache) Store(gvr schema.GroupVersionResource) (*ResourceStore, bool) {
 
 // Locations returns the stats of every location with at least one object or watcher in any
 // mirrored resource, merged over resources: Objects and Watchers summed, FirstSeen the
-// earliest, Resources the per-resource object counts.
+// earliest, Resources the per-resource and Clusters the per-logical-cluster object counts.
 func (c *Cache) Locations() map[string]LocationStats {
 	c.mu.RLock()
 	stores := make([]*ResourceStore, 0, len(c.mirrors))
@@ -249,7 +254,7 @@ func (c *Cache) Locations() map[string]LocationStats {
 		for loc, st := range s.Locations() {
 			agg, ok := out[loc]
 			if !ok {
-				agg = LocationStats{FirstSeen: st.FirstSeen, Resources: map[schema.GroupResource]int{}}
+				agg = LocationStats{FirstSeen: st.FirstSeen, Resources: map[schema.GroupResource]int{}, Clusters: map[string]int{}}
 			}
 			agg.Objects += st.Objects
 			agg.Watchers += st.Watchers
@@ -258,6 +263,9 @@ func (c *Cache) Locations() map[string]LocationStats {
 			}
 			for gr, n := range st.Resources {
 				agg.Resources[gr] += n
+			}
+			for cl, n := range st.Clusters {
+				agg.Clusters[cl] += n
 			}
 			out[loc] = agg
 		}

@@ -153,7 +153,7 @@ func TestCacheMirrorsAndFollowsDiscovery(t *testing.T) {
 	if st := c.Locations()["east"]; st.Objects != 2 || st.Watchers != 1 || st.Resources[cmGVR.GroupResource()] != 2 {
 		t.Fatalf("locations %+v", c.Locations())
 	}
-	if _, err := c.SourceGet(ctx, cmGVR, "ns", "a"); err != nil {
+	if _, err := c.SourceGet(ctx, cmGVR, "root", "ns", "a"); err != nil {
 		t.Fatal(err)
 	}
 

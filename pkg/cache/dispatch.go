@@ -20,12 +20,18 @@ func (s *ResourceStore) applyLocked(ev *event, record bool) {
 	delete(s.statusObjects, ev.obj.key)
 	if ev.typ == watch.Deleted {
 		delete(s.objects, ev.obj.key)
+		if uid := ev.obj.u.GetUID(); s.opts.ClusterFromAnnotation && uid != "" && s.byUID[uid] == ev.obj.key {
+			delete(s.byUID, uid)
+		}
 		s.metrics.objects.Dec()
 	} else {
 		if ev.prev == nil {
 			s.metrics.objects.Inc()
 		}
 		s.objects[ev.obj.key] = ev.obj
+		if uid := ev.obj.u.GetUID(); s.opts.ClusterFromAnnotation && uid != "" {
+			s.byUID[uid] = ev.obj.key
+		}
 		if ev.obj.variants != nil {
 			s.statusObjects[ev.obj.key] = ev.obj
 		}

@@ -19,6 +19,9 @@ func newObjectTree() *btree.BTreeG[*Object] { return btree.NewG(btreeDegree, obj
 // nsName is the secondary index key for Get by namespace/name.
 type nsName struct{ namespace, name string }
 
+// clusterNamespace is a namespace of one logical cluster.
+type clusterNamespace struct{ cluster, namespace string }
+
 // locationIndex is everything a ResourceStore keeps about one location: the location's
 // objects ordered by contract.Key, a namespace/name index for Get, per-namespace counts, and the
 // watchers of the location. It is guarded by the store's mutex.
@@ -31,8 +34,10 @@ type locationIndex struct {
 	// byName maps namespace/name to the location's objects with that namespace/name, sorted by
 	// contract.Key (more than one only when several logical clusters hold the same namespace/name).
 	byName map[nsName][]*Object
-	// namespaces counts the location's objects per namespace.
-	namespaces map[string]int
+	// namespaces counts the location's objects per logical cluster and namespace.
+	namespaces map[clusterNamespace]int
+	// clusters counts the location's objects per logical cluster.
+	clusters map[string]int
 
 	// firstSeen is when this store created the entry: when it first saw the location (object
 	// or watcher) since the entry was last freed empty.
@@ -50,7 +55,8 @@ func newLocationIndex(name string, now time.Time) *locationIndex {
 		name:       name,
 		tree:       newObjectTree(),
 		byName:     map[nsName][]*Object{},
-		namespaces: map[string]int{},
+		namespaces: map[clusterNamespace]int{},
+		clusters:   map[string]int{},
 		firstSeen:  now,
 	}
 }
@@ -65,7 +71,8 @@ func (li *locationIndex) insert(o *Object) {
 	copy(objs[i+1:], objs[i:])
 	objs[i] = o
 	li.byName[k] = objs
-	li.namespaces[o.namespace]++
+	li.namespaces[clusterNamespace{o.cluster, o.namespace}]++
+	li.clusters[o.cluster]++
 }
 
 // replace swaps old for new, which have the same contract.Key.
@@ -96,10 +103,16 @@ func (li *locationIndex) remove(o *Object) {
 	} else {
 		li.byName[k] = objs
 	}
-	if n := li.namespaces[o.namespace] - 1; n > 0 {
-		li.namespaces[o.namespace] = n
+	cn := clusterNamespace{o.cluster, o.namespace}
+	if n := li.namespaces[cn] - 1; n > 0 {
+		li.namespaces[cn] = n
 	} else {
-		delete(li.namespaces, o.namespace)
+		delete(li.namespaces, cn)
+	}
+	if n := li.clusters[o.cluster] - 1; n > 0 {
+		li.clusters[o.cluster] = n
+	} else {
+		delete(li.clusters, o.cluster)
 	}
 }
 
@@ -110,6 +123,12 @@ func (li *locationIndex) get(namespace, name string) (*Object, bool) {
 		return nil, false
 	}
 	return objs[0], true
+}
+
+// lookup returns the location's objects namespace/name of every logical cluster, sorted by
+// contract.Key (shared slice: READ-ONLY).
+func (li *locationIndex) lookup(namespace, name string) []*Object {
+	return li.byName[nsName{namespace, name}]
 }
 
 // addWatcher registers w with the location.

@@ -30,6 +30,12 @@ type identity struct {
 	name      string
 	// annotations is the object's metadata.annotations (not copied; may be nil).
 	annotations map[string]interface{}
+	// invalid, when set, says why the object has no valid logical cluster (a kcp source
+	// only); such an object is not stored.
+	invalid error
+	// source is the object as the source sent it when u is a copy with kcp.io/cluster added
+	// (a plain source), else nil.
+	source *unstructured.Unstructured
 }
 
 // toUnstructured accepts what a reflector hands to the store.
@@ -52,20 +58,114 @@ func toUnstructured(obj interface{}) (*unstructured.Unstructured, error) {
 	}
 }
 
-// identify computes the contract.Key of u.
+// identify computes the logical cluster and the contract.Key of u (DESIGN.md, "Names"):
+//   - a plain source (StoreOptions.DefaultCluster): every object belongs to the configured
+//     cluster; a kcp.io/cluster annotation written by a user is ignored, and the returned
+//     identity's object is u with kcp.io/cluster set to the configured cluster (a shallow
+//     copy when u lacks it, so u itself is never changed), so that views always show it and
+//     it is encoded once per object version;
+//   - a kcp source (StoreOptions.ClusterFromAnnotation): the cluster is u's kcp.io/cluster;
+//     when it is missing or not a valid logical cluster name, invalid says why.
 func (s *ResourceStore) identify(u *unstructured.Unstructured) identity {
-	id := identity{u: u, name: u.GetName(), cluster: s.opts.DefaultCluster}
+	id := identity{u: u, name: u.GetName()}
 	if s.namespaced {
 		id.namespace = u.GetNamespace()
 	}
 	if a, found, err := unstructured.NestedFieldNoCopy(u.Object, "metadata", "annotations"); found && err == nil {
 		id.annotations, _ = a.(map[string]interface{})
 	}
-	if c, ok := id.annotations[contract.ClusterAnnotation].(string); ok && c != "" {
+	if s.opts.ClusterFromAnnotation {
+		c, _ := id.annotations[contract.ClusterAnnotation].(string)
+		switch {
+		case c == "":
+			id.invalid = fmt.Errorf("the object has no %s annotation (a kcp source sets it on every object)", contract.ClusterAnnotation)
+		default:
+			id.invalid = contract.ValidateClusterName(c)
+		}
 		id.cluster = c
+	} else {
+		id.cluster = s.opts.DefaultCluster
+		if c, _ := id.annotations[contract.ClusterAnnotation].(string); c != id.cluster {
+			id.source = u
+			id.u, id.annotations = withAnnotation(u, contract.ClusterAnnotation, id.cluster)
+		}
 	}
 	id.key = contract.NewKey(id.cluster, id.namespace, id.name)
 	return id
+}
+
+// withAnnotation returns a shallow copy of u whose annotation key is value, and the copy's
+// annotations. Only the maps on the path to the annotation are copied (the top level,
+// metadata and annotations); everything else is shared with u, which is not changed.
+func withAnnotation(u *unstructured.Unstructured, key, value string) (*unstructured.Unstructured, map[string]interface{}) {
+	obj := make(map[string]interface{}, len(u.Object))
+	for k, v := range u.Object {
+		obj[k] = v
+	}
+	oldMeta, _ := u.Object["metadata"].(map[string]interface{})
+	meta := make(map[string]interface{}, len(oldMeta)+1)
+	for k, v := range oldMeta {
+		meta[k] = v
+	}
+	oldAnn, _ := oldMeta["annotations"].(map[string]interface{})
+	ann := make(map[string]interface{}, len(oldAnn)+1)
+	for k, v := range oldAnn {
+		ann[k] = v
+	}
+	ann[key] = value
+	meta["annotations"] = ann
+	obj["metadata"] = meta
+	return &unstructured.Unstructured{Object: obj}, ann
+}
+
+// rejectLocked counts and logs an object of a kcp source without a valid logical cluster,
+// once per object version (s.rejected remembers the last rejected version per UID). Called
+// with s.writeMu held.
+func (s *ResourceStore) rejectLocked(id identity) {
+	uid, rv := id.u.GetUID(), id.u.GetResourceVersion()
+	if uid != "" {
+		if s.rejected[uid] == rv {
+			return
+		}
+		s.rejected[uid] = rv
+	}
+	s.metrics.invalidCluster.Inc()
+	klog.InfoS("Ignoring a source object without a valid logical cluster; it is not served",
+		"resource", s.gvr.GroupResource().String(), "namespace", id.namespace, "name", id.name,
+		"resourceVersion", rv, "err", contract.Truncate(id.invalid.Error(), 512))
+}
+
+// movedLocked returns the stored version of the object u under another key than id.key: the
+// same object (UID) whose logical cluster changed, or which lost its valid cluster. Only a
+// kcp source can see that. Called with s.writeMu held.
+func (s *ResourceStore) movedLocked(id identity) *Object {
+	if !s.opts.ClusterFromAnnotation {
+		return nil
+	}
+	uid := id.u.GetUID()
+	if uid == "" {
+		return nil
+	}
+	k, ok := s.byUID[uid]
+	if !ok || (k == id.key && id.invalid == nil) {
+		return nil
+	}
+	return s.objects[k]
+}
+
+// deleteMovedLocked applies the deletion of moved, the old key of an object whose logical
+// cluster changed, before the event at rv that stores it under its new key (or drops it). The
+// deletion gets rv-1 when no event of the store used it yet, so that a client resuming at the
+// DELETED event's RV still receives the ADDED of the new key; else it shares rv. Called with
+// s.mu held for writing.
+func (s *ResourceStore) deleteMovedLocked(moved *Object, rv uint64) {
+	delRV := max(rv, s.rv)
+	if rv > 0 && rv-1 > s.rv {
+		delRV = rv - 1
+	}
+	klog.InfoS("A source object changed its logical cluster; serving it as a deletion of the old key",
+		"resource", s.gvr.GroupResource().String(), "oldKey", string(moved.key), "resourceVersion", rv)
+	s.applyLocked(&event{typ: watch.Deleted, rv: delRV, obj: moved.withResourceVersion(delRV), prev: moved}, true)
 }
 
 // build turns an identified object version into an Object, parsing its assignment once. A
@@ -92,7 +192,9 @@ func (s *ResourceStore) build(id identity) *Object {
 		}
 	}
 	rv, _ := strconv.ParseUint(id.u.GetResourceVersion(), 10, 64)
-	return newObject(id.key, id.cluster, id.namespace, id.name, locs, rv, id.u)
+	o := newObject(id.key, id.cluster, id.namespace, id.name, locs, rv, id.u)
+	o.source = id.source
+	return o
 }
 
 // sameVersion reports whether u is the version already stored as prev (same non-empty
@@ -118,6 +220,21 @@ func (s *ResourceStore) upsert(obj interface{}) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	id := s.identify(u)
+	moved := s.movedLocked(id)
+	if id.invalid != nil {
+		s.rejectLocked(id)
+		if moved == nil {
+			return nil
+		}
+		rv, _ := strconv.ParseUint(u.GetResourceVersion(), 10, 64)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !s.closed {
+			s.deleteMovedLocked(moved, rv)
+			s.notifyLocked()
+		}
+		return nil
+	}
 	prev := s.objects[id.key]
 	if sameVersion(prev, u) {
 		return nil
@@ -132,6 +249,9 @@ func (s *ResourceStore) upsert(obj interface{}) error {
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil
+	}
+	if moved != nil {
+		s.deleteMovedLocked(moved, o.rv)
 	}
 	s.applyLocked(&event{typ: typ, rv: max(o.rv, s.rv), obj: o, prev: prev}, true)
 	s.notifyLocked()
@@ -149,7 +269,18 @@ func (s *ResourceStore) Delete(obj interface{}) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	id := s.identify(u)
-	prev := s.objects[id.key]
+	if uid := u.GetUID(); uid != "" {
+		delete(s.rejected, uid)
+	}
+	var prev *Object
+	if id.invalid == nil {
+		prev = s.objects[id.key]
+	}
+	if prev == nil {
+		// The stored version under another key (a kcp object whose final state names another
+		// cluster than the stored one).
+		prev = s.movedLocked(id)
+	}
 	if prev == nil {
 		return nil
 	}
@@ -161,12 +292,15 @@ func (s *ResourceStore) Delete(obj interface{}) error {
 	}
 	rv, _ := strconv.ParseUint(u.GetResourceVersion(), 10, 64)
 	rv = max(rv, s.rv)
-	final := u
+	final := id.u // on a plain source, with kcp.io/cluster set
 	if u.GetResourceVersion() != strconv.FormatUint(rv, 10) {
 		// A stale final state (DeletedFinalStateUnknown) or an unparsable RV: the DELETED
 		// object must carry the event's RV.
-		final = u.DeepCopy()
+		final = id.u.DeepCopy()
 		final.SetResourceVersion(strconv.FormatUint(rv, 10))
+	}
+	if final.GetAnnotations()[contract.ClusterAnnotation] != prev.cluster {
+		final, _ = withAnnotation(final, contract.ClusterAnnotation, prev.cluster)
 	}
 	o := newObject(prev.key, prev.cluster, prev.namespace, prev.name, prev.locations, rv, final)
 	s.applyLocked(&event{typ: watch.Deleted, rv: rv, obj: o, prev: prev}, true)
@@ -209,6 +343,10 @@ func (s *ResourceStore) Replace(list []interface{}, resourceVersion string) erro
 			continue
 		}
 		id := s.identify(u)
+		if id.invalid != nil {
+			s.rejectLocked(id)
+			continue
+		}
 		if _, dup := seen[id.key]; dup {
 			continue
 		}

@@ -18,6 +18,12 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"resource"})
 
+	invalidClusters = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "mapper_apiserver_invalid_cluster_total",
+		Help:           "Object versions of a kcp source without a valid kcp.io/cluster annotation; such objects are not served.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource"})
+
 	slowWatchersClosed = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name:           "mapper_apiserver_slow_watchers_closed_total",
 		Help:           "Location-view watches closed because their event buffer was full (the client did not read fast enough).",
@@ -60,22 +66,24 @@ var (
 // registerMetrics registers the package's metrics in the legacy registry (once per process).
 func registerMetrics() {
 	registerMetricsOnce.Do(func() {
-		legacyregistry.MustRegister(malformedAssignments, slowWatchersClosed, eventsDispatched, currentWatchers, cachedObjects, historyRestarts, sourceListErrors)
+		legacyregistry.MustRegister(malformedAssignments, invalidClusters, slowWatchersClosed, eventsDispatched, currentWatchers, cachedObjects, historyRestarts, sourceListErrors)
 	})
 }
 
 // storeMetrics holds the metric children of one resource, resolved once so that the hot path
 // does not look labels up.
 type storeMetrics struct {
-	resource   string
-	malformed  metrics.CounterMetric
-	slowClosed metrics.CounterMetric
-	added      metrics.CounterMetric
-	modified   metrics.CounterMetric
-	deleted    metrics.CounterMetric
-	bookmarks  metrics.CounterMetric
-	watchers   metrics.GaugeMetric
-	objects    metrics.GaugeMetric
+	resource  string
+	malformed metrics.CounterMetric
+	// invalidCluster counts object versions of a kcp source without a valid cluster.
+	invalidCluster metrics.CounterMetric
+	slowClosed     metrics.CounterMetric
+	added          metrics.CounterMetric
+	modified       metrics.CounterMetric
+	deleted        metrics.CounterMetric
+	bookmarks      metrics.CounterMetric
+	watchers       metrics.GaugeMetric
+	objects        metrics.GaugeMetric
 	// historyRestarts counts relists that restarted the history (Replace).
 	historyRestarts metrics.CounterMetric
 }
@@ -83,16 +91,16 @@ type storeMetrics struct {
 func newStoreMetrics(resource string) *storeMetrics {
 	registerMetrics()
 	return &storeMetrics{
-		resource:   resource,
-		malformed:  malformedAssignments.WithLabelValues(resource),
-		slowClosed: slowWatchersClosed.WithLabelValues(resource),
-		added:      eventsDispatched.WithLabelValues(resource, string(watch.Added)),
-		modified:   eventsDispatched.WithLabelValues(resource, string(watch.Modified)),
-		deleted:    eventsDispatched.WithLabelValues(resource, string(watch.Deleted)),
-		bookmarks:  eventsDispatched.WithLabelValues(resource, string(watch.Bookmark)),
-		watchers:   currentWatchers.WithLabelValues(resource),
-		objects:    cachedObjects.WithLabelValues(resource),
-
+		resource:        resource,
+		malformed:       malformedAssignments.WithLabelValues(resource),
+		invalidCluster:  invalidClusters.WithLabelValues(resource),
+		slowClosed:      slowWatchersClosed.WithLabelValues(resource),
+		added:           eventsDispatched.WithLabelValues(resource, string(watch.Added)),
+		modified:        eventsDispatched.WithLabelValues(resource, string(watch.Modified)),
+		deleted:         eventsDispatched.WithLabelValues(resource, string(watch.Deleted)),
+		bookmarks:       eventsDispatched.WithLabelValues(resource, string(watch.Bookmark)),
+		watchers:        currentWatchers.WithLabelValues(resource),
+		objects:         cachedObjects.WithLabelValues(resource),
 		historyRestarts: historyRestarts.WithLabelValues(resource),
 	}
 }

@@ -43,8 +43,11 @@ type Object struct {
 	rv        uint64
 	rvString  string
 	u         *unstructured.Unstructured
-	labels    labels.Set
-	fields    fields.Set
+	// source, when not nil, is the object as the source holds it, of which u is a shallow copy
+	// with kcp.io/cluster set (a plain source; see SourceObject).
+	source *unstructured.Unstructured
+	labels labels.Set
+	fields fields.Set
 
 	// serializations caches CacheEncode results: map[runtime.Identifier]*serialization,
 	// replaced (copy on insert) under encodeMu so that lookups are lock-free.
@@ -130,6 +133,16 @@ func (o *Object) HasLocation(location string) bool {
 // ResourceVersion returns the object's metadata.resourceVersion as a number (the source's
 // resourceVersion; 0 if it is not a number).
 func (o *Object) ResourceVersion() uint64 { return o.rv }
+
+// SourceObject returns a deep copy of the object as the source holds it, which the caller owns:
+// on a plain source without the kcp.io/cluster annotation the cache added (or with the value a
+// user wrote), so that a write built from it changes nothing but what the writer meant to.
+func (o *Object) SourceObject() *unstructured.Unstructured {
+	if o.source != nil {
+		return o.source.DeepCopy()
+	}
+	return o.u.DeepCopy()
+}
 
 // Unstructured returns the object's content. It is shared by all readers: READ-ONLY.
 func (o *Object) Unstructured() *unstructured.Unstructured { return o.u }

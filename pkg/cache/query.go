@@ -1,6 +1,8 @@
 package cache
 
 import (
+	"strings"
+
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/google/btree"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +20,10 @@ type ListOptions struct {
 	SnapshotRV uint64
 	// Predicate selects objects (label/field selectors, namespace); nil selects all.
 	Predicate func(*Object) bool
+	// Cluster, when not "", restricts the list to the objects of that logical cluster. Keys
+	// start with the cluster, so its objects are one contiguous key range of the location's
+	// B-tree, and only that range is visited.
+	Cluster string
 }
 
 // ListResult is one page of a location's objects.
@@ -100,9 +106,16 @@ func collect(tree *btree.BTreeG[*Object], opts ListOptions) ([]*Object, bool) {
 	}
 	items := make([]*Object, 0, capHint)
 	more := false
+	var prefix contract.Key
+	if opts.Cluster != "" {
+		prefix = clusterPrefix(opts.Cluster)
+	}
 	iter := func(o *Object) bool {
 		if o.key <= opts.After {
 			return true
+		}
+		if prefix != "" && !strings.HasPrefix(string(o.key), string(prefix)) {
+			return false // past the cluster's key range
 		}
 		if opts.Predicate != nil && !opts.Predicate(o) {
 			return true
@@ -114,12 +127,54 @@ func collect(tree *btree.BTreeG[*Object], opts ListOptions) ([]*Object, bool) {
 		items = append(items, o)
 		return true
 	}
-	if opts.After != "" {
-		tree.AscendGreaterOrEqual(&Object{key: opts.After}, iter)
-	} else {
+	switch start := max(opts.After, prefix); {
+	case start != "":
+		tree.AscendGreaterOrEqual(&Object{key: start}, iter)
+	default:
 		tree.Ascend(iter)
 	}
 	return items, more
+}
+
+// clusterPrefix returns the common prefix of the Keys of cluster's objects ("cluster|"); they
+// form one contiguous range in Key order.
+func clusterPrefix(cluster string) contract.Key { return contract.Key(cluster + "|") }
+
+// Lookup returns location's objects namespace/name (namespace "" for cluster-scoped resources)
+// of every logical cluster, in contract.Key order (more than one only when several clusters
+// hold the same namespace/name for the location), and the store's current resourceVersion.
+// The view answers a GET on its all-clusters path with the only one, or 400 when there are
+// several (DESIGN.md, "The location view").
+func (s *ResourceStore) Lookup(location, namespace, name string) ([]*Object, uint64) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	li := s.locs[location]
+	if li == nil {
+		return nil, s.rv
+	}
+	objs := li.lookup(namespace, name)
+	out := make([]*Object, len(objs))
+	for i, o := range objs {
+		out[i] = o.ForLocation(location)
+	}
+	return out, s.rv
+}
+
+// GetInCluster returns location's object namespace/name of the logical cluster cluster, and the
+// store's current resourceVersion; ok is false when no such object is assigned to location.
+func (s *ResourceStore) GetInCluster(location, cluster, namespace, name string) (obj *Object, rv uint64, ok bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	li := s.locs[location]
+	if li == nil {
+		return nil, s.rv, false
+	}
+	for _, o := range li.lookup(namespace, name) {
+		if o.cluster == cluster {
+			return o.ForLocation(location), s.rv, true
+		}
+	}
+	return nil, s.rv, false
 }
 
 // Get returns the object namespace/name (namespace "" for cluster-scoped resources) of

@@ -47,18 +47,40 @@ func (c *Cache) SourceResourceVersion(ctx context.Context, gvr schema.GroupVersi
 	return b.get(ctx)
 }
 
-// SourceGet reads namespace/name of gvr live from the source (a consistent GET, resourceVersion
-// ""). namespace is "" for cluster-scoped resources. Errors are the source's API errors.
-func (c *Cache) SourceGet(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
-	if namespace == "" {
-		return c.cfg.Dynamic.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
+// SourceGet reads namespace/name of gvr in the logical cluster cluster live from the source (a
+// consistent GET, resourceVersion ""). namespace is "" for cluster-scoped resources. Errors are
+// the source's API errors, or the error of building the cluster's client.
+func (c *Cache) SourceGet(ctx context.Context, gvr schema.GroupVersionResource, cluster, namespace, name string) (*unstructured.Unstructured, error) {
+	ri, err := c.SourceClusterResource(gvr, cluster, namespace)
+	if err != nil {
+		return nil, err
 	}
-	return c.cfg.Dynamic.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	return ri.Get(ctx, name, metav1.GetOptions{})
 }
 
-// SourceResource returns a client of gvr on the source (in namespace, "" for cluster-scoped
-// resources or all namespaces), with the server's own identity: for the writes a view makes on
-// the source on a client's behalf (status write-back).
+// SourceClusterResource returns a client of gvr in namespace ("" for cluster-scoped resources)
+// of one logical cluster of the source, with the server's own identity: on a kcp source its
+// requests go to the cluster's own paths (Config.ClusterDynamic, /clusters/<cluster>/...); on
+// a plain source, the one cluster, to the source itself. Views write status back and read
+// objects by name through it.
+func (c *Cache) SourceClusterResource(gvr schema.GroupVersionResource, cluster, namespace string) (dynamic.ResourceInterface, error) {
+	d := c.cfg.Dynamic
+	if c.cfg.ClusterDynamic != nil {
+		var err error
+		if d, err = c.cfg.ClusterDynamic(cluster); err != nil {
+			return nil, err
+		}
+	}
+	if namespace == "" {
+		return d.Resource(gvr), nil
+	}
+	return d.Resource(gvr).Namespace(namespace), nil
+}
+
+// SourceResource returns a client of gvr on the source as configured (in namespace, "" for
+// cluster-scoped resources or all namespaces), with the server's own identity. On a kcp source
+// that is the wildcard endpoint, which serves lists and watches only: reads by name and
+// writes use SourceClusterResource.
 func (c *Cache) SourceResource(gvr schema.GroupVersionResource, namespace string) dynamic.ResourceInterface {
 	if namespace == "" {
 		return c.cfg.Dynamic.Resource(gvr)

@@ -9,6 +9,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 )
 
@@ -41,8 +42,16 @@ var tooLargeResourceVersionWait = 3 * time.Second
 
 // StoreOptions configures a ResourceStore. Zero values select the defaults.
 type StoreOptions struct {
-	// DefaultCluster is the logical cluster of objects without the kcp.io/cluster annotation.
+	// DefaultCluster is the logical cluster of every object of a plain source (DESIGN.md,
+	// "Names": a plain Kubernetes source is one logical cluster, named by configuration; a
+	// kcp.io/cluster annotation a user wrote on an object is ignored). Unused when
+	// ClusterFromAnnotation is set.
 	DefaultCluster string
+	// ClusterFromAnnotation selects a kcp source: an object's logical cluster is its
+	// kcp.io/cluster annotation (kcp sets it on every object read through the wildcard
+	// endpoint). An object without it, or with an invalid cluster name, is counted
+	// (mapper_apiserver_invalid_cluster_total), logged once per object version and not stored.
+	ClusterFromAnnotation bool
 	// HistorySize is the number of events kept for watch resumption (DefaultHistorySize).
 	HistorySize int
 	// WatcherBufferSize is the number of events buffered per watcher before it is closed as
@@ -106,6 +115,14 @@ type ResourceStore struct {
 
 	mu      sync.RWMutex
 	objects map[contract.Key]*Object
+	// byUID maps the UID of each stored object to its key, only with ClusterFromAnnotation:
+	// an object whose kcp.io/cluster changes (kcp never does that, but the store does not rely
+	// on it) changes its key, and the store must then delete the old key (no ghost copy).
+	byUID map[types.UID]contract.Key
+	// rejected maps the UID of each object rejected for want of a valid logical cluster to
+	// the resourceVersion last rejected, so that each version is counted and logged once.
+	// Guarded by writeMu.
+	rejected map[types.UID]string
 	// statusObjects are the objects whose view differs per location (status records or
 	// status reflection across several locations; see Object.ForLocation), for the status
 	// record reconciler, which so visits only them.
@@ -149,6 +166,8 @@ func NewResourceStore(gvr schema.GroupVersionResource, gvk schema.GroupVersionKi
 		clock:         opts.Clock,
 		metrics:       newStoreMetrics(gvr.GroupResource().String()),
 		objects:       map[contract.Key]*Object{},
+		byUID:         map[types.UID]contract.Key{},
+		rejected:      map[types.UID]string{},
 		statusObjects: map[contract.Key]*Object{},
 		locs:          map[string]*locationIndex{},
 		history:       history{size: opts.HistorySize},
@@ -260,6 +279,7 @@ func (s *ResourceStore) Close() {
 	}
 	s.metrics.objects.Add(-float64(len(s.objects)))
 	s.objects = map[contract.Key]*Object{}
+	s.byUID = map[types.UID]contract.Key{}
 	s.statusObjects = map[contract.Key]*Object{}
 	s.locs = map[string]*locationIndex{}
 	s.history.reset(s.rv)
@@ -279,6 +299,9 @@ type LocationStats struct {
 	FirstSeen time.Time
 	// Resources counts the location's objects per resource (only resources with objects).
 	Resources map[schema.GroupResource]int
+	// Clusters counts the location's objects per logical cluster (only clusters with
+	// objects).
+	Clusters map[string]int
 }
 
 // Locations returns the stats of every location that has at least one object or one watcher in
@@ -296,6 +319,10 @@ func (s *ResourceStore) Locations() map[string]LocationStats {
 		st := LocationStats{Objects: n, Watchers: len(li.watchers), FirstSeen: li.firstSeen}
 		if n > 0 {
 			st.Resources = map[schema.GroupResource]int{gr: n}
+			st.Clusters = make(map[string]int, len(li.clusters))
+			for c, k := range li.clusters {
+				st.Clusters[c] = k
+			}
 		}
 		out[name] = st
 	}
@@ -303,8 +330,11 @@ func (s *ResourceStore) Locations() map[string]LocationStats {
 }
 
 // Namespaces returns the namespaces that hold objects of location in this resource, with the
-// number of the location's objects in each ("" for cluster-scoped resources).
-func (s *ResourceStore) Namespaces(location string) map[string]int {
+// number of the location's objects in each ("" for cluster-scoped resources): of the logical
+// cluster cluster, or of all clusters when cluster is "" (a namespace of several clusters is
+// then counted once, with the sum of their objects). The cost grows with the location's
+// (cluster, namespace) pairs, never with its objects.
+func (s *ResourceStore) Namespaces(location, cluster string) map[string]int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	li := s.locs[location]
@@ -312,8 +342,10 @@ func (s *ResourceStore) Namespaces(location string) map[string]int {
 		return map[string]int{}
 	}
 	out := make(map[string]int, len(li.namespaces))
-	for ns, n := range li.namespaces {
-		out[ns] = n
+	for cn, n := range li.namespaces {
+		if cluster == "" || cn.cluster == cluster {
+			out[cn.namespace] += n
+		}
 	}
 	return out
 }

@@ -463,11 +463,11 @@ func TestListPaging(t *testing.T) {
 }
 
 func TestClustersDoNotCollide(t *testing.T) {
-	s := newTestStore(t, StoreOptions{DefaultCluster: "root"})
+	s := newTestStore(t, StoreOptions{ClusterFromAnnotation: true})
 	mustReplace(t, s, 10,
 		cm("ns", "same", 1, locs("east"), "a:kcp.io/cluster=zeta", "d:from=zeta"),
 		cm("ns", "same", 2, locs("east"), "a:kcp.io/cluster=alpha", "d:from=alpha"),
-		cm("ns", "same", 3, locs("east")), // default cluster "root"
+		cm("ns", "same", 3, locs("east"), "a:kcp.io/cluster=root"),
 	)
 	res, _ := s.List("east", ListOptions{})
 	var keys []string
@@ -481,7 +481,7 @@ func TestClustersDoNotCollide(t *testing.T) {
 	if !ok || o.Cluster() != "alpha" {
 		t.Fatalf("Get: %v %v", o, ok)
 	}
-	if n := s.Namespaces("east")["ns"]; n != 3 {
+	if n := s.Namespaces("east", "")["ns"]; n != 3 {
 		t.Fatalf("namespace count %d", n)
 	}
 	w := mustWatch(t, s, "east", WatchOptions{})

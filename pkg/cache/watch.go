@@ -35,6 +35,10 @@ type WatchOptions struct {
 	// Predicate selects the objects the watch shows (label/field selectors, namespace); nil
 	// selects all of the location's objects. It must be cheap and safe for concurrent use.
 	Predicate func(*Object) bool
+	// Cluster, when not "", restricts the watch to the objects of that logical cluster: the
+	// initial events visit only the cluster's key range, and live events of other clusters are
+	// skipped with one string comparison.
+	Cluster string
 }
 
 // Watch starts a watch on the objects of location.
@@ -68,6 +72,11 @@ func (s *ResourceStore) Watch(ctx context.Context, location string, opts WatchOp
 		return nil, s.closedError()
 	}
 	init := initialEvents{rv: s.rv}
+	if opts.Cluster != "" {
+		init.prefix = clusterPrefix(opts.Cluster)
+		cluster, pred := opts.Cluster, opts.Predicate
+		opts.Predicate = func(o *Object) bool { return o.cluster == cluster && (pred == nil || pred(o)) }
+	}
 	li := s.locs[location]
 	if opts.InitialEvents {
 		init.initial = true

@@ -2,10 +2,12 @@ package cache
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/google/btree"
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -55,6 +57,9 @@ type initialEvents struct {
 	rv uint64
 	// endBookmark asks for the KEP-3157 "initial events end" bookmark after the snapshot.
 	endBookmark bool
+	// prefix, when not "", is the key prefix of the one logical cluster the watch shows: only
+	// that range of snapshot is visited.
+	prefix contract.Key
 }
 
 var _ watch.Interface = &watcher{}
@@ -86,13 +91,21 @@ func (w *watcher) run(ctx context.Context, init initialEvents) {
 			break
 		}
 		ok := true
-		init.snapshot.Ascend(func(o *Object) bool {
+		iter := func(o *Object) bool {
+			if init.prefix != "" && !strings.HasPrefix(string(o.key), string(init.prefix)) {
+				return false
+			}
 			if w.pred != nil && !w.pred(o) {
 				return true
 			}
 			ok = w.send(ctx, watch.Event{Type: watch.Added, Object: o})
 			return ok
-		})
+		}
+		if init.prefix != "" {
+			init.snapshot.AscendGreaterOrEqual(&Object{key: init.prefix}, iter)
+		} else {
+			init.snapshot.Ascend(iter)
+		}
 		if !ok {
 			return
 		}

@@ -28,6 +28,7 @@ type Mapper struct {
 	cfg Config
 
 	view            dynamic.Interface
+	clusterViews    *clusterViews
 	viewDiscovery   discovery.DiscoveryInterface
 	target          dynamic.Interface
 	targetMetadata  metadata.Interface
@@ -62,6 +63,10 @@ func New(cfg Config) (*Mapper, error) {
 	if err != nil {
 		return nil, fmt.Errorf("view client: %w", err)
 	}
+	clusterViews, err := newClusterViews(cfg.View)
+	if err != nil {
+		return nil, fmt.Errorf("view client: %w", err)
+	}
 	viewDiscovery, err := discovery.NewDiscoveryClientForConfig(cfg.View)
 	if err != nil {
 		return nil, fmt.Errorf("view discovery client: %w", err)
@@ -83,6 +88,7 @@ func New(cfg Config) (*Mapper, error) {
 	m := &Mapper{
 		cfg:             cfg,
 		view:            view,
+		clusterViews:    clusterViews,
 		viewDiscovery:   viewDiscovery,
 		target:          target,
 		targetMetadata:  targetMetadata,

@@ -3,6 +3,7 @@ package mapper
 import (
 	"time"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
@@ -24,12 +25,10 @@ func (k itemKey) source() SourceRef {
 	return SourceRef{Cluster: k.Cluster, Namespace: k.Namespace, Name: k.Name}
 }
 
-// storeKey returns the key of the object in the view informer's store ("namespace/name").
+// storeKey returns the key of the object in the view informer's store, its contract.Key
+// ("cluster|namespace/name", see viewInformer).
 func (k itemKey) storeKey() string {
-	if k.Namespace == "" {
-		return k.Name
-	}
-	return k.Namespace + "/" + k.Name
+	return string(contract.NewKey(k.Cluster, k.Namespace, k.Name))
 }
 
 // keyOf returns the itemKey of a view object of resource gvr.

@@ -21,7 +21,7 @@ type resource struct {
 	gvr        schema.GroupVersionResource
 	namespaced bool
 
-	view       cache.SharedIndexInformer
+	view       *viewInformer
 	viewCancel context.CancelFunc
 
 	// halted is true until the target is known to serve the resource, and while it does not.
@@ -47,17 +47,14 @@ func (r *resource) servedState() (halted, known bool) {
 // viewSynced reports whether the view informer has completed its initial list.
 func (r *resource) viewSynced() bool { return r.view.HasSynced() }
 
-// viewObject returns the view's object for key from the informer's store, or nil when the
-// store has none of that name or it belongs to another logical cluster.
-func (r *resource) viewObject(key itemKey, defaultCluster string) *unstructured.Unstructured {
+// viewObject returns the view's object for key from the informer's store (keyed by
+// contract.Key, so each logical cluster's object has its own entry), or nil when there is none.
+func (r *resource) viewObject(key itemKey, _ string) *unstructured.Unstructured {
 	obj, ok, err := r.view.GetStore().GetByKey(key.storeKey())
 	if err != nil || !ok {
 		return nil
 	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok || SourceOf(u, defaultCluster).Cluster != key.Cluster {
-		return nil
-	}
+	u, _ := obj.(*unstructured.Unstructured)
 	return u
 }
 
@@ -87,8 +84,7 @@ func (r *resource) targetObject(namespace, name string) *unstructured.Unstructur
 func (m *Mapper) startResource(ctx context.Context, gvr schema.GroupVersionResource, namespaced bool) *resource {
 	r := &resource{gvr: gvr, namespaced: namespaced}
 	r.halted.Store(true)
-	r.view = dynamicinformer.NewFilteredDynamicInformer(m.view, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
-	_, _ = r.view.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	r.view = newViewInformer(m.view, gvr, m.cfg.ClusterName, cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { m.viewChanged(r, nil, obj) },
 		UpdateFunc: func(old, obj interface{}) { m.viewChanged(r, old, obj) },
 		DeleteFunc: func(obj interface{}) { m.viewChanged(r, nil, obj) },

@@ -59,9 +59,15 @@ func (m *Mapper) reflectStatus(ctx context.Context, key itemKey) error {
 		return nil
 	}
 
-	client := m.view.Resource(r.gvr).Namespace(key.Namespace)
+	// Through the object's cluster path of the view: on the all-clusters path a name held by
+	// several logical clusters is ambiguous (400).
+	clusterView, err := m.clusterViews.For(key.Cluster)
+	if err != nil {
+		return err
+	}
+	client := clusterView.Resource(r.gvr).Namespace(key.Namespace)
 	cur := obj
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		if cur == nil {
 			fresh, err := client.Get(ctx, key.Name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {

@@ -30,7 +30,9 @@ const fieldManager = "mapper-apiserver-status-records"
 type Cache interface {
 	Resources() []cache.ResourceInfo
 	Store(gvr schema.GroupVersionResource) (*cache.ResourceStore, bool)
-	SourceResource(gvr schema.GroupVersionResource, namespace string) dynamic.ResourceInterface
+	// SourceClusterResource returns a client of gvr in namespace of one logical cluster of
+	// the source (on a kcp source, under /clusters/<cluster>: kcp accepts writes only there).
+	SourceClusterResource(gvr schema.GroupVersionResource, cluster, namespace string) (dynamic.ResourceInterface, error)
 }
 
 // Reconciler visits, every interval, the cached objects that carry status records or reflect
@@ -78,7 +80,10 @@ func (r *Reconciler) reconcileAll(ctx context.Context) {
 func (r *Reconciler) reconcile(ctx context.Context, info cache.ResourceInfo, o *cache.Object) error {
 	u := o.Unstructured()
 	locations := o.Locations()
-	client := r.cache.SourceResource(info.GVR, u.GetNamespace())
+	client, err := r.cache.SourceClusterResource(info.GVR, o.Cluster(), u.GetNamespace())
+	if err != nil {
+		return err
+	}
 
 	var want map[string]interface{}
 	var fold string
@@ -96,7 +101,7 @@ func (r *Reconciler) reconcile(ctx context.Context, info cache.ResourceInfo, o *
 	}
 	current := u
 	if want != nil && !reflect.DeepEqual(u.Object["status"], want) {
-		target := u.DeepCopy()
+		target := o.SourceObject() // without the kcp.io/cluster the cache adds on a plain source
 		target.Object["status"] = want
 		var err error
 		if info.HasStatus {

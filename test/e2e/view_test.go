@@ -158,6 +158,7 @@ func TestViews(t *testing.T) {
 	t.Run("resume watch", func(t *testing.T) { testResumeWatch(t, ctx, env) })
 	t.Run("kubectl", func(t *testing.T) { testKubectl(t, ctx, env) })
 	t.Run("new CRD", func(t *testing.T) { testNewCRD(t, ctx, env) })
+	t.Run("no ghost objects", func(t *testing.T) { testNoGhostObjects(t, ctx, env) })
 	// Last: it restarts the server.
 	t.Run("informer relists after 410", func(t *testing.T) { testInformerRelist(t, ctx, env) })
 }

@@ -20,6 +20,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// ClusterCount is the number of objects of one logical cluster assigned to a
+// location.
+type ClusterCount struct {
+	// Name is the logical cluster's name (kcp.io/cluster).
+	Name string
+
+	// Objects is the number of objects of this cluster assigned to the
+	// location, over all mirrored resources.
+	Objects int64
+}
+
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // Location is a target cluster as seen by mapper-apiserver: one entry per
@@ -42,6 +53,10 @@ type LocationStatus struct {
 	// Resources breaks Objects down per mirrored resource, sorted by group,
 	// then resource. Resources with no assigned objects are left out.
 	Resources []ResourceCount
+
+	// Clusters breaks Objects down per logical cluster of the source, sorted by
+	// name. Clusters with no assigned objects are left out.
+	Clusters []ClusterCount
 
 	// Watchers is the number of watches currently open on the location's view.
 	Watchers int32

@@ -33,6 +33,7 @@ import (
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
+		v1alpha1.ClusterCount{}.OpenAPIModelName():        schema_pkg_apis_mapper_v1alpha1_ClusterCount(ref),
 		v1alpha1.Location{}.OpenAPIModelName():            schema_pkg_apis_mapper_v1alpha1_Location(ref),
 		v1alpha1.LocationList{}.OpenAPIModelName():        schema_pkg_apis_mapper_v1alpha1_LocationList(ref),
 		v1alpha1.LocationStatus{}.OpenAPIModelName():      schema_pkg_apis_mapper_v1alpha1_LocationStatus(ref),
@@ -93,6 +94,36 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		runtime.TypeMeta{}.OpenAPIModelName():             schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
 		runtime.Unknown{}.OpenAPIModelName():              schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
 		version.Info{}.OpenAPIModelName():                 schema_k8sio_apimachinery_pkg_version_Info(ref),
+	}
+}
+
+func schema_pkg_apis_mapper_v1alpha1_ClusterCount(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterCount is the number of objects of one logical cluster assigned to a location.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the logical cluster's name (kcp.io/cluster).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"objects": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Objects is the number of objects of this cluster assigned to the location, over all mirrored resources.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
+				Required: []string{"name", "objects"},
+			},
+		},
 	}
 }
 
@@ -228,6 +259,28 @@ func schema_pkg_apis_mapper_v1alpha1_LocationStatus(ref common.ReferenceCallback
 							},
 						},
 					},
+					"clusters": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Clusters breaks Objects down per logical cluster of the source (the kcp.io/cluster of the objects), sorted by name. Clusters with no assigned objects are left out.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.ClusterCount{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 					"watchers": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Watchers is the number of watches currently open on the location's view.",
@@ -247,7 +300,7 @@ func schema_pkg_apis_mapper_v1alpha1_LocationStatus(ref common.ReferenceCallback
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ResourceCount{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+			v1alpha1.ClusterCount{}.OpenAPIModelName(), v1alpha1.ResourceCount{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
 	}
 }
 

@@ -137,6 +137,10 @@ func toLocation(name string, s cache.LocationStats) *mapper.Location {
 		a, b := l.Status.Resources[i], l.Status.Resources[j]
 		return a.Group < b.Group || (a.Group == b.Group && a.Resource < b.Resource)
 	})
+	for c, n := range s.Clusters {
+		l.Status.Clusters = append(l.Status.Clusters, mapper.ClusterCount{Name: c, Objects: int64(n)})
+	}
+	sort.Slice(l.Status.Clusters, func(i, j int) bool { return l.Status.Clusters[i].Name < l.Status.Clusters[j].Name })
 	return l
 }
 

@@ -53,7 +53,7 @@ func nextEvent(t *testing.T, w watch.Interface) (watch.EventType, *mapper.Locati
 func TestLocationsListAndWatch(t *testing.T) {
 	cm := schema.GroupResource{Resource: "configmaps"}
 	src := &statsSource{stats: map[string]cache.LocationStats{
-		"east": {Objects: 2, Resources: map[schema.GroupResource]int{cm: 2}},
+		"east": {Objects: 2, Resources: map[schema.GroupResource]int{cm: 2}, Clusters: map[string]int{"zeta": 1, "alpha": 1}},
 	}}
 	r := NewREST(src)
 	defer r.Destroy()
@@ -65,6 +65,9 @@ func TestLocationsListAndWatch(t *testing.T) {
 	ll := list.(*mapper.LocationList)
 	if len(ll.Items) != 1 || ll.Items[0].Name != "east" || ll.Items[0].Status.Objects != 2 || ll.Items[0].Status.Resources[0].Objects != 2 {
 		t.Fatalf("list = %+v", ll.Items)
+	}
+	if got := ll.Items[0].Status.Clusters; len(got) != 2 || got[0] != (mapper.ClusterCount{Name: "alpha", Objects: 1}) || got[1].Name != "zeta" {
+		t.Fatalf("per-cluster counts %+v, want alpha and zeta, sorted", got)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())

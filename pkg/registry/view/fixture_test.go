@@ -49,7 +49,7 @@ func (s *testSource) SourceResourceVersion(context.Context, schema.GroupVersionR
 	return s.rv, s.err
 }
 
-func (s *testSource) SourceGet(_ context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
+func (s *testSource) SourceGet(_ context.Context, gvr schema.GroupVersionResource, _, namespace, name string) (*unstructured.Unstructured, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
@@ -102,6 +102,7 @@ func newViewFixture(t *testing.T, opts fixtureOptions, listRV uint64, objs ...*u
 	f := &viewFixture{t: t, store: store, source: src, clock: clk, storage: &resourceStorage{
 		info: configMapsInfo, store: store, source: src,
 		freshnessTimeout: 300 * time.Millisecond, consistentReadWait: 300 * time.Millisecond,
+		clusters: clusters{plain: "root"},
 	}}
 	items := make([]interface{}, len(objs))
 	for i, o := range objs {

@@ -29,7 +29,10 @@ func (c *oneStoreCache) Store(gvr schema.GroupVersionResource) (*cache.ResourceS
 func (c *oneStoreCache) SourceResourceVersion(context.Context, schema.GroupVersionResource) (uint64, error) {
 	return c.store.ResourceVersion(), nil
 }
-func (c *oneStoreCache) SourceGet(context.Context, schema.GroupVersionResource, string, string) (*unstructured.Unstructured, error) {
+func (c *oneStoreCache) SourceGet(context.Context, schema.GroupVersionResource, string, string, string) (*unstructured.Unstructured, error) {
+	panic("not used")
+}
+func (c *oneStoreCache) SourceClusterResource(schema.GroupVersionResource, string, string) (dynamic.ResourceInterface, error) {
 	panic("not used")
 }
 func (c *oneStoreCache) SourceResource(schema.GroupVersionResource, string) dynamic.ResourceInterface {

@@ -23,8 +23,12 @@ import (
 // StatusWriter is what the status write path needs of the source: a client of a resource with
 // the server's own identity. *cache.Cache implements it.
 type StatusWriter interface {
-	// SourceResource returns a client of gvr on the source in namespace.
+	// SourceResource returns a client of gvr on the source as configured (for a kcp source,
+	// the wildcard endpoint) in namespace.
 	SourceResource(gvr schema.GroupVersionResource, namespace string) dynamic.ResourceInterface
+	// SourceClusterResource returns a client of gvr in namespace of one logical cluster of the
+	// source (for a kcp source, under /clusters/<cluster>).
+	SourceClusterResource(gvr schema.GroupVersionResource, cluster, namespace string) (dynamic.ResourceInterface, error)
 }
 
 // maxUnconditionalAttempts bounds how often a status write without a resourceVersion is
@@ -48,10 +52,15 @@ const maxUnconditionalAttempts = 5
 //
 // The source object is read fresh from the source for every write (not from the cache), so
 // the assignment and opt-in checks are made on the state the write applies to.
+//
+// The write goes to the object's logical cluster (StatusWriter.SourceClusterResource): the
+// cluster of a per-cluster view path, else the only cluster whose object the view holds under
+// namespace/name (400 when several do, see clusters.find).
 type statusStorage struct {
-	info   cache.ResourceInfo
-	store  *cache.ResourceStore
-	writer StatusWriter
+	info     cache.ResourceInfo
+	store    *cache.ResourceStore
+	writer   StatusWriter
+	clusters clusters
 }
 
 var (
@@ -72,11 +81,7 @@ func (s *statusStorage) Destroy() {}
 // Get returns the location's view of the object from the cache, as a GET of the object does.
 func (s *statusStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
 	location, _ := LocationFrom(ctx)
-	obj, _, ok := s.store.Get(location, genericapirequest.NamespaceValue(ctx), name)
-	if !ok {
-		return nil, apierrors.NewNotFound(s.info.GVR.GroupResource(), name)
-	}
-	return obj, nil
+	return s.clusters.find(ctx, s.store, s.info.GVR.GroupResource(), location, genericapirequest.NamespaceValue(ctx), name)
 }
 
 // Update applies objInfo to the location's view of the current source object and writes the
@@ -85,10 +90,25 @@ func (s *statusStorage) Get(ctx context.Context, name string, _ *metav1.GetOptio
 // opt-in, 409 on a stale resourceVersion, the source's own error (e.g. 422) otherwise.
 func (s *statusStorage) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, _ bool, _ *metav1.UpdateOptions) (runtime.Object, bool, error) {
 	location, _ := LocationFrom(ctx)
-	client := s.writer.SourceResource(s.info.GVR, genericapirequest.NamespaceValue(ctx))
+	namespace := genericapirequest.NamespaceValue(ctx)
+	cluster := s.clusters.requestCluster(ctx)
+	if cluster == "" {
+		obj, err := s.clusters.find(ctx, s.store, s.info.GVR.GroupResource(), location, namespace, name)
+		if err != nil {
+			return nil, false, err
+		}
+		cluster = obj.Cluster()
+	}
+	if s.clusters.plain != "" && cluster != s.clusters.plain {
+		return nil, false, apierrors.NewNotFound(s.info.GVR.GroupResource(), name) // a plain source has no other cluster
+	}
+	client, err := s.writer.SourceClusterResource(s.info.GVR, cluster, namespace)
+	if err != nil {
+		return nil, false, sourceError(err)
+	}
 	start := time.Now()
 	for attempt := 1; ; attempt++ {
-		result, retry, err := s.updateOnce(ctx, client, location, name, objInfo, updateValidation)
+		result, retry, err := s.updateOnce(ctx, client, location, cluster, name, objInfo, updateValidation)
 		if err != nil && retry && attempt < maxUnconditionalAttempts {
 			continue
 		}
@@ -102,7 +122,7 @@ func (s *statusStorage) Update(ctx context.Context, name string, objInfo rest.Up
 
 // updateOnce is one attempt of Update; retry says that it lost a race with another writer and
 // the request carried no resourceVersion, so applying it again to a fresh object is correct.
-func (s *statusStorage) updateOnce(ctx context.Context, client dynamic.ResourceInterface, location, name string, objInfo rest.UpdatedObjectInfo, updateValidation rest.ValidateObjectUpdateFunc) (runtime.Object, bool, error) {
+func (s *statusStorage) updateOnce(ctx context.Context, client dynamic.ResourceInterface, location, cluster, name string, objInfo rest.UpdatedObjectInfo, updateValidation rest.ValidateObjectUpdateFunc) (runtime.Object, bool, error) {
 	gr := s.info.GVR.GroupResource()
 	current, err := client.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -118,7 +138,7 @@ func (s *statusStorage) updateOnce(ctx context.Context, client dynamic.ResourceI
 	if !cache.ReflectsStatus(current) {
 		return nil, false, apierrors.NewForbidden(gr, name, fmt.Errorf("status write-back is not enabled for this object: set the annotation %s: %s on the source object to let locations write its status", contract.StatusPolicyAnnotation, contract.StatusPolicyReflect))
 	}
-	viewed := cache.LocationView(current, locations, location)
+	viewed := withClusterAnnotation(cache.LocationView(current, locations, location), cluster)
 	updated, err := objInfo.UpdatedObject(ctx, viewed)
 	if err != nil {
 		return nil, false, err
@@ -147,7 +167,19 @@ func (s *statusStorage) updateOnce(ctx context.Context, client dynamic.ResourceI
 		}
 		return nil, false, sourceError(err)
 	}
-	return cache.LocationView(written, locations, location), false, nil
+	return withClusterAnnotation(cache.LocationView(written, locations, location), cluster), false, nil
+}
+
+// withClusterAnnotation sets kcp.io/cluster on u, a copy the caller owns, as a view shows every object
+// (DESIGN.md, "Names").
+func withClusterAnnotation(u *unstructured.Unstructured, cluster string) *unstructured.Unstructured {
+	ann := u.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[contract.ClusterAnnotation] = cluster
+	u.SetAnnotations(ann)
+	return u
 }
 
 // write stores status on the source object current (see statusStorage for the rules), each

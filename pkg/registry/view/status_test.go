@@ -51,6 +51,11 @@ func (s *statusSource) SourceResource(gvr schema.GroupVersionResource, namespace
 	return s.client.Resource(gvr).Namespace(namespace)
 }
 
+// SourceClusterResource implements StatusWriter: the test source is one plain cluster.
+func (s *statusSource) SourceClusterResource(gvr schema.GroupVersionResource, _, namespace string) (dynamic.ResourceInterface, error) {
+	return s.SourceResource(gvr, namespace), nil
+}
+
 func newStatusSource(t *testing.T, objs ...*unstructured.Unstructured) *statusSource {
 	t.Helper()
 	ro := make([]runtime.Object, len(objs))
@@ -217,7 +222,7 @@ func TestStatusUpdate(t *testing.T) {
 					return true, nil, errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
 				})
 			}
-			st := &statusStorage{info: widgetsInfo, store: cache.NewResourceStore(widgetsGVR, widgetsInfo.GVK(), true, cache.StoreOptions{DefaultCluster: "root"}), writer: src}
+			st := &statusStorage{info: widgetsInfo, store: cache.NewResourceStore(widgetsGVR, widgetsInfo.GVK(), true, cache.StoreOptions{DefaultCluster: "root"}), writer: src, clusters: clusters{plain: "root"}}
 			t.Cleanup(st.store.Close)
 			var updater rest.Updater = st
 			obj, created, err := updater.Update(viewCtx("east", "team-a"), c.write.GetName(), rest.DefaultUpdatedObjectInfo(c.write), nil, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
@@ -268,7 +273,7 @@ func TestStatusGet(t *testing.T) {
 	if err := store.Replace([]interface{}{east, west}, "10"); err != nil {
 		t.Fatal(err)
 	}
-	var getter rest.Getter = &statusStorage{info: widgetsInfo, store: store, writer: newStatusSource(t)}
+	var getter rest.Getter = &statusStorage{info: widgetsInfo, store: store, writer: newStatusSource(t), clusters: clusters{plain: "root"}}
 	obj, err := getter.Get(viewCtx("east", "team-a"), "e", &metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("Get: %v", err)

@@ -32,8 +32,8 @@ const maxQuoted = 256
 type Source interface {
 	// SourceResourceVersion returns the source's current resourceVersion for gvr.
 	SourceResourceVersion(ctx context.Context, gvr schema.GroupVersionResource) (uint64, error)
-	// SourceGet reads one object from the source (not from the cache).
-	SourceGet(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error)
+	// SourceGet reads one object of a logical cluster from the source (not from the cache).
+	SourceGet(ctx context.Context, gvr schema.GroupVersionResource, cluster, namespace, name string) (*unstructured.Unstructured, error)
 }
 
 // resourceStorage serves one mirrored resource of a location view: rest.Getter, rest.Lister,
@@ -49,6 +49,7 @@ type resourceStorage struct {
 	// caught up with the source (waitConsistent).
 	consistentReadWait time.Duration
 	table              tableConvertor
+	clusters           clusters
 }
 
 var (
@@ -78,12 +79,16 @@ func (r *resourceStorage) ConvertToTable(ctx context.Context, obj runtime.Object
 	return r.table.ConvertToTable(ctx, obj, opts)
 }
 
-// Get returns the named object if it is assigned to the request's location, else 404.
+// Get returns the named object if it is assigned to the request's location, else 404. On the
+// all-clusters path of a kcp source, a namespace/name held by several logical clusters is 400
+// (see clusters.find).
 //
-// resourceVersion "" is a consistent read: the object is read from the source and the cache is
-// waited for until it holds that version, so any source write that completed before the
-// request is seen (and the answer still comes from the cache, consistent with the view's
-// watches). "0" reads the cache as it is; N waits until the cache reached N.
+// resourceVersion "" is a consistent read: the object is read from the source (in its logical
+// cluster) and the cache is waited for until it holds that version, so any source write that
+// completed before the request is seen (and the answer still comes from the cache, consistent
+// with the view's watches). On a kcp source's all-clusters path the cluster is the cache's only
+// one for namespace/name; when the cache holds none, the read waits as a consistent list does
+// (waitConsistent). "0" reads the cache as it is; N waits until the cache reached N.
 func (r *resourceStorage) Get(ctx context.Context, name string, opts *metav1.GetOptions) (runtime.Object, error) {
 	location, _ := LocationFrom(ctx)
 	namespace := genericapirequest.NamespaceValue(ctx)
@@ -93,7 +98,24 @@ func (r *resourceStorage) Get(ctx context.Context, name string, opts *metav1.Get
 	}
 	switch mode {
 	case readConsistent:
-		src, err := r.source.SourceGet(ctx, r.info.GVR, namespace, name)
+		cluster := r.clusters.requestCluster(ctx)
+		if cluster == "" {
+			obj, err := r.clusters.find(ctx, r.store, r.info.GVR.GroupResource(), location, namespace, name)
+			switch {
+			case apierrors.IsNotFound(err):
+				if err := r.waitConsistent(ctx); err != nil {
+					return nil, err
+				}
+				return r.clusters.find(ctx, r.store, r.info.GVR.GroupResource(), location, namespace, name)
+			case err != nil:
+				return nil, err
+			}
+			cluster = obj.Cluster()
+		}
+		if r.clusters.plain != "" && cluster != r.clusters.plain {
+			return nil, r.notFound(name) // a plain source has no other cluster
+		}
+		src, err := r.source.SourceGet(ctx, r.info.GVR, cluster, namespace, name)
 		if apierrors.IsNotFound(err) {
 			return nil, r.notFound(name)
 		}
@@ -112,11 +134,7 @@ func (r *resourceStorage) Get(ctx context.Context, name string, opts *metav1.Get
 			return nil, err
 		}
 	}
-	obj, _, ok := r.store.Get(location, namespace, name)
-	if !ok {
-		return nil, r.notFound(name)
-	}
-	return obj, nil
+	return r.clusters.find(ctx, r.store, r.info.GVR.GroupResource(), location, namespace, name)
 }
 
 // List returns the location's objects of this resource that match the request's namespace and
@@ -130,7 +148,7 @@ func (r *resourceStorage) Get(ctx context.Context, name string, opts *metav1.Get
 func (r *resourceStorage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
 	location, _ := LocationFrom(ctx)
 	namespace := genericapirequest.NamespaceValue(ctx)
-	lo := cache.ListOptions{Limit: opts.Limit, Predicate: listPredicate(namespace, opts)}
+	lo := cache.ListOptions{Limit: opts.Limit, Predicate: listPredicate(namespace, opts), Cluster: ClusterFrom(ctx)}
 	if opts.Continue != "" {
 		after, snapshotRV, err := decodeContinue(opts.Continue)
 		if err != nil {
@@ -205,7 +223,7 @@ func (r *resourceStorage) Watch(ctx context.Context, opts *metainternalversion.L
 	if err != nil {
 		return nil, err
 	}
-	wo := cache.WatchOptions{AllowBookmarks: opts.AllowWatchBookmarks, Predicate: listPredicate(namespace, opts)}
+	wo := cache.WatchOptions{AllowBookmarks: opts.AllowWatchBookmarks, Predicate: listPredicate(namespace, opts), Cluster: ClusterFrom(ctx)}
 	sendInitialEvents := opts.SendInitialEvents != nil && *opts.SendInitialEvents
 	switch {
 	case sendInitialEvents || mode == readConsistent || mode == readAny:

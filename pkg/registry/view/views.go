@@ -42,6 +42,10 @@ type Options struct {
 	// none; the timeout is randomized in [MinRequestTimeout, 2*MinRequestTimeout) as in
 	// kube-apiserver (--min-request-timeout, default 1800s).
 	MinRequestTimeout time.Duration
+	// PlainCluster is the one logical cluster of a plain source (--cluster-name); "" for a kcp
+	// source, whose objects name their cluster in kcp.io/cluster (DESIGN.md, "Names"). It
+	// decides which cluster a request by name on the all-clusters path reads and writes.
+	PlainCluster string
 }
 
 // Views serves every location's view from one cache. It is safe for concurrent use.
@@ -95,6 +99,8 @@ func New(c Cache, opts Options) *Views {
 
 // ServeView serves one request inside the view of location; innerPath is the part of the URL
 // below the view's base URL. The outer request has been authenticated and authorized already.
+// An inner path that starts with /clusters/<cluster> serves only that logical cluster's objects
+// (discovery, get, list, watch, status writes, namespaces); the base path serves all of them.
 //
 // Reads (get, list, watch) of mirrored resources and discovery are served, and writes of a
 // resource's /status subresource (status write-back, see statusStorage); every other write is
@@ -105,13 +111,10 @@ func (v *Views) ServeView(w http.ResponseWriter, req *http.Request, location, in
 		v.writeError(w, req, apierrors.NewNotFound(schema.GroupResource{}, innerPath))
 		return
 	}
-	if inner.Cluster != "" {
-		// TODO(issue 11): per-cluster views.
-		v.writeError(w, req, apierrors.NewNotFound(schema.GroupResource{}, innerPath))
-		return
-	}
 	info := inner.Info
-	ctx := withLocation(req.Context(), location)
+	// The cluster only narrows what the location's view shows (DESIGN.md): every read and write
+	// below still goes through the location's index, so a cluster path never leaves the location.
+	ctx := withCluster(withLocation(req.Context(), location), string(inner.Cluster))
 	if !info.IsResourceRequest {
 		v.discovery.serve(w, req.WithContext(ctx), info.Path)
 		return
@@ -174,7 +177,7 @@ func (v *Views) handlers(gvr schema.GroupVersionResource) (*resourceHandlers, bo
 		return nil, false
 	}
 	st := &resourceStorage{info: info, store: store, source: v.cache, freshnessTimeout: v.opts.FreshnessTimeout, consistentReadWait: v.opts.ConsistentReadWait,
-		table: tableConvertor{crd: &crdColumns{source: v.cache, gvr: gvr}}}
+		table: tableConvertor{crd: &crdColumns{source: v.cache, gvr: gvr}}, clusters: clusters{plain: v.opts.PlainCluster}}
 	scope := newRequestScope(gvr, info.Kind, info.Namespaced, v.serializer, st)
 	h := &resourceHandlers{
 		store: store,
@@ -183,7 +186,7 @@ func (v *Views) handlers(gvr schema.GroupVersionResource) (*resourceHandlers, bo
 		list:  handlers.ListResource(st, st, scope, false, v.opts.MinRequestTimeout),
 		watch: handlers.ListResource(st, st, scope, true, v.opts.MinRequestTimeout),
 	}
-	ss := &statusStorage{info: info, store: store, writer: v.cache}
+	ss := &statusStorage{info: info, store: store, writer: v.cache, clusters: clusters{plain: v.opts.PlainCluster}}
 	if statusScope, err := newStatusScope(info, v.serializer, ss); err != nil {
 		klog.ErrorS(err, "status writes are disabled for the resource", "resource", gvr)
 	} else {

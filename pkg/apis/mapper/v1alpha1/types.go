@@ -58,6 +58,14 @@ type LocationStatus struct {
 	// +listMapKey=resource
 	Resources []ResourceCount `json:"resources,omitempty"`
 
+	// Clusters breaks Objects down per logical cluster of the source (the
+	// kcp.io/cluster of the objects), sorted by name. Clusters with no
+	// assigned objects are left out.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Clusters []ClusterCount `json:"clusters,omitempty"`
+
 	// Watchers is the number of watches currently open on the location's view.
 	// +required
 	Watchers int32 `json:"watchers"`
@@ -81,6 +89,19 @@ type ResourceCount struct {
 
 	// Objects is the number of objects of this resource assigned to the
 	// location.
+	// +required
+	Objects int64 `json:"objects"`
+}
+
+// ClusterCount is the number of objects of one logical cluster assigned to a
+// location.
+type ClusterCount struct {
+	// Name is the logical cluster's name (kcp.io/cluster).
+	// +required
+	Name string `json:"name"`
+
+	// Objects is the number of objects of this cluster assigned to the
+	// location, over all mirrored resources.
 	// +required
 	Objects int64 `json:"objects"`
 }

@@ -22,6 +22,11 @@ limitations under the License.
 package v1alpha1
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterCount) OpenAPIModelName() string {
+	return "io.kcp.mapper.v1alpha1.ClusterCount"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in Location) OpenAPIModelName() string {
 	return "io.kcp.mapper.v1alpha1.Location"
 }

@@ -1,0 +1,56 @@
+package mapper
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+)
+
+// clusterViews builds and keeps the dynamic clients of the per-cluster paths of a location's
+// view (<view>/clusters/<cluster>, DESIGN.md "The location view"). Status is written through
+// them: on the view's all-clusters path a write by namespace/name that several logical clusters
+// hold answers 400, and the per-cluster path lets the view write the right source object. All
+// clients share the view client's HTTP client (connections, TLS).
+type clusterViews struct {
+	base       *rest.Config
+	httpClient *http.Client
+
+	mu      sync.Mutex
+	clients map[string]dynamic.Interface
+}
+
+// newClusterViews returns the per-cluster clients of the view whose all-clusters config is view.
+func newClusterViews(view *rest.Config) (*clusterViews, error) {
+	hc, err := rest.HTTPClientFor(view)
+	if err != nil {
+		return nil, err
+	}
+	return &clusterViews{base: rest.CopyConfig(view), httpClient: hc, clients: map[string]dynamic.Interface{}}, nil
+}
+
+// For returns the client of cluster's view path, building it on first use. cluster must be a
+// valid logical cluster name.
+func (c *clusterViews) For(cluster string) (dynamic.Interface, error) {
+	if err := contract.ValidateClusterName(cluster); err != nil {
+		return nil, fmt.Errorf("cannot write through the view: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d, ok := c.clients[cluster]; ok {
+		return d, nil
+	}
+	cfg := rest.CopyConfig(c.base)
+	cfg.Host = strings.TrimSuffix(cfg.Host, "/") + "/" + contract.ClustersSegment + "/" + cluster
+	d, err := dynamic.NewForConfigAndClient(cfg, c.httpClient)
+	if err != nil {
+		return nil, err
+	}
+	c.clients[cluster] = d
+	return d, nil
+}
