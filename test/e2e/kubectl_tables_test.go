@@ -108,6 +108,8 @@ func TestKubectlTablesMatchKubeAPIServer(t *testing.T) {
 				}
 				if t.Failed() {
 					t.Logf("view output:\n%s\nkube-apiserver output:\n%s", got, want)
+				} else {
+					t.Logf("view and kube-apiserver print:\n%s", got)
 				}
 			})
 		}
