@@ -13,7 +13,6 @@ set -euo pipefail
 
 KUBE_VERSION=${KUBE_VERSION:-v1.36.3}
 ETCD_VERSION=${ETCD_VERSION:-v3.6.16}
-STAGING_VERSION="v0.${KUBE_VERSION#v1.}"
 VERSION_DIR="kube-${KUBE_VERSION}_etcd-${ETCD_VERSION}"
 DEST=${CLUSTER_MAPPER_TESTENV:-${XDG_CACHE_HOME:-$HOME/.cache}/cluster-mapper/testenv/${VERSION_DIR}}
 
@@ -64,16 +63,13 @@ EOM
 ) || exit 1
 
 # kube-apiserver and kubectl: k8s.io/kubernetes with every staging module replaced by its
-# published version. The list of staging modules is read from k8s.io/kubernetes' own go.mod.
+# published version (hack/update-kube-replaces.sh, which also maintains this repository's go.mod).
 mkdir -p "$work/kube"
+hack_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 (
   cd "$work/kube"
-  gomod=$(go mod download -json "k8s.io/kubernetes@${KUBE_VERSION}" | sed -n 's/.*"GoMod": "\(.*\)",*/\1/p')
-  [ -f "$gomod" ] || { echo "!! cannot download k8s.io/kubernetes@${KUBE_VERSION}" >&2; exit 1; }
-  {
-    printf 'module testenv.local/kube\n\ngo 1.26\n\nrequire k8s.io/kubernetes %s\n\n' "$KUBE_VERSION"
-    grep -E '^\s*k8s.io/[a-z0-9-]+ => \./staging/' "$gomod" | awk -v v="$STAGING_VERSION" '{print "replace " $1 " => " $1 " " v}'
-  } > go.mod
+  printf 'module testenv.local/kube\n\ngo 1.26\n\nrequire k8s.io/kubernetes %s\n' "$KUBE_VERSION" > go.mod
+  KUBE_VERSION="$KUBE_VERSION" bash "$hack_dir/update-kube-replaces.sh"
   go get "k8s.io/kubernetes/cmd/kube-apiserver@${KUBE_VERSION}" "k8s.io/kubernetes/cmd/kubectl@${KUBE_VERSION}" >"$work/kube-get.log" 2>&1 || { cat "$work/kube-get.log" >&2; exit 1; }
 ) || exit 1
 

@@ -50,7 +50,64 @@ func TestMapperTransform(t *testing.T) {
 	}
 	_, targetRange, _ := net.ParseCIDR("10.96.0.0/24")
 
-	cases := []mapperTransformCase{
+	cases := mapperTransformCases(targetRange)
+	for _, c := range cases {
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(c.yaml), &obj.Object); err != nil {
+			t.Fatal(err)
+		}
+		gv, _ := schema.ParseGroupVersion(obj.GetAPIVersion())
+		gvr := gv.WithResource(c.resource)
+		t.Run(c.resource+"/"+obj.GetName(), func(t *testing.T) {
+			created, err := src.Resource(gvr).Namespace("apps").Create(ctx, obj, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("creating in the source: %v", err)
+			}
+			if gvr.Resource == "widgets" {
+				created.Object["status"] = map[string]interface{}{"phase": "Ready"}
+				if created, err = src.Resource(gvr).Namespace("apps").UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			raw := created.DeepCopy()
+			for _, f := range []string{"uid", "resourceVersion", "creationTimestamp", "generation", "managedFields"} {
+				unstructured.RemoveNestedField(raw.Object, "metadata", f)
+			}
+			unstructured.RemoveNestedField(raw.Object, "status")
+			_, rawErr := dst.Resource(gvr).Namespace("apps").Apply(ctx, raw.GetName(), raw, metav1.ApplyOptions{FieldManager: "test", DryRun: []string{metav1.DryRunAll}})
+			if c.rawFails && rawErr == nil {
+				t.Errorf("the raw source object was accepted: then the kind needs no rule")
+			}
+			if !c.rawFails && rawErr != nil {
+				t.Logf("the raw source object was rejected (%v): this kind needs a rule", rawErr)
+			}
+
+			desired := mapper.Transform(created, mapper.TargetObject{Location: "east", Namespace: "apps",
+				Source: mapper.SourceRef{Cluster: "default", Namespace: "apps", Name: created.GetName()}})
+			applied, err := dst.Resource(gvr).Namespace("apps").Apply(ctx, desired.GetName(), desired, metav1.ApplyOptions{FieldManager: mapper.DefaultFieldManager})
+			if err != nil {
+				t.Fatalf("applying the transformed object onto the target: %v", err)
+			}
+			if ref, _, ok := mapper.MarkedSource(applied, "east", true); !ok || ref.Name != created.GetName() {
+				t.Errorf("the target copy is not marked as the mapper's: %v %v", applied.GetLabels(), applied.GetAnnotations())
+			}
+			if gvr.Resource == "widgets" && applied.Object["status"] != nil {
+				t.Errorf("the source's status was applied: %v", applied.Object["status"])
+			}
+			if c.check != nil {
+				c.check(t, applied)
+			}
+		})
+	}
+}
+
+// mapperTransformCases are the source objects of TestMapperTransform, one per built-in kind
+// rule plus a custom resource (widgets), all in namespace "apps"; targetRange is the target's
+// Service IP range that the Service checks expect. TestKubectlTablesMatchKubeAPIServer prints
+// the same objects.
+func mapperTransformCases(targetRange *net.IPNet) []mapperTransformCase {
+	return []mapperTransformCase{
 		{resource: "services", rawFails: true, yaml: `{apiVersion: v1, kind: Service, metadata: {name: cluster-ip}, spec: {selector: {app: a}, ports: [{port: 80}]}}`,
 			check: func(t *testing.T, u *unstructured.Unstructured) {
 				ip, _, _ := unstructured.NestedString(u.Object, "spec", "clusterIP")
@@ -100,54 +157,5 @@ func TestMapperTransform(t *testing.T) {
 		{resource: "poddisruptionbudgets", yaml: `{apiVersion: policy/v1, kind: PodDisruptionBudget, metadata: {name: pdb}, spec: {minAvailable: 1, selector: {matchLabels: {app: a}}}}`},
 		{resource: "horizontalpodautoscalers", yaml: `{apiVersion: autoscaling/v2, kind: HorizontalPodAutoscaler, metadata: {name: hpa}, spec: {scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: deploy}, minReplicas: 1, maxReplicas: 3}}`},
 		{resource: "widgets", yaml: `{apiVersion: example.com/v1, kind: Widget, metadata: {name: widget}, spec: {size: 3}}`},
-	}
-	for _, c := range cases {
-		obj := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(c.yaml), &obj.Object); err != nil {
-			t.Fatal(err)
-		}
-		gv, _ := schema.ParseGroupVersion(obj.GetAPIVersion())
-		gvr := gv.WithResource(c.resource)
-		t.Run(c.resource+"/"+obj.GetName(), func(t *testing.T) {
-			created, err := src.Resource(gvr).Namespace("apps").Create(ctx, obj, metav1.CreateOptions{})
-			if err != nil {
-				t.Fatalf("creating in the source: %v", err)
-			}
-			if gvr.Resource == "widgets" {
-				created.Object["status"] = map[string]interface{}{"phase": "Ready"}
-				if created, err = src.Resource(gvr).Namespace("apps").UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-					t.Fatal(err)
-				}
-			}
-
-			raw := created.DeepCopy()
-			for _, f := range []string{"uid", "resourceVersion", "creationTimestamp", "generation", "managedFields"} {
-				unstructured.RemoveNestedField(raw.Object, "metadata", f)
-			}
-			unstructured.RemoveNestedField(raw.Object, "status")
-			_, rawErr := dst.Resource(gvr).Namespace("apps").Apply(ctx, raw.GetName(), raw, metav1.ApplyOptions{FieldManager: "test", DryRun: []string{metav1.DryRunAll}})
-			if c.rawFails && rawErr == nil {
-				t.Errorf("the raw source object was accepted: then the kind needs no rule")
-			}
-			if !c.rawFails && rawErr != nil {
-				t.Logf("the raw source object was rejected (%v): this kind needs a rule", rawErr)
-			}
-
-			desired := mapper.Transform(created, mapper.TargetObject{Location: "east", Namespace: "apps",
-				Source: mapper.SourceRef{Cluster: "default", Namespace: "apps", Name: created.GetName()}})
-			applied, err := dst.Resource(gvr).Namespace("apps").Apply(ctx, desired.GetName(), desired, metav1.ApplyOptions{FieldManager: mapper.DefaultFieldManager})
-			if err != nil {
-				t.Fatalf("applying the transformed object onto the target: %v", err)
-			}
-			if ref, _, ok := mapper.MarkedSource(applied, "east", true); !ok || ref.Name != created.GetName() {
-				t.Errorf("the target copy is not marked as the mapper's: %v %v", applied.GetLabels(), applied.GetAnnotations())
-			}
-			if gvr.Resource == "widgets" && applied.Object["status"] != nil {
-				t.Errorf("the source's status was applied: %v", applied.Object["status"])
-			}
-			if c.check != nil {
-				c.check(t, applied)
-			}
-		})
 	}
 }

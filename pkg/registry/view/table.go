@@ -20,16 +20,26 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 )
 
-// tableConvertor renders view objects as a Table for kubectl.
+// tableConvertor renders view objects as a Table for kubectl, with the columns the source's
+// kube-apiserver prints for the same objects.
 //
-// A custom resource gets the columns its CustomResourceDefinition declares
-// (additionalPrinterColumns, read from the source and rendered by apiextensions-apiserver's own
-// table convertor), as the source prints it. Every other resource gets NAME and AGE, the
-// columns kube-apiserver prints for a resource without a printer: built-in kinds' columns come
-// from kube-apiserver's Go printers, which an aggregated server cannot run, and asking the
+// A built-in kind is printed by kube-apiserver's own code (see builtinTable). A custom resource
+// gets the columns its CustomResourceDefinition declares (additionalPrinterColumns, read from
+// the source and rendered by apiextensions-apiserver's own table convertor). Any other resource
+// (an aggregated API's) gets NAME and AGE: its columns live in its own server, and asking the
 // source for a Table row per object would cost a source request per row.
 type tableConvertor struct {
-	crd *crdColumns // nil: NAME and AGE only
+	builtin *builtinTable // nil: not a built-in kind
+	crd     *crdColumns   // nil: NAME and AGE only
+}
+
+// newTableConvertor returns the convertor of the view resource gvr, whose kind is kind; source
+// is where the CustomResourceDefinition of a non-built-in resource is read.
+func newTableConvertor(source StatusWriter, gvr schema.GroupVersionResource, kind string) tableConvertor {
+	if b := newBuiltinTable(gvr, kind); b != nil {
+		return tableConvertor{builtin: b}
+	}
+	return tableConvertor{crd: &crdColumns{source: source, gvr: gvr}}
 }
 
 var defaultTableColumns = []metav1.TableColumnDefinition{
@@ -40,6 +50,9 @@ var defaultTableColumns = []metav1.TableColumnDefinition{
 // ConvertToTable turns one object or a view List into a Table with one row per object; the
 // list's resourceVersion and continue token are carried over so kubectl can page and watch.
 func (c tableConvertor) ConvertToTable(ctx context.Context, obj runtime.Object, opts runtime.Object) (*metav1.Table, error) {
+	if c.builtin != nil {
+		return c.builtin.ConvertToTable(ctx, obj, opts)
+	}
 	if c.crd != nil {
 		if conv := c.crd.convertor(ctx); conv != nil {
 			return conv.ConvertToTable(ctx, unwrap(obj), opts)

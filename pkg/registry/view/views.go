@@ -86,7 +86,7 @@ func New(c Cache, opts Options) *Views {
 		opts.MinRequestTimeout = 1800 * time.Second
 	}
 	v := &Views{cache: c, opts: opts, serializer: newSerializer(), discovery: newViewDiscovery(c), resources: map[schema.GroupVersionResource]*resourceHandlers{}}
-	ns := &namespaceStorage{cache: c}
+	ns := &namespaceStorage{cache: c, tableConvertor: newTableConvertor(c, namespacesGVR, "Namespace")}
 	scope := newRequestScope(namespacesGVR, "Namespace", false, v.serializer, ns)
 	v.namespaces = &resourceHandlers{
 		scope: scope,
@@ -177,7 +177,7 @@ func (v *Views) handlers(gvr schema.GroupVersionResource) (*resourceHandlers, bo
 		return nil, false
 	}
 	st := &resourceStorage{info: info, store: store, source: v.cache, freshnessTimeout: v.opts.FreshnessTimeout, consistentReadWait: v.opts.ConsistentReadWait,
-		table: tableConvertor{crd: &crdColumns{source: v.cache, gvr: gvr}}, clusters: clusters{plain: v.opts.PlainCluster}}
+		table: newTableConvertor(v.cache, gvr, info.Kind), clusters: clusters{plain: v.opts.PlainCluster}}
 	scope := newRequestScope(gvr, info.Kind, info.Namespaced, v.serializer, st)
 	h := &resourceHandlers{
 		store: store,
