@@ -45,6 +45,7 @@ func toUnstructured(obj interface{}) (*unstructured.Unstructured, error) {
 		if t == nil {
 			return nil, fmt.Errorf("nil object")
 		}
+		dropManagedFields(t)
 		return t, nil
 	case toolscache.DeletedFinalStateUnknown:
 		return toUnstructured(t.Obj)

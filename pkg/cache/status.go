@@ -44,19 +44,67 @@ func ReflectsStatus(u *unstructured.Unstructured) bool {
 // shows it, by the rule of Object.ForLocation. The status write path and the cache share it.
 func LocationView(u *unstructured.Unstructured, locations []string, location string) *unstructured.Unstructured {
 	u = u.DeepCopy()
-	status, ok, err := StatusRecord(u, location)
-	switch {
-	case ok && err == nil:
-		u.Object["status"] = status
-	case len(locations) > 1:
-		delete(u.Object, "status")
+	if ReflectsStatus(u) || len(StatusRecordLocations(u)) > 0 {
+		status, ok, err := StatusRecord(u, location)
+		switch {
+		case ok && err == nil:
+			u.Object["status"] = status
+		case len(locations) > 1:
+			delete(u.Object, "status")
+		}
 	}
+	unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
 	ann := u.GetAnnotations()
-	for _, loc := range StatusRecordLocations(u) {
-		delete(ann, contract.StatusRecordAnnotationPrefix+loc)
+	for k, v := range ann {
+		if hiddenAnnotation(k, v, location) {
+			delete(ann, k)
+		}
+	}
+	if _, assigned := ann[contract.AssignedLocationsAnnotation]; assigned {
+		ann[contract.AssignedLocationsAnnotation] = assignedToOnly(location)
 	}
 	u.SetAnnotations(ann)
 	return u
+}
+
+// hiddenAnnotation reports whether location's view drops the annotation k (value v): DESIGN.md
+// "a view never shows another location" — every status record (a location's own record is
+// shown as .status), another location's spec-diff.kcp.io/ patch, kcp.io/status-location unless
+// it names location, and kubectl's last-applied-configuration (a kubectl apply round trip of
+// the source object copies every annotation into it).
+func hiddenAnnotation(k, v, location string) bool {
+	switch k {
+	case contract.LastAppliedConfigAnnotation:
+		return true
+	case contract.StatusLocationAnnotation:
+		return v != location
+	}
+	if strings.HasPrefix(k, contract.StatusRecordAnnotationPrefix) {
+		return true
+	}
+	if loc, ok := strings.CutPrefix(k, contract.SpecDiffAnnotationPrefix); ok {
+		return loc != location
+	}
+	return false
+}
+
+// assignedToOnly is the kcp.io/assigned-locations value a view of location shows:
+// ["<location>"].
+func assignedToOnly(location string) string {
+	b, _ := json.Marshal([]string{location})
+	return string(b)
+}
+
+// dropManagedFields removes metadata.managedFields from an ingested object. No view shows them
+// (they name other locations' status records and their fields), and nothing else reads them
+// from the cache: the status reconciler's writes without managedFields keep the live ones
+// (kube-apiserver's field manager falls back to the live object's managedFields when an update
+// carries none). Dropping them at ingest also saves their memory and spares an object whose
+// only per-location difference they would be a copy per location.
+func dropManagedFields(u *unstructured.Unstructured) {
+	if meta, ok := u.Object["metadata"].(map[string]interface{}); ok {
+		delete(meta, "managedFields")
+	}
 }
 
 // locationVariants holds the per-location views of one object version that needs them.
@@ -65,21 +113,47 @@ type locationVariants struct {
 	m  map[string]*Object
 }
 
-// needsVariants reports whether the object looks different per location: it carries status
-// records, or reflects status while assigned to several locations (then .status is some
-// location's, or nobody's).
+// needsVariants reports whether the object looks different per location (LocationView would
+// change it): it is assigned to several locations (each view names only itself in
+// kcp.io/assigned-locations), carries status records, a last-applied-configuration, a
+// kcp.io/status-location or spec-diff.kcp.io/ patch that not every view shows, managedFields,
+// or an assignment annotation that is not exactly ["<location>"]. An object assigned to one
+// location that carries none of these is shown as it is, without a copy.
 func needsVariants(u *unstructured.Unstructured, locations []string) bool {
-	return len(StatusRecordLocations(u)) > 0 || (ReflectsStatus(u) && len(locations) > 1)
+	if len(locations) == 0 {
+		return false // in no view
+	}
+	if len(locations) > 1 {
+		return true
+	}
+	if meta, ok := u.Object["metadata"].(map[string]interface{}); ok && meta["managedFields"] != nil {
+		return true
+	}
+	only := locations[0]
+	for k, v := range u.GetAnnotations() {
+		if hiddenAnnotation(k, v, only) {
+			return true
+		}
+		if k == contract.AssignedLocationsAnnotation && v != assignedToOnly(only) {
+			return true
+		}
+	}
+	return false
 }
 
 // ForLocation returns the object as location's view shows it (DESIGN.md, issue "Status
 // write-back"): a location sees its own status in .status and never another location's. For
-// most objects that is the object itself. For one that carries status records
-// (status.kcp.io/<location>) or reflects status while assigned to several locations, it is a
-// copy, built once per location and object version, in which
-//   - .status is location's record if there is one; otherwise the source's .status when the
-//     object is assigned to that location alone, and no .status when it is assigned to several;
-//   - no status.kcp.io/ annotation is left.
+// an object assigned to one location that carries nothing to hide that is the object itself.
+// Otherwise (see needsVariants) it is a copy, built once per location and object version (and
+// so encoded once per location and version, see CacheEncode), in which
+//   - when the object reflects status or carries status records: .status is location's record
+//     if there is one; otherwise the source's .status when the object is assigned to that
+//     location alone, and no .status when it is assigned to several;
+//   - no status.kcp.io/ annotation is left;
+//   - nothing names or shows another location (DESIGN.md "The location view"):
+//     kcp.io/assigned-locations is ["<location>"], kcp.io/status-location is kept only when it
+//     names location, other locations' spec-diff.kcp.io/ patches, metadata.managedFields and
+//     kubectl.kubernetes.io/last-applied-configuration are removed.
 //
 // A record that is not a JSON object counts as no record.
 func (o *Object) ForLocation(location string) *Object {

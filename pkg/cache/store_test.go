@@ -29,17 +29,22 @@ func TestAssignmentSequence(t *testing.T) {
 
 	mustAdd(t, s, cm("ns", "a", 11, locs("east")))
 	expect(t, east, "ADDED a@11")
-	mustUpdate(t, s, cm("ns", "a", 12, locs("east", "west")))
+	mustUpdate(t, s, cm("ns", "a", 12, locs("east", "west"), "d:v=12"))
 	expect(t, east, "MODIFIED a@12")
 	expect(t, west, "ADDED a@12")
-	mustUpdate(t, s, cm("ns", "a", 13, locs("west")))
+	mustUpdate(t, s, cm("ns", "a", 13, locs("west"), "d:v=13"))
 	e := next(t, east)
 	if ev(e) != "DELETED a@13" {
 		t.Fatalf("east got %s", ev(e))
 	}
-	// The DELETED object is the old content (still assigned to east) at the event's RV.
-	if got := e.Object.(*Object).Unstructured().GetAnnotations()[contract.AssignedLocationsAnnotation]; got != `["east","west"]` {
-		t.Fatalf("DELETED object content is not the previous version: annotation %q", got)
+	// The DELETED object is the old content (still assigned to east) at the event's RV, as
+	// east's view shows it (naming east alone).
+	deleted := e.Object.(*Object).Unstructured()
+	if got, _, _ := unstructured.NestedString(deleted.Object, "data", "v"); got != "12" {
+		t.Fatalf("DELETED object content is not the previous version: data.v %q", got)
+	}
+	if got := deleted.GetAnnotations()[contract.AssignedLocationsAnnotation]; got != `["east"]` {
+		t.Fatalf("DELETED object names other locations: annotation %q", got)
 	}
 	expect(t, west, "MODIFIED a@13")
 	mustUpdate(t, s, cm("ns", "a", 14, nil))
