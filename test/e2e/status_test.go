@@ -78,6 +78,7 @@ func TestStatusWriteBack(t *testing.T) {
 	t.Run("refusals", func(t *testing.T) { testStatusRefusals(t, ctx, env) })
 	t.Run("several locations", func(t *testing.T) { testStatusSeveralLocations(t, ctx, env) })
 	t.Run("concurrent writers", func(t *testing.T) { testStatusConcurrentWriters(t, ctx, env) })
+	t.Run("record too large", func(t *testing.T) { testStatusRecordTooLarge(t, ctx, env) })
 }
 
 func testStatusSingleLocation(t *testing.T, ctx context.Context, env *statusEnv) {

@@ -157,6 +157,9 @@ func (s *statusStorage) updateOnce(ctx context.Context, client dynamic.ResourceI
 	}
 	unconditional := u.GetResourceVersion() == ""
 	status, hasStatus := u.Object["status"]
+	if err := checkStatusRecordSize(gr, name, location, status); err != nil {
+		return nil, false, err
+	}
 	written, err := s.write(ctx, client, current, locations, location, status, hasStatus)
 	if err != nil {
 		if apierrors.IsConflict(err) {
@@ -180,6 +183,28 @@ func withClusterAnnotation(u *unstructured.Unstructured, cluster string) *unstru
 	ann[contract.ClusterAnnotation] = cluster
 	u.SetAnnotations(ann)
 	return u
+}
+
+// checkStatusRecordSize refuses a status whose JSON (the status record of location,
+// status.kcp.io/<location>, when the object has several locations) is larger than
+// contract.MaxStatusRecordBytes: 413 RequestEntityTooLarge with a Status that names the limit,
+// the size and the location (DESIGN.md "Status records": no location may use up the object's
+// 256 KiB annotation budget and block its peers). The cap holds for every status write, also of
+// an object assigned to this location alone, whose status would become a record as soon as a
+// second location is assigned. Nothing is written to the source.
+func checkStatusRecordSize(gr schema.GroupResource, name, location string, status interface{}) error {
+	record, err := json.Marshal(status)
+	if err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("status is not JSON: %v", err))
+	}
+	if len(record) <= contract.MaxStatusRecordBytes {
+		return nil
+	}
+	e := apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(
+		"the status of %s %q written by location %q is %d bytes as JSON; a location's status record (%s%s) may hold at most %d bytes (32 KiB), so that one location cannot use up the object's annotation budget of its peers; write a smaller status",
+		gr.String(), name, location, len(record), contract.StatusRecordAnnotationPrefix, location, contract.MaxStatusRecordBytes))
+	e.ErrStatus.Details = &metav1.StatusDetails{Group: gr.Group, Kind: gr.Resource, Name: name}
+	return e
 }
 
 // write stores status on the source object current (see statusStorage for the rules), each
