@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -124,6 +125,17 @@ type leakWatcher struct {
 	// watches counts the watch requests (the first one and every re-watch).
 	watches atomic.Int64
 	err     error
+	// lastRV is the resourceVersion of the last version seen per key.
+	lastRV map[string]uint64
+	// scanner greps every byte this watcher's client receives.
+	scanner *leakScanner
+}
+
+// seen returns the resourceVersion of the last version of key the watcher received.
+func (w *leakWatcher) seen(key string) uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lastRV[key]
 }
 
 func (w *leakWatcher) observe(typ string, obj *unstructured.Unstructured) {
@@ -133,7 +145,8 @@ func (w *leakWatcher) observe(typ string, obj *unstructured.Unstructured) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.events = append(w.events, seenEvent{typ: typ, key: key, rv: rv, assigned: assigned})
-	if !assigned.Has(w.location) {
+	w.lastRV[key] = max(w.lastRV[key], rv)
+	if !assigned.Equal(sets.New(w.location)) {
 		w.immediate = append(w.immediate, fmt.Sprintf("%s %s at rv %d names %v", typ, key, rv, sets.List(assigned)))
 	}
 	if typ == string(watch.Deleted) {
@@ -234,7 +247,7 @@ func TestLocationLeak(t *testing.T) {
 	for i := range locations {
 		locations[i] = fmt.Sprintf("loc-%02d", i)
 		users[i] = source.NewUser(t, "mapper-"+locations[i])
-		grant(t, ctx, admin, "mapper-"+locations[i], []rbacv1.PolicyRule{viewRule(locations[i], "get", "watch")}, userSubject(users[i].Name))
+		grant(t, ctx, admin, "mapper-"+locations[i], []rbacv1.PolicyRule{viewRule(locations[i], "get", "watch", "update", "patch")}, userSubject(users[i].Name))
 	}
 	for i := range locations {
 		waitForRBAC(t, ctx, admin, identity{user: users[i].Name}, "watch", locations[i], true)
@@ -340,12 +353,20 @@ func TestLocationLeak(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, loc := range locations {
 		var cfg *rest.Config
-		w := &leakWatcher{location: loc, present: sets.New[string]()}
+		w := &leakWatcher{location: loc, present: sets.New[string](), lastRV: map[string]uint64{}}
 		if i%2 == 0 {
 			w.route, cfg = "aggregated", api.ViewConfig(users[i], loc)
 		} else {
 			w.route, cfg = "direct", api.Server.ViewConfig(users[i], loc)
 		}
+		var needles []string
+		for _, other := range locations {
+			if other != loc {
+				needles = append(needles, other, statusMarker(other))
+			}
+		}
+		w.scanner = newLeakScanner(loc+"/"+w.route, locationLabelPrefix, needles...)
+		cfg.Wrap(w.scanner.wrap)
 		d, err := dynamic.NewForConfig(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -363,6 +384,7 @@ func TestLocationLeak(t *testing.T) {
 	runWrites(creates[leakObjects/2:], 0)
 	runWrites(changes, leakChangePause)
 	t.Logf("wrote %d objects and %d assignment changes in %v", leakObjects, leakChanges, time.Since(start).Round(time.Millisecond))
+	statusPhase(t, ctx, source, src, watchers, log, objects)
 
 	// Converge: every watcher holds exactly its location's objects (from the writers' log, and
 	// from kube-apiserver's label-selector list of the twin labels).
@@ -386,6 +408,17 @@ func TestLocationLeak(t *testing.T) {
 	}
 	stopWatchers()
 	wg.Wait()
+	var scanned int64
+	for _, w := range watchers {
+		scanned += w.scanner.scanned.Load()
+		for _, f := range w.scanner.findings() {
+			t.Errorf("raw bytes of a view name another location: %s", f)
+		}
+	}
+	t.Logf("raw bytes of view responses and watch frames scanned for other locations: %d", scanned)
+	if scanned == 0 {
+		t.Error("no response byte was scanned: the scanner is not in the clients' transport")
+	}
 
 	// Every event any watcher received, checked against the writers' log.
 	counts := map[string]int{}
@@ -407,15 +440,15 @@ func TestLocationLeak(t *testing.T) {
 				if !before.locations.Has(w.location) {
 					violations = append(violations, fmt.Sprintf("%s: DELETED %s at rv %d, but the version before (rv %d) was assigned to %v", w.location, ev.key, ev.rv, before.rv, sets.List(before.locations)))
 				}
-				if !ev.assigned.Equal(before.locations) {
-					violations = append(violations, fmt.Sprintf("%s: DELETED %s at rv %d carries the assignment %v, the version before had %v", w.location, ev.key, ev.rv, sets.List(ev.assigned), sets.List(before.locations)))
+				if !ev.assigned.Equal(sets.New(w.location)) {
+					violations = append(violations, fmt.Sprintf("%s: DELETED %s at rv %d carries the assignment %v, not just this location", w.location, ev.key, ev.rv, sets.List(ev.assigned)))
 				}
 			default:
 				if !this.locations.Has(w.location) {
 					violations = append(violations, fmt.Sprintf("%s: %s %s at rv %d, which is assigned to %v", w.location, ev.typ, ev.key, ev.rv, sets.List(this.locations)))
 				}
-				if !ev.assigned.Equal(this.locations) {
-					violations = append(violations, fmt.Sprintf("%s: %s %s at rv %d carries the assignment %v, the write had %v", w.location, ev.typ, ev.key, ev.rv, sets.List(ev.assigned), sets.List(this.locations)))
+				if !ev.assigned.Equal(sets.New(w.location)) {
+					violations = append(violations, fmt.Sprintf("%s: %s %s at rv %d carries the assignment %v, not just this location (the write had %v)", w.location, ev.typ, ev.key, ev.rv, sets.List(ev.assigned), sets.List(this.locations)))
 				}
 			}
 		}
@@ -444,4 +477,128 @@ func prefixAll(prefix string, s []string) []string {
 		out[i] = prefix + x
 	}
 	return out
+}
+
+// statusMarker is a token in location's status records: no byte of it may appear in another
+// location's view.
+func statusMarker(location string) string {
+	return "rec0rd-" + strings.ReplaceAll(location, "-", "") + "-z9"
+}
+
+// leakStatusObjects is how many objects the status phase of TestLocationLeak works on.
+const leakStatusObjects = 24
+
+// statusPhase gives leakStatusObjects objects several locations, status write-back and a
+// kcp.io/status-location, lets each assigned location write a status record holding its
+// statusMarker through its view (so managedFields name every writer's record), then makes a
+// kubectl apply round trip of each source object (so last-applied-configuration holds every
+// record). It waits until every assigned watcher received the final version; the watchers'
+// scanners then show whether any byte of another location reached them.
+func statusPhase(t *testing.T, ctx context.Context, source *framework.ControlPlane, src dynamic.Interface, watchers []*leakWatcher, log *writeLog, objects []*unstructured.Unstructured) {
+	t.Helper()
+	byLoc := map[string]*leakWatcher{}
+	for _, w := range watchers {
+		byLoc[w.location] = w
+	}
+	type target struct {
+		ns, name  string
+		locations []string
+	}
+	var targets []target
+	for i := 0; i < leakStatusObjects; i++ {
+		obj := objects[i].DeepCopy()
+		locs := []string{watchers[i%len(watchers)].location, watchers[(i+3)%len(watchers)].location, watchers[(i+7)%len(watchers)].location}
+		sort.Strings(locs)
+		setAssignment(obj, locs...)
+		ann := obj.GetAnnotations()
+		ann["kcp.io/status-policy"] = "Reflect"
+		ann["kcp.io/status-location"] = locs[i%len(locs)]
+		obj.SetAnnotations(ann)
+		out, err := src.Resource(configMapsGVR).Namespace(obj.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatalf("status phase: %v", err)
+		}
+		if err := log.record(out.GetNamespace()+"/"+out.GetName(), out.GetResourceVersion(), locs); err != nil {
+			t.Fatal(err)
+		}
+		targets = append(targets, target{ns: out.GetNamespace(), name: out.GetName(), locations: locs})
+	}
+	// Every assigned location writes its record through its own view, concurrently.
+	var wg sync.WaitGroup
+	errs := make(chan error, len(targets)*3)
+	for _, tg := range targets {
+		for _, loc := range tg.locations {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c := byLoc[loc].client.Namespace(tg.ns)
+				for attempt := 0; ; attempt++ {
+					cur, err := c.Get(ctx, tg.name, metav1.GetOptions{})
+					if err == nil {
+						cur.Object["status"] = map[string]interface{}{"marker": statusMarker(loc), "ready": true}
+						var out *unstructured.Unstructured
+						out, err = c.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+						if err == nil {
+							errs <- log.record(tg.ns+"/"+tg.name, out.GetResourceVersion(), tg.locations)
+							return
+						}
+					}
+					if !apierrors.IsConflict(err) || attempt > 50 {
+						errs <- fmt.Errorf("status write of %s on %s/%s: %w", loc, tg.ns, tg.name, err)
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A kubectl apply round trip of each source object: last-applied-configuration then holds
+	// all of its annotations, every location's record included.
+	finalRV := map[string]uint64{}
+	for _, tg := range targets {
+		yaml, err := framework.RunKubectl(t, source.AdminKubeconfig(), "get", "configmap", "-n", tg.ns, tg.name, "-o", "yaml")
+		if err != nil {
+			t.Fatalf("kubectl get: %v: %s", err, yaml)
+		}
+		if !strings.Contains(yaml, statusMarker(tg.locations[0])) {
+			t.Fatalf("the source object %s/%s holds no status record of %s:\n%s", tg.ns, tg.name, tg.locations[0], yaml)
+		}
+		file := t.TempDir() + "/obj.yaml"
+		if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := framework.RunKubectl(t, source.AdminKubeconfig(), "apply", "-f", file, "-o", "jsonpath={.metadata.resourceVersion}")
+		if err != nil {
+			t.Fatalf("kubectl apply: %v: %s", err, out)
+		}
+		key := tg.ns + "/" + tg.name
+		if err := log.record(key, strings.TrimSpace(out), tg.locations); err != nil {
+			t.Fatal(err)
+		}
+		finalRV[key], _ = strconv.ParseUint(strings.TrimSpace(out), 10, 64)
+		// One GET per assigned view, through the scanning clients too.
+		for _, loc := range tg.locations {
+			if _, err := byLoc[loc].client.Namespace(tg.ns).Get(ctx, tg.name, metav1.GetOptions{}); err != nil {
+				t.Fatalf("GET %s through the view of %s: %v", key, loc, err)
+			}
+		}
+	}
+	for _, tg := range targets {
+		key := tg.ns + "/" + tg.name
+		for _, loc := range tg.locations {
+			w := byLoc[loc]
+			if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+				return w.seen(key) >= finalRV[key], nil
+			}); err != nil {
+				t.Fatalf("the watcher of %s did not receive %s at rv %d after the kubectl apply round trip (last seen %d)", loc, key, finalRV[key], w.seen(key))
+			}
+		}
+	}
+	t.Logf("status phase: %d objects, %d status writes through views, %d kubectl apply round trips", len(targets), len(targets)*3, len(targets))
 }
