@@ -45,8 +45,8 @@ demo: testenv ## Run the local demo on real servers: source kube-apiserver, work
 	CLUSTER_MAPPER_TESTENV="$$testenv" exec bin/demo
 
 .PHONY: build
-build: ## Build the binaries of ./cmd/... into bin/.
-	$(GO) build -o bin/ ./cmd/...
+build: ## Build the binaries of ./cmd/... into bin/, with the version from `git describe` (hack/version-ldflags.sh).
+	$(GO) build -ldflags "$$(bash hack/version-ldflags.sh)" -o bin/ ./cmd/...
 
 # BENCH_FLAGS are extra flags of hack/bench (see `go run ./hack/bench -help`), e.g. BENCH_FLAGS="--fanout-duration=30s".
 BENCH_FLAGS ?=

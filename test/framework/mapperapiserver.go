@@ -45,8 +45,9 @@ var (
 )
 
 // BuildBinary builds the main package pkg of this module (e.g. "./cmd/mapper-apiserver", relative
-// to the module root) once per test binary and returns the path of the executable. It fails
-// the test with the compiler output on error.
+// to the module root) once per test binary, with the version stamp of `make build`
+// (hack/version-ldflags.sh), and returns the path of the executable. It fails the test with the
+// compiler output on error.
 func BuildBinary(t TB, pkg string) string {
 	t.Helper()
 	buildMu.Lock()
@@ -63,7 +64,14 @@ func BuildBinary(t TB, pkg string) string {
 		t.Fatalf("building %s: %v", pkg, err)
 	}
 	out := filepath.Join(dir, filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+	// The version stamp of `make build` (k8s.io/component-base/version, from git describe).
+	ldflags := exec.Command("bash", "hack/version-ldflags.sh")
+	ldflags.Dir = root
+	flags, err := ldflags.Output()
+	if err != nil {
+		t.Fatalf("hack/version-ldflags.sh: %v", err)
+	}
+	cmd := exec.Command("go", "build", "-ldflags", strings.TrimSpace(string(flags)), "-o", out, pkg)
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, b)

@@ -88,7 +88,7 @@ func (s *statusStorage) Get(ctx context.Context, name string, _ *metav1.GetOptio
 // resulting .status to the source (see statusStorage). It returns the location's view of the
 // written object. Errors: 404 when the object is absent or assigned elsewhere, 403 without the
 // opt-in, 409 on a stale resourceVersion, the source's own error (e.g. 422) otherwise.
-func (s *statusStorage) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, _ bool, _ *metav1.UpdateOptions) (runtime.Object, bool, error) {
+func (s *statusStorage) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, _ bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
 	location, _ := LocationFrom(ctx)
 	namespace := genericapirequest.NamespaceValue(ctx)
 	cluster := s.clusters.requestCluster(ctx)
@@ -106,9 +106,13 @@ func (s *statusStorage) Update(ctx context.Context, name string, objInfo rest.Up
 	if err != nil {
 		return nil, false, sourceError(err)
 	}
+	fieldValidation := ""
+	if options != nil {
+		fieldValidation = options.FieldValidation
+	}
 	start := time.Now()
 	for attempt := 1; ; attempt++ {
-		result, retry, err := s.updateOnce(ctx, client, location, cluster, name, objInfo, updateValidation)
+		result, retry, err := s.updateOnce(ctx, client, location, cluster, name, objInfo, updateValidation, fieldValidation)
 		if err != nil && retry && attempt < maxUnconditionalAttempts {
 			continue
 		}
@@ -122,7 +126,11 @@ func (s *statusStorage) Update(ctx context.Context, name string, objInfo rest.Up
 
 // updateOnce is one attempt of Update; retry says that it lost a race with another writer and
 // the request carried no resourceVersion, so applying it again to a fresh object is correct.
-func (s *statusStorage) updateOnce(ctx context.Context, client dynamic.ResourceInterface, location, cluster, name string, objInfo rest.UpdatedObjectInfo, updateValidation rest.ValidateObjectUpdateFunc) (runtime.Object, bool, error) {
+//
+// fieldValidation is the request's (Strict, Warn, Ignore or ""); every source write carries it,
+// so the source validates the status against its schema as kube-apiserver validates a status
+// write made to it directly (Strict: 400 with the strict decoding error).
+func (s *statusStorage) updateOnce(ctx context.Context, client dynamic.ResourceInterface, location, cluster, name string, objInfo rest.UpdatedObjectInfo, updateValidation rest.ValidateObjectUpdateFunc, fieldValidation string) (runtime.Object, bool, error) {
 	gr := s.info.GVR.GroupResource()
 	current, err := client.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -160,13 +168,13 @@ func (s *statusStorage) updateOnce(ctx context.Context, client dynamic.ResourceI
 	if err := checkStatusRecordSize(gr, name, location, status); err != nil {
 		return nil, false, err
 	}
-	written, err := s.write(ctx, client, current, locations, location, status, hasStatus)
+	written, err := s.write(ctx, client, current, locations, location, status, hasStatus, fieldValidation)
 	if err != nil {
 		if apierrors.IsConflict(err) {
 			return nil, unconditional, apierrors.NewConflict(gr, name, fmt.Errorf("%s", "the object has been modified; please apply your changes to the latest version and try again"))
 		}
 		if _, ok := err.(apierrors.APIStatus); ok {
-			return nil, false, err
+			return nil, false, strictPatchError(ctx, err, status)
 		}
 		return nil, false, sourceError(err)
 	}
@@ -208,8 +216,11 @@ func checkStatusRecordSize(gr schema.GroupResource, name, location string, statu
 }
 
 // write stores status on the source object current (see statusStorage for the rules), each
-// write with current's resourceVersion (or the previous write's) as precondition.
-func (s *statusStorage) write(ctx context.Context, client dynamic.ResourceInterface, current *unstructured.Unstructured, locations []string, location string, status interface{}, hasStatus bool) (*unstructured.Unstructured, error) {
+// write with current's resourceVersion (or the previous write's) as precondition and with
+// fieldValidation. A status kept only as a record (an annotation, whose content the source
+// does not validate) is first validated by a dry-run write of it as .status when
+// fieldValidation is Strict.
+func (s *statusStorage) write(ctx context.Context, client dynamic.ResourceInterface, current *unstructured.Unstructured, locations []string, location string, status interface{}, hasStatus bool, fieldValidation string) (*unstructured.Unstructured, error) {
 	setStatus := func(u *unstructured.Unstructured) {
 		if hasStatus {
 			u.Object["status"] = status
@@ -217,7 +228,23 @@ func (s *statusStorage) write(ctx context.Context, client dynamic.ResourceInterf
 			delete(u.Object, "status")
 		}
 	}
+	opts := metav1.UpdateOptions{FieldManager: fieldManager, FieldValidation: fieldValidation}
+	writeStatus := func(target *unstructured.Unstructured, opts metav1.UpdateOptions) (*unstructured.Unstructured, error) {
+		if !s.info.HasStatus {
+			return client.Update(ctx, target, opts)
+		}
+		return client.UpdateStatus(ctx, target, opts)
+	}
 	if len(locations) > 1 {
+		if fieldValidation == metav1.FieldValidationStrict && hasStatus {
+			probe := current.DeepCopy()
+			setStatus(probe)
+			dry := opts
+			dry.DryRun = []string{metav1.DryRunAll}
+			if _, err := writeStatus(probe, dry); err != nil {
+				return nil, err
+			}
+		}
 		record, err := json.Marshal(status)
 		if err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("status is not JSON: %v", err))
@@ -233,9 +260,9 @@ func (s *statusStorage) write(ctx context.Context, client dynamic.ResourceInterf
 		fillsStatus := current.GetAnnotations()[contract.StatusLocationAnnotation] == location
 		if fillsStatus && !s.info.HasStatus {
 			setStatus(target) // one write: without a status subresource .status is in the main resource
-			return client.Update(ctx, target, metav1.UpdateOptions{FieldManager: fieldManager})
+			return client.Update(ctx, target, opts)
 		}
-		written, err := client.Update(ctx, target, metav1.UpdateOptions{FieldManager: fieldManager})
+		written, err := client.Update(ctx, target, opts)
 		if err != nil || !fillsStatus {
 			return written, err
 		}
@@ -243,10 +270,7 @@ func (s *statusStorage) write(ctx context.Context, client dynamic.ResourceInterf
 	}
 	target := current.DeepCopy()
 	setStatus(target)
-	if !s.info.HasStatus {
-		return client.Update(ctx, target, metav1.UpdateOptions{FieldManager: fieldManager})
-	}
-	return client.UpdateStatus(ctx, target, metav1.UpdateOptions{FieldManager: fieldManager})
+	return writeStatus(target, opts)
 }
 
 // fieldManager names mapper-apiserver's writes on the source.

@@ -2,7 +2,6 @@ package view
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -182,6 +181,10 @@ func (r *resourceStorage) List(ctx context.Context, opts *metainternalversion.Li
 	}
 	res, err := r.store.List(location, lo)
 	if err != nil {
+		if opts.Continue == "" && apierrors.IsResourceExpired(err) {
+			// resourceVersionMatch=Exact at a version whose snapshot is no longer kept.
+			return nil, exactTooOld()
+		}
 		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 			return nil, err
 		}
@@ -238,6 +241,11 @@ func (r *resourceStorage) Watch(ctx context.Context, opts *metainternalversion.L
 			err = r.waitConsistent(ctx)
 		case readNotOlderThan:
 			err = r.waitFor(ctx, rv)
+		}
+		if err != nil && ctx.Err() != nil {
+			// The watch's own timeout (timeoutSeconds, also 0 or negative) passed before it
+			// started: it ends at once with no events, as kube-apiserver's watch does (200).
+			return watch.NewEmptyWatch(), nil
 		}
 		if err != nil {
 			return nil, err
@@ -299,13 +307,4 @@ func (r *resourceStorage) waitConsistent(ctx context.Context) error {
 // indistinguishable from absent.
 func (r *resourceStorage) notFound(name string) error {
 	return apierrors.NewNotFound(r.info.GVR.GroupResource(), name)
-}
-
-// sourceError turns a failure to reach the source into a 503 that names the source.
-func sourceError(err error) error {
-	var status apierrors.APIStatus
-	if errors.As(err, &status) && status.Status().Code != 0 && !apierrors.IsInternalError(err) {
-		return apierrors.NewServiceUnavailable(fmt.Sprintf("the source API server could not be read: %v", contract.Truncate(err.Error(), maxQuoted)))
-	}
-	return apierrors.NewServiceUnavailable(fmt.Sprintf("the source API server could not be reached: %v", contract.Truncate(err.Error(), maxQuoted)))
 }

@@ -38,14 +38,18 @@ type Options struct {
 	// own (see resourceStorage.waitConsistent; default 50ms: source events normally reach the
 	// cache within a few milliseconds).
 	ConsistentReadWait time.Duration
-	// MinRequestTimeout is the lower bound of a watch's server-side timeout when the client sets
-	// none; the timeout is randomized in [MinRequestTimeout, 2*MinRequestTimeout) as in
-	// kube-apiserver (--min-request-timeout, default 1800s).
+	// MinRequestTimeout bounds how long a view watch stays open: randomized in
+	// [MinRequestTimeout, 2*MinRequestTimeout) as in kube-apiserver (--min-request-timeout), and
+	// unlike kube-apiserver a client's larger timeoutSeconds is reduced to it (capWatchTimeout),
+	// so a revoked permission ends every open watch within 2*MinRequestTimeout (default 1800s).
 	MinRequestTimeout time.Duration
 	// PlainCluster is the one logical cluster of a plain source (--cluster-name); "" for a kcp
 	// source, whose objects name their cluster in kcp.io/cluster (DESIGN.md, "Names"). It
 	// decides which cluster a request by name on the all-clusters path reads and writes.
 	PlainCluster string
+	// MaxWatchesPerUser bounds the concurrent watches of one user on one location's view; past
+	// it a watch is answered 429 (watchLimiter). 0 means no limit.
+	MaxWatchesPerUser int
 }
 
 // Views serves every location's view from one cache. It is safe for concurrent use.
@@ -55,6 +59,7 @@ type Views struct {
 	serializer *serializer
 	namespaces *resourceHandlers
 	discovery  *viewDiscovery
+	watches    *watchLimiter
 
 	mu        sync.Mutex
 	resources map[schema.GroupVersionResource]*resourceHandlers
@@ -85,7 +90,7 @@ func New(c Cache, opts Options) *Views {
 	if opts.MinRequestTimeout <= 0 {
 		opts.MinRequestTimeout = 1800 * time.Second
 	}
-	v := &Views{cache: c, opts: opts, serializer: newSerializer(), discovery: newViewDiscovery(c), resources: map[schema.GroupVersionResource]*resourceHandlers{}}
+	v := &Views{cache: c, opts: opts, serializer: newSerializer(), discovery: newViewDiscovery(c), watches: newWatchLimiter(opts.MaxWatchesPerUser), resources: map[schema.GroupVersionResource]*resourceHandlers{}}
 	ns := &namespaceStorage{cache: c, tableConvertor: newTableConvertor(c, namespacesGVR, "Namespace")}
 	scope := newRequestScope(namespacesGVR, "Namespace", false, v.serializer, ns)
 	v.namespaces = &resourceHandlers{
@@ -108,7 +113,7 @@ func New(c Cache, opts Options) *Views {
 func (v *Views) ServeView(w http.ResponseWriter, req *http.Request, location, innerPath string) {
 	inner, err := contract.ParseInnerRequest(req.Method, innerPath, req.URL.Query())
 	if err != nil {
-		v.writeError(w, req, apierrors.NewNotFound(schema.GroupResource{}, innerPath))
+		v.writeError(w, req, pathNotFound(innerPath, err))
 		return
 	}
 	info := inner.Info
@@ -123,6 +128,10 @@ func (v *Views) ServeView(w http.ResponseWriter, req *http.Request, location, in
 	req = req.WithContext(ctx)
 
 	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
+	if err := validatePathSegments(info, gvr.GroupResource()); err != nil {
+		v.writeError(w, req, err)
+		return
+	}
 	h, ok := v.handlers(gvr)
 	if !ok {
 		v.writeError(w, req, apierrors.NewNotFound(gvr.GroupResource(), info.Name))
@@ -135,6 +144,23 @@ func (v *Views) ServeView(w http.ResponseWriter, req *http.Request, location, in
 	if err := v.waitSynced(ctx, gvr); err != nil {
 		v.writeError(w, req, err)
 		return
+	}
+	if info.Verb == "watch" {
+		user := ""
+		if u, ok := request.UserFrom(ctx); ok {
+			user = u.GetName()
+		}
+		release, err := v.watches.acquire(user, location)
+		if err != nil {
+			v.writeError(w, req, err)
+			return
+		}
+		defer release()
+		query := req.URL.Query()
+		capWatchTimeout(query, v.opts.MinRequestTimeout, randomFloat)
+		u := *req.URL
+		u.RawQuery = query.Encode()
+		req.URL = &u
 	}
 	switch {
 	case info.Verb == "get":
