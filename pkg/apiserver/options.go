@@ -66,6 +66,13 @@ type Options struct {
 	FreshnessTimeout  time.Duration
 	// ConsistentReadWait bounds the wait of a consistent read for the cache to prove freshness.
 	ConsistentReadWait time.Duration
+	// MinRequestTimeout is kube-apiserver's --min-request-timeout (seconds) for view watches,
+	// which are also capped by it (view.Options.MinRequestTimeout). The default, 300, is
+	// client-go's own reflector watch timeout (5 to 10 minutes), so informers reconnect no more
+	// often than they do anyway, and a revoked permission ends open watches within 10 minutes.
+	MinRequestTimeout int
+	// MaxWatchesPerUser bounds one user's concurrent watches on one location's view.
+	MaxWatchesPerUser int
 }
 
 // NewOptions returns the default options. There is no etcd (the server stores nothing) and no
@@ -84,6 +91,8 @@ func NewOptions() *Options {
 		DiscoveryInterval:  5 * time.Second,
 		FreshnessTimeout:   3 * time.Second,
 		ConsistentReadWait: 50 * time.Millisecond,
+		MinRequestTimeout:  300,
+		MaxWatchesPerUser:  100,
 	}
 	o.RecommendedOptions.Etcd = nil
 	o.RecommendedOptions.Admission = nil
@@ -105,6 +114,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.BookmarkInterval, "bookmark-interval", o.BookmarkInterval, "How often watchers that allow bookmarks get one, when the resource moved on since their last event (kube-apiserver sends them about once a minute).")
 	fs.DurationVar(&o.DiscoveryInterval, "source-discovery-interval", o.DiscoveryInterval, "How often the source's discovery is re-read to pick up added and removed resources (CRDs).")
 	fs.DurationVar(&o.FreshnessTimeout, "freshness-timeout", o.FreshnessTimeout, "How long a read waits for the cache to reach a resourceVersion before answering 504.")
+	fs.IntVar(&o.MinRequestTimeout, "min-request-timeout", o.MinRequestTimeout, "Seconds a view watch stays open at least: each watch ends after a random time in [t, 2t) (as kube-apiserver's flag), and a client's larger timeoutSeconds is reduced to it, so a revoked permission ends every open watch within 2t (docs/install.md).")
+	fs.IntVar(&o.MaxWatchesPerUser, "max-watches-per-user", o.MaxWatchesPerUser, "Concurrent watches one user may hold on one location's view; more are answered 429. 0: no limit.")
 	fs.DurationVar(&o.ConsistentReadWait, "consistent-read-wait", o.ConsistentReadWait, "How long a read with resourceVersion \"\" waits for the cache to prove it reached the source's current resourceVersion before it is served at the cache's own (docs/views.md).")
 }
 
@@ -140,6 +151,12 @@ func (o *Options) Validate() error {
 	}
 	if o.WatcherBufferSize < 1 {
 		errs = append(errs, "--watcher-buffer-size must be at least 1")
+	}
+	if o.MinRequestTimeout < 1 {
+		errs = append(errs, "--min-request-timeout must be at least 1 (second)")
+	}
+	if o.MaxWatchesPerUser < 0 {
+		errs = append(errs, "--max-watches-per-user must not be negative")
 	}
 	if o.BookmarkInterval <= 0 || o.DiscoveryInterval <= 0 || o.FreshnessTimeout <= 0 || o.ConsistentReadWait <= 0 {
 		errs = append(errs, "--bookmark-interval, --source-discovery-interval, --freshness-timeout and --consistent-read-wait must be positive")
@@ -178,6 +195,7 @@ func (o *Options) Config() (*Config, error) {
 	serverConfig.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(generatedopenapi.GetOpenAPIDefinitions, openapi.NewDefinitionNamer(Scheme))
 	serverConfig.OpenAPIV3Config.Info.Title = "mapper-apiserver"
 	serverConfig.LongRunningFunc = longRunning
+	serverConfig.MinRequestTimeout = o.MinRequestTimeout
 	if err := o.RecommendedOptions.ApplyTo(serverConfig); err != nil {
 		return nil, err
 	}
@@ -230,7 +248,8 @@ func (o *Options) Config() (*Config, error) {
 				PlainCluster:       viewOpts.PlainCluster,
 				FreshnessTimeout:   o.FreshnessTimeout,
 				ConsistentReadWait: o.ConsistentReadWait,
-				MinRequestTimeout:  time.Duration(serverConfig.MinRequestTimeout) * time.Second,
+				MinRequestTimeout:  time.Duration(o.MinRequestTimeout) * time.Second,
+				MaxWatchesPerUser:  o.MaxWatchesPerUser,
 			},
 		},
 	}, nil
