@@ -32,7 +32,7 @@ func (s *ResourceStore) applyLocked(ev *event, record bool) {
 		if uid := ev.obj.u.GetUID(); s.opts.ClusterFromAnnotation && uid != "" {
 			s.byUID[uid] = ev.obj.key
 		}
-		if ev.obj.variants != nil {
+		if ev.obj.statusDiffers {
 			s.statusObjects[ev.obj.key] = ev.obj
 		}
 		newLocs = ev.obj.locations

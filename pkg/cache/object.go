@@ -61,6 +61,10 @@ type Object struct {
 	// variants, when not nil, holds the per-location copies of an object whose view differs
 	// per location (see ForLocation).
 	variants *locationVariants
+	// statusDiffers: the object's .status differs per location (status records, or status
+	// reflection across several locations); the status record reconciler visits these only
+	// (ResourceStore.StatusObjects).
+	statusDiffers bool
 }
 
 // serialization is one cached encoder output.
@@ -94,6 +98,7 @@ func newObject(key contract.Key, cluster, namespace, name string, locations []st
 	}
 	if needsVariants(u, locations) {
 		o.variants = &locationVariants{}
+		o.statusDiffers = statusDiffers(u, locations)
 	}
 	return o
 }

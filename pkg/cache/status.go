@@ -141,6 +141,13 @@ func needsVariants(u *unstructured.Unstructured, locations []string) bool {
 	return false
 }
 
+// statusDiffers reports whether the object's .status differs per location: it carries status
+// records, or reflects status while assigned to several locations (then .status is some
+// location's, or nobody's).
+func statusDiffers(u *unstructured.Unstructured, locations []string) bool {
+	return len(StatusRecordLocations(u)) > 0 || (ReflectsStatus(u) && len(locations) > 1)
+}
+
 // ForLocation returns the object as location's view shows it (DESIGN.md, issue "Status
 // write-back"): a location sees its own status in .status and never another location's. For
 // an object assigned to one location that carries nothing to hide that is the object itself.
@@ -175,7 +182,7 @@ func (o *Object) ForLocation(location string) *Object {
 	return v
 }
 
-// StatusObjects returns the objects whose view differs per location: those carrying status
+// StatusObjects returns the objects whose .status differs per location: those carrying status
 // records (status.kcp.io/<location>) or reflecting status while assigned to several
 // locations. The status record reconciler visits only these; their number does not grow with
 // the cache's total.

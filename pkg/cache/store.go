@@ -123,7 +123,7 @@ type ResourceStore struct {
 	// the resourceVersion last rejected, so that each version is counted and logged once.
 	// Guarded by writeMu.
 	rejected map[types.UID]string
-	// statusObjects are the objects whose view differs per location (status records or
+	// statusObjects are the objects whose .status differs per location (status records or
 	// status reflection across several locations; see Object.ForLocation), for the status
 	// record reconciler, which so visits only them.
 	statusObjects map[contract.Key]*Object
