@@ -5,12 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
-	"syscall"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/validate/content"
@@ -22,10 +18,12 @@ import (
 )
 
 // sourceError turns a failed source request into the Status a view answers. A 503 only ever
-// means that the source could not be reached or is itself unavailable (network errors, the
-// source answering 5xx or 429); the request's own context ending is answered as such (504 for
-// its deadline); anything else (the source refusing the server's own request, a client-side
-// error) is a 500 that says what happened, never blamed on the source being down.
+// means that the source could not be reached or is itself unavailable: a transport failure (no
+// Status from the source), or the source answering 5xx or 429. The request's own context ending
+// is answered as such (504 for its deadline), and the source refusing the server's own request
+// (another 4xx) is a 500 that says so. Requests the source could never accept (a name that is no
+// path segment) are refused before they are sent (validatePathSegments), so that a client-side
+// error of the source client is not mistaken for an unreachable source.
 func sourceError(err error) error {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
@@ -41,18 +39,7 @@ func sourceError(err error) error {
 		}
 		return apierrors.NewInternalError(fmt.Errorf("the source API server refused mapper-apiserver's own request: %w", err))
 	}
-	if unreachable(err) {
-		return apierrors.NewServiceUnavailable(fmt.Sprintf("the source API server could not be reached: %v", err))
-	}
-	return apierrors.NewInternalError(fmt.Errorf("reading the source: %w", err))
-}
-
-// unreachable reports whether err is a transport failure: the source did not answer.
-func unreachable(err error) bool {
-	var urlErr *url.Error
-	var netErr net.Error
-	return errors.As(err, &urlErr) || errors.As(err, &netErr) || errors.Is(err, io.EOF) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
+	return apierrors.NewServiceUnavailable(fmt.Sprintf("the source API server could not be reached: %v", err))
 }
 
 // validatePathSegments answers as kube-apiserver does for a name or namespace that cannot be a
