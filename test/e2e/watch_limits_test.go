@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -25,8 +26,10 @@ func TestViewWatchLimits(t *testing.T) {
 	ensureNamespace(t, ctx, src, "apps")
 	env := &viewEnv{source: source, src: src, views: map[string]dynamic.Interface{}}
 	env.create(t, ctx, configMapsGVR, newConfigMap("apps", "one", "east", "west"))
-	const minRequestTimeout = 3
-	env.server = framework.StartMapperAPIServer(t, source, "--resources=configmaps", "--max-watches-per-user=3", "--min-request-timeout=3")
+	// client-go retries a 429 with Retry-After (1 s) up to 10 times, so the three watches must
+	// outlive those retries: the cap is at least 20 s.
+	const minRequestTimeout = 20
+	env.server = framework.StartMapperAPIServer(t, source, "--resources=configmaps", "--max-watches-per-user=3", fmt.Sprintf("--min-request-timeout=%d", minRequestTimeout))
 	env.connectViews(t, "east", "west")
 	east := env.views["east"].Resource(configMapsGVR)
 
@@ -52,7 +55,7 @@ func TestViewWatchLimits(t *testing.T) {
 	}
 	// Closing one frees its slot (once the server saw the connection end).
 	opened[0].Stop()
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		w, err := east.Watch(ctx, metav1.ListOptions{TimeoutSeconds: &long})
 		if err != nil {
 			return false, nil
@@ -67,10 +70,11 @@ func TestViewWatchLimits(t *testing.T) {
 		w.Stop()
 	}
 
-	// timeoutSeconds=3600 is cut to [3s, 6s): the stream ends by itself.
+	// timeoutSeconds=3600 is cut to [20s, 40s): the stream ends by itself.
 	hour := int64(3600)
 	var w watch.Interface
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		// The test's context, not the poll's: the watch outlives the poll.
 		w, err = east.Watch(ctx, metav1.ListOptions{TimeoutSeconds: &hour, ResourceVersion: "0"})
 		return err == nil, nil
 	})
@@ -81,8 +85,14 @@ func TestViewWatchLimits(t *testing.T) {
 	deadline := time.After(2*minRequestTimeout*time.Second + 20*time.Second)
 	for open := true; open; {
 		select {
-		case _, ok := <-w.ResultChan():
+		case ev, ok := <-w.ResultChan():
 			open = ok
+			if ok {
+				t.Logf("after %v: %s", time.Since(start).Round(time.Millisecond), ev.Type)
+				if ev.Type == watch.Error {
+					t.Fatalf("the watch with timeoutSeconds=3600 failed: %v", apierrors.FromObject(ev.Object))
+				}
+			}
 		case <-deadline:
 			w.Stop()
 			t.Fatalf("a watch with timeoutSeconds=3600 is still open after %v: the server does not cap watch durations", time.Since(start))
