@@ -105,7 +105,3 @@ func (b *scanningBody) Read(p []byte) (int, error) {
 }
 
 func (b *scanningBody) Close() error { return b.rc.Close() }
-
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

@@ -159,8 +159,7 @@ func TestStatusUpdate(t *testing.T) {
 		{name: "losing a race with a resourceVersion is 409, not retried", source: widget("w", 7, []string{"east"}, reflectPolicy, old), write: statusWrite("w", "7", ready),
 			race: func(s *statusSource) { s.bumpSpec() }, code: http.StatusConflict},
 		{name: "the source unreachable is 503", source: widget("w", 7, []string{"east"}, reflectPolicy, nil), write: statusWrite("w", "7", ready), unreach: true, code: http.StatusServiceUnavailable},
-		{name: "a status record over 32 KiB is 413", source: widget("w", 7, []string{"east", "west"}, reflectPolicy, nil), write: statusWrite("w", "7", bigStatus), code: http.StatusRequestEntityTooLarge,
-			todo: "the 32 KiB cap of status records (DESIGN.md, issue 10 item 9) is not in pkg/registry/view/status.go yet"},
+		{name: "a status record over 32 KiB is 413", source: widget("w", 7, []string{"east", "west"}, reflectPolicy, nil), write: statusWrite("w", "7", bigStatus), code: http.StatusRequestEntityTooLarge},
 
 		{name: "a lone location's status becomes .status", source: widget("w", 7, []string{"east"}, reflectPolicy, old), write: statusWrite("w", "7", ready),
 			check: func(t *testing.T, src, answer *unstructured.Unstructured) {
