@@ -35,11 +35,11 @@ func sourceError(err error) error {
 	if errors.As(err, &status) && status.Status().Code != 0 {
 		code := status.Status().Code
 		if code >= 500 || code == http.StatusTooManyRequests {
-			return apierrors.NewServiceUnavailable(fmt.Sprintf("the source API server could not be read: %v", err))
+			return apierrors.NewServiceUnavailable(fmt.Sprintf("the source API server could not be read: %v", contract.Truncate(err.Error(), maxQuoted)))
 		}
-		return apierrors.NewInternalError(fmt.Errorf("the source API server refused mapper-apiserver's own request: %w", err))
+		return apierrors.NewInternalError(fmt.Errorf("the source API server refused mapper-apiserver's own request: %s", contract.Truncate(err.Error(), maxQuoted)))
 	}
-	return apierrors.NewServiceUnavailable(fmt.Sprintf("the source API server could not be reached: %v", err))
+	return apierrors.NewServiceUnavailable(fmt.Sprintf("the source API server could not be reached: %v", contract.Truncate(err.Error(), maxQuoted)))
 }
 
 // validatePathSegments answers as kube-apiserver does for a name or namespace that cannot be a

@@ -18,7 +18,6 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
-	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // maxQuoted is how many bytes of a client- or source-supplied value a Status message repeats
