@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"time"
 
@@ -24,13 +22,13 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/component-base/logs"
 	logsapi "k8s.io/component-base/logs/api/v1"
-	"k8s.io/component-base/metrics/legacyregistry"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go's request and workqueue metrics
 	_ "k8s.io/component-base/metrics/prometheus/workqueue"
 	"k8s.io/klog/v2"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/location"
+	"github.com/cluster-mapper/cluster-mapper/pkg/healthserver"
 )
 
 // NewCommand returns the mapper-controller command: it runs the control plane controllers
@@ -83,12 +81,12 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	var watchdog *leaderelection.HealthzAdaptor
-	live := []healthz.HealthChecker{healthz.PingHealthz}
+	var live []healthz.HealthChecker
 	if o.LeaderElection.LeaderElect {
 		watchdog = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 		live = append(live, watchdog)
 	}
-	if err := serve(ctx, o.BindAddress, live); err != nil {
+	if err := healthserver.Serve(ctx, o.BindAddress, live, nil); err != nil {
 		return err
 	}
 
@@ -132,35 +130,5 @@ func Run(ctx context.Context, o *Options) error {
 	if ctx.Err() == nil {
 		return errors.New("lost the leader lease")
 	}
-	return nil
-}
-
-// serve serves /metrics (component-base's legacy registry), /healthz (live checks) and
-// /readyz on address until ctx ends; "0" or "" serves nothing.
-func serve(ctx context.Context, address string, live []healthz.HealthChecker) error {
-	if address == "0" || address == "" {
-		return nil
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", legacyregistry.Handler())
-	healthz.InstallHandler(mux, live...)
-	healthz.InstallReadyzHandler(mux, healthz.PingHealthz)
-	ln, err := net.Listen("tcp", address)
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			klog.FromContext(ctx).Error(err, "The metrics and health endpoint stopped")
-		}
-	}()
-	klog.FromContext(ctx).Info("Serving /metrics, /healthz and /readyz", "address", ln.Addr().String())
 	return nil
 }

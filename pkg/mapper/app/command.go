@@ -15,6 +15,7 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/healthserver"
 	"github.com/cluster-mapper/cluster-mapper/pkg/mapper"
 )
 
@@ -83,7 +84,7 @@ func runMapper(ctx context.Context, conn *ConnectionOptions, clients *Clients, r
 		watchdog = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 		live = append(live, watchdog)
 	}
-	if err := serveHTTP(ctx, run.MetricsBindAddress, live, []healthz.HealthChecker{ready}); err != nil {
+	if err := healthserver.Serve(ctx, run.MetricsBindAddress, live, []healthz.HealthChecker{ready}); err != nil {
 		return err
 	}
 	return le.runLeading(ctx, clients.Target, clients.Location, watchdog, func(ctx context.Context) error {

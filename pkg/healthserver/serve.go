@@ -1,4 +1,7 @@
-package app
+// Package healthserver serves a component's /metrics, /healthz and /readyz, the endpoints of
+// component-base's legacy registry and k8s.io/apiserver's healthz checks, for the binaries that
+// are not API servers themselves (mapper, mapper-controller).
+package healthserver
 
 import (
 	"context"
@@ -12,11 +15,11 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// serveHTTP serves /metrics (the component-base legacy registry), /healthz (liveness: the
+// Serve serves /metrics (the component-base legacy registry), /healthz (liveness: the
 // process answers and, with leader election, the lease is renewed in time) and /readyz (the
-// readiness checks) on address until ctx ends. address "0" serves nothing. It returns once
-// the listener is open, or an error when it cannot be.
-func serveHTTP(ctx context.Context, address string, live []healthz.HealthChecker, ready []healthz.HealthChecker) error {
+// readiness checks) on address until ctx ends; both include the ping check. address "0" or ""
+// serves nothing. It returns once the listener is open, or the error of net.Listen.
+func Serve(ctx context.Context, address string, live []healthz.HealthChecker, ready []healthz.HealthChecker) error {
 	if address == "0" || address == "" {
 		return nil
 	}
