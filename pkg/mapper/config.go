@@ -19,7 +19,8 @@ type Config struct {
 	// every resource the view's discovery serves with list and watch, following it as CRDs
 	// come and go.
 	Resources []schema.GroupResource
-	// NamespaceMapping decides target namespaces; default NamespaceMappingSame.
+	// NamespaceMapping decides target namespaces; default NamespaceMappingAuto (resolved once
+	// per start, see ResolveNamespaceMapping).
 	NamespaceMapping NamespaceMapping
 	// ClusterName is the logical cluster of view objects without contract.ClusterAnnotation; default
 	// "default", as mapper-apiserver's --cluster-name.
@@ -57,7 +58,7 @@ const (
 // complete fills in defaults.
 func (c *Config) complete() {
 	if c.NamespaceMapping == "" {
-		c.NamespaceMapping = NamespaceMappingSame
+		c.NamespaceMapping = NamespaceMappingAuto
 	}
 	if c.ClusterName == "" {
 		c.ClusterName = DefaultClusterName

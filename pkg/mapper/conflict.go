@@ -18,7 +18,11 @@ var errConflict = errors.New("conflict with an unmanaged target object")
 // taken: why says by what. It logs and records a Warning Event on the target namespace when
 // the object enters the conflict (not on every retry), counts it in mapper_conflicts_total and
 // the mapper_conflicts gauge, and returns an error wrapping errConflict.
+//
+// The object is remembered as waiting for the place (places.wait): when the copy in the way is
+// deleted and its own source has left the view, the object is retried at once.
 func (m *Mapper) reportConflict(ctx context.Context, key itemKey, ns, why string) error {
+	m.places.wait(placeOf(key, ns), key)
 	if prev := m.states.set(key, outcomeConflict); prev != outcomeConflict {
 		klog.FromContext(ctx).Info("Not mapping an object: its target place is taken by an object the mapper does not manage",
 			"resource", key.GVR.GroupResource().String(), "source", key.source().String(), "targetNamespace", ns, "reason", why)
@@ -29,4 +33,9 @@ func (m *Mapper) reportConflict(ctx context.Context, key itemKey, ns, why string
 		}
 	}
 	return fmt.Errorf("%w: %s", errConflict, why)
+}
+
+// placeOf returns the target place of key's object in target namespace ns.
+func placeOf(key itemKey, ns string) targetPlace {
+	return targetPlace{GVR: key.GVR, Namespace: ns, Name: key.Name}
 }

@@ -44,7 +44,13 @@ type Mapper struct {
 	// viewDiscovered is set once the view's discovery has been read completely.
 	viewDiscovered atomic.Bool
 
+	// mapping holds the NamespaceMapping in force (never NamespaceMappingAuto) once
+	// mappingResolved is closed; see resolveMapping.
+	mapping         atomic.Value
+	mappingResolved chan struct{}
+
 	namespaces *namespaces
+	places     *places
 	states     *objectStates
 	progress   *progress
 }
@@ -99,15 +105,21 @@ func New(cfg Config) (*Mapper, error) {
 		statusQueue:     newQueue("mapper_status", cfg.RetryBaseDelay, cfg.RetryMaxDelay),
 		resources:       map[schema.GroupVersionResource]*resource{},
 		states:          newObjectStates(),
+		mappingResolved: make(chan struct{}),
+		places:          newPlaces(),
 	}
-	m.namespaces = newNamespaces(kube, cfg.Location, cfg.NamespaceMapping)
+	if cfg.NamespaceMapping != NamespaceMappingAuto {
+		m.setMapping(cfg.NamespaceMapping)
+	}
+	m.namespaces = newNamespaces(kube, cfg.Location)
 	m.progress = newProgress(m)
 	return m, nil
 }
 
 // Run maps until ctx ends: it discovers the resources, starts their informers and the
 // workers, logs the initial sync's progress, and sweeps orphans periodically. It returns nil
-// when ctx ends, or an error when the event broadcaster cannot start.
+// when ctx ends, or an error when the event broadcaster cannot start or --namespace-mapping=auto
+// cannot be resolved (ResolveNamespaceMapping).
 func (m *Mapper) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("location", m.cfg.Location)
 	ctx = klog.NewContext(ctx, logger)
@@ -122,6 +134,9 @@ func (m *Mapper) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	// Everything below stops when Run returns, also when it returns early with an error.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	defer m.stopResources()
 
 	wg.Add(1)
@@ -129,15 +144,31 @@ func (m *Mapper) Run(ctx context.Context) error {
 		defer wg.Done()
 		wait.UntilWithContext(ctx, m.refreshResources, m.cfg.DiscoveryInterval)
 	}()
+	resolveErr := make(chan error, 1)
+	if m.cfg.NamespaceMapping == NamespaceMappingAuto {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := m.resolveMapping(ctx); err != nil {
+				resolveErr <- err
+			}
+		}()
+	}
 	for i := 0; i < m.cfg.Workers; i++ {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
+			if !m.waitMapping(ctx) {
+				return
+			}
 			for m.processNext(ctx, m.syncQueue, m.sync) {
 			}
 		}()
 		go func() {
 			defer wg.Done()
+			if !m.waitMapping(ctx) {
+				return
+			}
 			for m.processNext(ctx, m.statusQueue, m.reflectStatus) {
 			}
 		}()
@@ -154,17 +185,22 @@ func (m *Mapper) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if !m.progress.waitComplete(ctx) {
+		if !m.waitMapping(ctx) || !m.progress.waitComplete(ctx) {
 			return
 		}
 		wait.UntilWithContext(ctx, m.sweep, m.cfg.SweepInterval)
 	}()
 
-	<-ctx.Done()
-	logger.Info("Stopping the mapper")
+	var err error
+	select {
+	case <-ctx.Done():
+		logger.Info("Stopping the mapper")
+	case err = <-resolveErr:
+		logger.Error(err, "Stopping the mapper: the namespace mapping cannot be resolved")
+	}
 	m.syncQueue.ShutDown()
 	m.statusQueue.ShutDown()
-	return nil
+	return err
 }
 
 // InitialSyncComplete reports whether every object the view held at start-up has been

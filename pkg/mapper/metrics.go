@@ -91,6 +91,12 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	})
 
+	namespaceMappingInUse = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Name:           "mapper_namespace_mapping",
+		Help:           "1 for the namespace mapping in force (same or prefixed), once --namespace-mapping=auto is resolved or an explicit mapping is set.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"mapping"})
+
 	registerMetricsOnce sync.Once
 )
 
@@ -109,6 +115,6 @@ func (m *Mapper) updateGauges(context.Context) {
 func RegisterMetrics() {
 	registerMetricsOnce.Do(func() {
 		legacyregistry.MustRegister(viewObjects, objectsMapped, applies, deletes, conflictsTotal, conflictsCurrent,
-			errorsTotal, resourceHalted, syncLag, statusWrites, sweeps, initialSyncComplete)
+			errorsTotal, resourceHalted, syncLag, statusWrites, sweeps, initialSyncComplete, namespaceMappingInUse)
 	})
 }

@@ -21,6 +21,11 @@ const (
 	// target namespace keeps the original cluster and namespace in contract.SourceClusterAnnotation and
 	// contract.SourceNamespaceAnnotation.
 	NamespaceMappingPrefixed NamespaceMapping = "prefixed"
+	// NamespaceMappingAuto is resolved once per start to NamespaceMappingSame or
+	// NamespaceMappingPrefixed by ResolveNamespaceMapping: the mapping that placed the copies
+	// already on the target, else prefixed when the view holds more than one logical cluster.
+	// TargetNamespace must not be called on it.
+	NamespaceMappingAuto NamespaceMapping = "auto"
 )
 
 // prefixedHashLen is the number of hex digits of SHA-256 appended to a shortened prefixed
@@ -30,10 +35,10 @@ const prefixedHashLen = 10
 // ParseNamespaceMapping returns the mapping named s, or an error listing the valid names.
 func ParseNamespaceMapping(s string) (NamespaceMapping, error) {
 	switch m := NamespaceMapping(s); m {
-	case NamespaceMappingSame, NamespaceMappingPrefixed:
+	case NamespaceMappingSame, NamespaceMappingPrefixed, NamespaceMappingAuto:
 		return m, nil
 	}
-	return "", fmt.Errorf("unknown namespace mapping %q: use %q or %q", s, NamespaceMappingSame, NamespaceMappingPrefixed)
+	return "", fmt.Errorf("unknown namespace mapping %q: use %q, %q or %q", s, NamespaceMappingAuto, NamespaceMappingSame, NamespaceMappingPrefixed)
 }
 
 // TargetNamespace returns the target namespace of source namespace ns in logical cluster

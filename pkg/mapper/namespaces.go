@@ -31,21 +31,20 @@ func (e *namespaceConflict) Error() string {
 type namespaces struct {
 	client   kubernetes.Interface
 	location string
-	mapping  NamespaceMapping
 
 	mu    sync.Mutex
 	known map[string]bool
 }
 
-func newNamespaces(client kubernetes.Interface, location string, mapping NamespaceMapping) *namespaces {
-	return &namespaces{client: client, location: location, mapping: mapping, known: map[string]bool{}}
+func newNamespaces(client kubernetes.Interface, location string) *namespaces {
+	return &namespaces{client: client, location: location, known: map[string]bool{}}
 }
 
 // ensure makes sure target namespace ns exists for objects of source namespace src.Namespace
-// in cluster src.Cluster. An existing namespace is used as it is, except that with the
+// in cluster src.Cluster, under mapping (the one in force). An existing namespace is used as it is, except that with the
 // prefixed mapping one that records another origin is a *namespaceConflict. A terminating
 // namespace is an error (the apply would fail; it is retried with backoff).
-func (n *namespaces) ensure(ctx context.Context, ns string, src SourceRef) error {
+func (n *namespaces) ensure(ctx context.Context, ns string, src SourceRef, mapping NamespaceMapping) error {
 	n.mu.Lock()
 	known := n.known[ns]
 	n.mu.Unlock()
@@ -74,7 +73,7 @@ func (n *namespaces) ensure(ctx context.Context, ns string, src SourceRef) error
 	if existing.Status.Phase == corev1.NamespaceTerminating {
 		return fmt.Errorf("target namespace %s is terminating", ns)
 	}
-	if n.mapping == NamespaceMappingPrefixed {
+	if mapping == NamespaceMappingPrefixed {
 		ann := existing.Annotations
 		if c, s := ann[contract.SourceClusterAnnotation], ann[contract.SourceNamespaceAnnotation]; (c != "" || s != "") && (c != src.Cluster || s != src.Namespace) {
 			return &namespaceConflict{namespace: ns, cluster: c, sourceNamespace: s}

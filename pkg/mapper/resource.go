@@ -58,12 +58,17 @@ func (r *resource) viewObject(key itemKey, _ string) *unstructured.Unstructured 
 	return u
 }
 
+// targetInformer returns the informer on the managed target objects, nil while halted.
+func (r *resource) targetInformer() cache.SharedIndexInformer {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.target
+}
+
 // targetObject returns the managed target object namespace/name from the target informer's
 // store, or nil when the informer is not running, not synced, or has no such object.
 func (r *resource) targetObject(namespace, name string) *unstructured.Unstructured {
-	r.mu.Lock()
-	inf := r.target
-	r.mu.Unlock()
+	inf := r.targetInformer()
 	if inf == nil || !inf.HasSynced() {
 		return nil
 	}
@@ -131,6 +136,13 @@ func (m *Mapper) targetDeleted(r *resource, obj interface{}) {
 		key := keyOf(r.gvr, ref)
 		m.states.dirty(key)
 		m.syncQueue.Add(key)
+		// The place is free for the objects that wait for it in conflict, unless the deleted
+		// copy's own source is still in the view (then it takes its place back).
+		if r.viewObject(key, m.cfg.ClusterName) == nil {
+			for _, k := range m.places.freed(placeOf(key, u.GetNamespace())) {
+				m.syncQueue.Add(k)
+			}
+		}
 	}
 }
 

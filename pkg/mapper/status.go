@@ -45,7 +45,7 @@ func (m *Mapper) reflectStatus(ctx context.Context, key itemKey) error {
 	}
 	ns := ""
 	if r.namespaced {
-		ns = m.cfg.NamespaceMapping.TargetNamespace(key.Cluster, key.Namespace)
+		ns = m.namespaceMapping().TargetNamespace(key.Cluster, key.Namespace)
 	}
 	live := r.targetObject(ns, key.Name)
 	if live == nil {

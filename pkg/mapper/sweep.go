@@ -78,7 +78,7 @@ func (m *Mapper) sweepResource(ctx context.Context, r *resource) (int, error) {
 		key := keyOf(r.gvr, ref)
 		wantNS := ""
 		if r.namespaced {
-			wantNS = m.cfg.NamespaceMapping.TargetNamespace(ref.Cluster, ref.Namespace)
+			wantNS = m.namespaceMapping().TargetNamespace(ref.Cluster, ref.Namespace)
 		}
 		if wantNS == item.Namespace {
 			if obj := r.viewObject(key, m.cfg.ClusterName); obj != nil && Mapped(obj) {

@@ -22,30 +22,41 @@ func (m *Mapper) sync(ctx context.Context, key itemKey) error {
 		return nil
 	}
 	obj := r.viewObject(key, m.cfg.ClusterName)
+	ns := ""
+	if r.namespaced {
+		ns = m.namespaceMapping().TargetNamespace(key.Cluster, key.Namespace)
+	}
+	// One sync per target place at a time: two sources of one place (two logical clusters'
+	// ns/name under the same mapping) must not both find it free.
+	place := placeOf(key, ns)
+	unlock := m.places.lock(place)
+	defer unlock()
 	var err error
 	switch {
 	case obj != nil && Mapped(obj):
-		err = m.apply(ctx, r, key, obj)
+		err = m.apply(ctx, r, key, obj, ns)
 	case !r.viewSynced():
 		// Absent from a view that has not finished its first list says nothing.
 		return errRequeue
 	default:
-		err = m.deleteCopy(ctx, r, key)
+		err = m.deleteCopy(ctx, r, key, ns)
 	}
 	if !errors.Is(err, errRequeue) {
 		m.progress.processed(key)
 	}
+	if !errors.Is(err, errConflict) {
+		m.places.done(place, key)
+	}
 	return err
 }
 
-// apply writes the target copy of view object obj with server-side apply.
-func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstructured.Unstructured) error {
+// apply writes the target copy of view object obj into target namespace ns ("" for
+// cluster-scoped resources) with server-side apply.
+func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstructured.Unstructured, ns string) error {
 	logger := klog.FromContext(ctx)
 	src := SourceOf(obj, m.cfg.ClusterName)
-	ns := ""
 	if r.namespaced {
-		ns = m.cfg.NamespaceMapping.TargetNamespace(src.Cluster, src.Namespace)
-		if err := m.namespaces.ensure(ctx, ns, src); err != nil {
+		if err := m.namespaces.ensure(ctx, ns, src, m.namespaceMapping()); err != nil {
 			var nc *namespaceConflict
 			if errors.As(err, &nc) {
 				return m.reportConflict(ctx, key, ns, nc.Error())
@@ -111,16 +122,13 @@ func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstr
 	return nil
 }
 
-// deleteCopy deletes the target copy of an object that is not (or no longer) in the view.
+// deleteCopy deletes the target copy, in target namespace ns, of an object that is not (or no
+// longer) in the view.
 // It deletes only an object that carries the mapper's label and names this very source, and
 // only after a fresh read through the view (a consistent GET, answered from the source)
 // confirms that the object is gone from the view: a view that is stale, restarting or
 // unreachable never causes a deletion.
-func (m *Mapper) deleteCopy(ctx context.Context, r *resource, key itemKey) error {
-	ns := ""
-	if r.namespaced {
-		ns = m.cfg.NamespaceMapping.TargetNamespace(key.Cluster, key.Namespace)
-	}
+func (m *Mapper) deleteCopy(ctx context.Context, r *resource, key itemKey, ns string) error {
 	live, err := m.targetMetadata.Resource(r.gvr).Namespace(ns).Get(ctx, key.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		m.states.set(key, outcomeNone)

@@ -31,7 +31,7 @@ type ConnectionOptions struct {
 	// Resources restricts the mapped resources ("resource.group"); empty maps everything the
 	// view serves.
 	Resources []string
-	// NamespaceMapping is "same" or "prefixed".
+	// NamespaceMapping is "auto" (the default), "same" or "prefixed".
 	NamespaceMapping string
 	// ClusterName is the logical cluster of objects without the kcp.io/cluster annotation.
 	ClusterName string
@@ -50,7 +50,7 @@ type ConnectionOptions struct {
 // NewConnectionOptions returns the defaults.
 func NewConnectionOptions() *ConnectionOptions {
 	return &ConnectionOptions{
-		NamespaceMapping: string(mapper.NamespaceMappingSame),
+		NamespaceMapping: string(mapper.NamespaceMappingAuto),
 		ClusterName:      mapper.DefaultClusterName,
 		FieldManager:     mapper.DefaultFieldManager,
 		TargetQPS:        -1,
@@ -64,7 +64,7 @@ func (o *ConnectionOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.TargetKubeconfig, "target-kubeconfig", o.TargetKubeconfig, "Kubeconfig of the target cluster. Empty: $KUBECONFIG, ~/.kube/config, then in-cluster.")
 	fs.StringVar(&o.Location, "location", o.Location, "The location to map. Must match the view URL; empty takes it from the URL.")
 	fs.StringSliceVar(&o.Resources, "resources", o.Resources, "Resources to map as resource.group (e.g. configmaps,deployments.apps,widgets.example.com). Empty: every resource the view serves, following its discovery.")
-	fs.StringVar(&o.NamespaceMapping, "namespace-mapping", o.NamespaceMapping, "Target namespace of a source namespace: 'same' (the same name; for a single source cluster) or 'prefixed' (<cluster>-<namespace>, shortened with a stable hash to at most 63 characters; the original is kept in annotations of the target namespace).")
+	fs.StringVar(&o.NamespaceMapping, "namespace-mapping", o.NamespaceMapping, "Target namespace of a source namespace: 'same' (the same name; for a single source cluster), 'prefixed' (<cluster>-<namespace>, shortened with a stable hash to at most 63 characters; the original is kept in annotations of the target namespace), or 'auto': resolved once at start to the mapping that placed the copies already on the target, else to 'prefixed' when the view holds objects of more than one logical cluster and 'same' otherwise (see docs/mapper.md).")
 	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "Logical cluster of source objects without the kcp.io/cluster annotation (as mapper-apiserver's --cluster-name).")
 	fs.StringVar(&o.FieldManager, "field-manager", o.FieldManager, "Server-side apply field manager on the target. Changing it makes the old manager's fields foreign: they are left alone.")
 	fs.Float32Var(&o.TargetQPS, "target-qps", o.TargetQPS, "Queries per second to the target (and of the mapper's own requests to the view). Negative (the default): no client-side limit; the API servers' priority and fairness protects them.")

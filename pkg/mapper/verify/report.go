@@ -25,6 +25,9 @@ type Violation struct {
 	Invariant int `json:"invariant"`
 	// Resource is the GroupResource ("configmaps", "deployments.apps").
 	Resource string `json:"resource"`
+	// Cluster is the logical cluster of the source object; empty when the violation names no
+	// source (invariant 2: a target object without source annotations).
+	Cluster string `json:"cluster,omitempty"`
 	// Source is the source object as "cluster|namespace/name", when known.
 	Source string `json:"source,omitempty"`
 	// Target is the target object as "namespace/name" (or "name"), when there is one.
@@ -33,16 +36,38 @@ type Violation struct {
 	Message string `json:"message"`
 }
 
+// ClusterReport is the part of a Report about one logical cluster of the source.
+type ClusterReport struct {
+	// Name is the logical cluster (kcp.io/cluster of the view objects).
+	Name string `json:"name"`
+	// Assigned is the number of the cluster's mapped objects in the view.
+	Assigned int `json:"assigned"`
+	// InSync is the number of those with no violation of invariant 1 or 3: the copy exists at
+	// its place, is the mapper's, is up to date, and its status is reflected.
+	InSync int `json:"inSync"`
+	// Violations is the number of violations that name the cluster (Violation.Cluster),
+	// orphans of invariant 4 included.
+	Violations int `json:"violations"`
+}
+
 // Report is the result of Run: what was compared and every violation found.
 type Report struct {
 	// Location is the verified location.
 	Location string `json:"location"`
+	// NamespaceMapping is the mapping the comparison used ("same" or "prefixed"), and
+	// NamespaceMappingReason why: "set explicitly", or for --namespace-mapping=auto "auto: "
+	// and the reason mapper.ResolveNamespaceMapping gave.
+	NamespaceMapping       string `json:"namespaceMapping"`
+	NamespaceMappingReason string `json:"namespaceMappingReason"`
 	// Resources are the compared resources (GroupResource strings).
 	Resources []string `json:"resources"`
 	// ViewObjects is the number of mapped objects in the view; ManagedObjects the number of
 	// target objects labelled with the location.
 	ViewObjects    int `json:"viewObjects"`
 	ManagedObjects int `json:"managedObjects"`
+	// Clusters are the per-cluster counts, sorted by name: every cluster that has objects in
+	// the view or is named by a violation.
+	Clusters []ClusterReport `json:"clusters"`
 	// Violations are sorted by invariant, resource, source and target.
 	Violations []Violation `json:"violations"`
 	// Total is len(Violations).
@@ -52,8 +77,23 @@ type Report struct {
 // add appends a violation.
 func (r *Report) add(v Violation) { r.Violations = append(r.Violations, v) }
 
-// finish sorts the violations and sets Total.
-func (r *Report) finish() {
+// Cluster returns the counts of the logical cluster name, and whether the report has any.
+func (r *Report) Cluster(name string) (ClusterReport, bool) {
+	for _, c := range r.Clusters {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return ClusterReport{}, false
+}
+
+// finish sets Clusters from clusters (sorted by name), sorts the violations and sets Total.
+func (r *Report) finish(clusters map[string]*ClusterReport) {
+	r.Clusters = make([]ClusterReport, 0, len(clusters))
+	for _, c := range clusters {
+		r.Clusters = append(r.Clusters, *c)
+	}
+	sort.Slice(r.Clusters, func(i, j int) bool { return r.Clusters[i].Name < r.Clusters[j].Name })
 	sort.Slice(r.Violations, func(i, j int) bool {
 		a, b := r.Violations[i], r.Violations[j]
 		if a.Invariant != b.Invariant {
@@ -84,12 +124,22 @@ func (r *Report) Count(n int) int {
 	return c
 }
 
-// WriteText writes the report for people: a summary line, then per invariant its violation
-// count and one indented line per violation, then the total.
+// WriteText writes the report for people: a summary line, the namespace mapping, one line per
+// logical cluster ("cluster <name>: <n> assigned, <n> in sync, <n> violations"), then per
+// invariant its violation count and one indented line per violation (the source names the
+// cluster: "cluster|namespace/name"), then the total.
 func (r *Report) WriteText(w io.Writer) error {
 	if _, err := fmt.Fprintf(w, "location %s: %d resources, %d assigned objects, %d managed target objects\n",
 		r.Location, len(r.Resources), r.ViewObjects, r.ManagedObjects); err != nil {
 		return err
+	}
+	if _, err := fmt.Fprintf(w, "namespace mapping %s (%s)\n", r.NamespaceMapping, r.NamespaceMappingReason); err != nil {
+		return err
+	}
+	for _, c := range r.Clusters {
+		if _, err := fmt.Fprintf(w, "cluster %s: %d assigned, %d in sync, %d violations\n", c.Name, c.Assigned, c.InSync, c.Violations); err != nil {
+			return err
+		}
 	}
 	for _, inv := range Invariants {
 		if _, err := fmt.Fprintf(w, "invariant %d (%s): %d violations\n", inv.Number, inv.Description, r.Count(inv.Number)); err != nil {

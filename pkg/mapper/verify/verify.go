@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -44,10 +45,11 @@ type Config struct {
 }
 
 // Run compares the view and the target and returns the report. It returns an error when
-// either side cannot be read completely (then nothing can be said about the invariants).
+// either side cannot be read completely (then nothing can be said about the invariants), or
+// when NamespaceMappingAuto cannot be resolved (mapper.ResolveNamespaceMapping).
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.NamespaceMapping == "" {
-		cfg.NamespaceMapping = mapper.NamespaceMappingSame
+		cfg.NamespaceMapping = mapper.NamespaceMappingAuto
 	}
 	if cfg.ClusterName == "" {
 		cfg.ClusterName = mapper.DefaultClusterName
@@ -83,14 +85,27 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	served := mapper.TargetServes(targetDiscovery, gvrs)
 
 	report := &Report{Location: cfg.Location, Resources: []string{}}
-	c := &checker{cfg: cfg, view: view, target: target, report: report}
+	c := &checker{cfg: cfg, view: view, target: target, report: report, clusters: map[string]*ClusterReport{}}
+	// Both sides of every resource first: auto mapping is resolved over all of them, as the
+	// mapper resolves it over all its informers.
+	lists := make([]*resourceLists, 0, len(gvrs))
 	for _, gvr := range gvrs {
-		report.Resources = append(report.Resources, gvr.GroupResource().String())
-		if err := c.resource(ctx, gvr, resources[gvr], served[gvr]); err != nil {
+		l, err := c.list(ctx, gvr, resources[gvr], served[gvr])
+		if err != nil {
+			return nil, err
+		}
+		lists = append(lists, l)
+	}
+	if err := c.resolveMapping(lists); err != nil {
+		return nil, err
+	}
+	for _, l := range lists {
+		report.Resources = append(report.Resources, l.gvr.GroupResource().String())
+		if err := c.resource(ctx, l); err != nil {
 			return nil, err
 		}
 	}
-	report.finish()
+	report.finish(c.clusters)
 	return report, nil
 }
 
@@ -100,6 +115,90 @@ type checker struct {
 	view   dynamic.Interface
 	target dynamic.Interface
 	report *Report
+	// clusters collects the per-cluster counts, by cluster name.
+	clusters map[string]*ClusterReport
+}
+
+// resourceLists are both sides of one resource: the view's objects and the target's managed
+// objects (none when the target does not serve the resource).
+type resourceLists struct {
+	gvr                schema.GroupVersionResource
+	namespaced, served bool
+	view, managed      []*unstructured.Unstructured
+}
+
+// list reads both sides of gvr.
+func (c *checker) list(ctx context.Context, gvr schema.GroupVersionResource, namespaced, served bool) (*resourceLists, error) {
+	name := gvr.GroupResource().String()
+	l := &resourceLists{gvr: gvr, namespaced: namespaced, served: served}
+	var err error
+	if l.view, err = listAll(ctx, c.view.Resource(gvr), metav1.ListOptions{}); err != nil {
+		return nil, fmt.Errorf("listing %s through the view: %w", name, err)
+	}
+	if served {
+		if l.managed, err = listAll(ctx, c.target.Resource(gvr), metav1.ListOptions{LabelSelector: contract.LocationLabel + "=" + c.cfg.Location}); err != nil {
+			return nil, fmt.Errorf("listing managed %s on the target: %w", name, err)
+		}
+	}
+	return l, nil
+}
+
+// resolveMapping puts the namespace mapping in force into c.cfg and the report: the configured
+// one, or for NamespaceMappingAuto the one mapper.ResolveNamespaceMapping gives for these
+// lists (the mapper's rule). An empty view and target resolve to NamespaceMappingSame (there
+// is nothing to place).
+func (c *checker) resolveMapping(lists []*resourceLists) error {
+	if c.cfg.NamespaceMapping != mapper.NamespaceMappingAuto {
+		c.report.NamespaceMapping = string(c.cfg.NamespaceMapping)
+		c.report.NamespaceMappingReason = "set explicitly"
+		return nil
+	}
+	var evidence mapper.PlacementEvidence
+	clusters := sets.New[string]()
+	objects := 0
+	for _, l := range lists {
+		for _, obj := range l.view {
+			clusters.Insert(mapper.SourceOf(obj, c.cfg.ClusterName).Cluster)
+			objects++
+		}
+		if !l.namespaced {
+			continue
+		}
+		for _, item := range l.managed {
+			if ref, _, ok := mapper.MarkedSource(item, c.cfg.Location, true); ok {
+				evidence.Observe(item.GetNamespace(), item.GetName(), ref)
+			}
+		}
+	}
+	mapping, why, decided, err := mapper.ResolveNamespaceMapping(evidence, sets.List(clusters), objects)
+	if err != nil {
+		return err
+	}
+	if !decided {
+		mapping, why = mapper.NamespaceMappingSame, "nothing to place: the view is empty and the target holds no copies"
+	}
+	c.cfg.NamespaceMapping = mapping
+	c.report.NamespaceMapping = string(mapping)
+	c.report.NamespaceMappingReason = "auto: " + why
+	return nil
+}
+
+// cluster returns the per-cluster counts of cluster, creating them.
+func (c *checker) cluster(name string) *ClusterReport {
+	cr := c.clusters[name]
+	if cr == nil {
+		cr = &ClusterReport{Name: name}
+		c.clusters[name] = cr
+	}
+	return cr
+}
+
+// add records a violation, counted for its cluster when it names one.
+func (c *checker) add(v Violation) {
+	if v.Cluster != "" {
+		c.cluster(v.Cluster).Violations++
+	}
+	c.report.add(v)
 }
 
 // listAll lists every object of client with the given options, page by page.
@@ -124,101 +223,116 @@ func objectKey(ns, name string) string {
 
 // resource checks one resource: every view object against its target copy (invariants 1–3),
 // then every managed target object against the view (invariants 2 and 4).
-func (c *checker) resource(ctx context.Context, gvr schema.GroupVersionResource, namespaced, served bool) error {
+func (c *checker) resource(ctx context.Context, l *resourceLists) error {
+	gvr, namespaced, served := l.gvr, l.namespaced, l.served
 	name := gvr.GroupResource().String()
-	viewItems, err := listAll(ctx, c.view.Resource(gvr), metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("listing %s through the view: %w", name, err)
-	}
 	managed := map[string]*unstructured.Unstructured{}
-	if served {
-		items, err := listAll(ctx, c.target.Resource(gvr), metav1.ListOptions{LabelSelector: contract.LocationLabel + "=" + c.cfg.Location})
-		if err != nil {
-			return fmt.Errorf("listing managed %s on the target: %w", name, err)
-		}
-		for _, item := range items {
-			managed[objectKey(item.GetNamespace(), item.GetName())] = item
-		}
-		c.report.ManagedObjects += len(items)
+	for _, item := range l.managed {
+		managed[objectKey(item.GetNamespace(), item.GetName())] = item
 	}
+	c.report.ManagedObjects += len(l.managed)
 
 	// Where each mapped view object belongs on the target.
 	expected := map[string]mapper.SourceRef{}
-	for _, obj := range viewItems {
+	for _, obj := range l.view {
 		if !mapper.Mapped(obj) {
 			continue
 		}
 		c.report.ViewObjects++
 		src := mapper.SourceOf(obj, c.cfg.ClusterName)
-		ns := ""
-		if namespaced {
-			ns = c.cfg.NamespaceMapping.TargetNamespace(src.Cluster, src.Namespace)
+		cr := c.cluster(src.Cluster)
+		cr.Assigned++
+		before := len(c.report.Violations)
+		if err := c.object(ctx, gvr, namespaced, served, obj, src, managed, expected); err != nil {
+			return err
 		}
-		tkey := objectKey(ns, obj.GetName())
-		expected[tkey] = src
-		v := Violation{Invariant: 1, Resource: name, Source: src.String(), Target: tkey}
-		if !served {
-			v.Message = "the target does not serve " + gvr.GroupVersion().String() + " " + gvr.Resource + " (the resource is halted)"
-			c.report.add(v)
-			continue
-		}
-		live := managed[tkey]
-		if live == nil {
-			_, err := c.target.Resource(gvr).Namespace(ns).Get(ctx, obj.GetName(), metav1.GetOptions{})
-			switch {
-			case apierrors.IsNotFound(err) && !c.cfg.SkipContent:
-				v.Message = "missing on the target"
-				if msg, err := c.outOfDate(ctx, gvr, obj, nil, ns, src); err != nil {
-					return err
-				} else if msg != "" {
-					v.Message += "; " + msg
-				}
-			case apierrors.IsNotFound(err):
-				v.Message = "missing on the target"
-			case err != nil:
-				return fmt.Errorf("reading %s %s on the target: %w", name, tkey, err)
-			default:
-				v.Message = "the target holds an object of that name that the mapper does not manage (conflict)"
-			}
-			c.report.add(v)
-			continue
-		}
-		ref, _, ok := mapper.MarkedSource(live, c.cfg.Location, namespaced)
-		if !ok {
-			continue // reported under invariant 2 below
-		}
-		if ref != src {
-			v.Message = "the target object of that name is the copy of " + ref.String()
-			c.report.add(v)
-			continue
-		}
-		if !c.cfg.SkipContent {
-			if msg, err := c.outOfDate(ctx, gvr, obj, live, ns, src); err != nil {
-				return err
-			} else if msg != "" {
-				v.Message = msg
-				c.report.add(v)
-			}
-		}
-		if mapper.Reflects(obj) {
-			status, _ := live.Object["status"].(map[string]interface{})
-			if len(status) > 0 && !equality.Semantic.DeepEqual(obj.Object["status"], live.Object["status"]) {
-				c.report.add(Violation{Invariant: 3, Resource: name, Source: src.String(), Target: tkey,
-					Message: "the source's status differs from the target's"})
-			}
+		if len(c.report.Violations) == before {
+			cr.InSync++
 		}
 	}
 
 	for tkey, live := range managed {
 		ref, _, ok := mapper.MarkedSource(live, c.cfg.Location, namespaced)
 		if !ok {
-			c.report.add(Violation{Invariant: 2, Resource: name, Target: tkey,
+			c.add(Violation{Invariant: 2, Resource: name, Target: tkey,
 				Message: "carries " + contract.LocationLabel + "=" + c.cfg.Location + " but not the source annotations"})
 			continue
 		}
 		if src, ok := expected[tkey]; !ok || src != ref {
-			c.report.add(Violation{Invariant: 4, Resource: name, Source: ref.String(), Target: tkey,
+			c.add(Violation{Invariant: 4, Resource: name, Cluster: ref.Cluster, Source: ref.String(), Target: tkey,
 				Message: "no object of the view belongs here (orphan)"})
+		}
+	}
+	return nil
+}
+
+// object checks one mapped view object obj (source src) against its target copy (invariants
+// 1 and 3) and records its target place in expected. When two sources share a place (two
+// logical clusters under NamespaceMappingSame), the one whose copy is there owns it and the
+// other is a conflict under invariant 1.
+func (c *checker) object(ctx context.Context, gvr schema.GroupVersionResource, namespaced, served bool, obj *unstructured.Unstructured,
+	src mapper.SourceRef, managed map[string]*unstructured.Unstructured, expected map[string]mapper.SourceRef) error {
+	name := gvr.GroupResource().String()
+	ns := ""
+	if namespaced {
+		ns = c.cfg.NamespaceMapping.TargetNamespace(src.Cluster, src.Namespace)
+	}
+	tkey := objectKey(ns, obj.GetName())
+	v := Violation{Invariant: 1, Resource: name, Cluster: src.Cluster, Source: src.String(), Target: tkey}
+	if !served {
+		expected[tkey] = src
+		v.Message = "the target does not serve " + gvr.GroupVersion().String() + " " + gvr.Resource + " (the resource is halted)"
+		c.add(v)
+		return nil
+	}
+	live := managed[tkey]
+	if live == nil {
+		expected[tkey] = src
+		_, err := c.target.Resource(gvr).Namespace(ns).Get(ctx, obj.GetName(), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err) && !c.cfg.SkipContent:
+			v.Message = "missing on the target"
+			if msg, err := c.outOfDate(ctx, gvr, obj, nil, ns, src); err != nil {
+				return err
+			} else if msg != "" {
+				v.Message += "; " + msg
+			}
+		case apierrors.IsNotFound(err):
+			v.Message = "missing on the target"
+		case err != nil:
+			return fmt.Errorf("reading %s %s on the target: %w", name, tkey, err)
+		default:
+			v.Message = "the target holds an object of that name that the mapper does not manage (conflict)"
+		}
+		c.add(v)
+		return nil
+	}
+	ref, _, ok := mapper.MarkedSource(live, c.cfg.Location, namespaced)
+	if !ok {
+		return nil // reported under invariant 2
+	}
+	if ref != src {
+		if _, taken := expected[tkey]; !taken {
+			expected[tkey] = src
+		}
+		v.Message = "the target object of that name is the copy of " + ref.String() + " (conflict)"
+		c.add(v)
+		return nil
+	}
+	expected[tkey] = src
+	if !c.cfg.SkipContent {
+		if msg, err := c.outOfDate(ctx, gvr, obj, live, ns, src); err != nil {
+			return err
+		} else if msg != "" {
+			v.Message = msg
+			c.add(v)
+		}
+	}
+	if mapper.Reflects(obj) {
+		status, _ := live.Object["status"].(map[string]interface{})
+		if len(status) > 0 && !equality.Semantic.DeepEqual(obj.Object["status"], live.Object["status"]) {
+			c.add(Violation{Invariant: 3, Resource: name, Cluster: src.Cluster, Source: src.String(), Target: tkey,
+				Message: "the source's status differs from the target's"})
 		}
 	}
 	return nil
