@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/mapper"
 )
 
 func TestLocationFromViewURL(t *testing.T) {
@@ -57,7 +59,7 @@ func TestComplete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Location != "east" || c.Target.Host != "https://127.0.0.1:2" || c.View.QPS != o.TargetQPS {
+	if c.Location != "east" || c.Target.Host != "https://127.0.0.1:2" || c.View.QPS != o.TargetQPS || c.NamespaceMapping != mapper.NamespaceMappingAuto {
 		t.Errorf("Complete = %+v", c)
 	}
 

@@ -1,0 +1,122 @@
+package verify
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/mapper"
+)
+
+// TestCheckerPerCluster checks the per-cluster part of a report on two logical clusters whose
+// ns/name meet on the target (the target was filled under "same", so auto resolves to same):
+// the cluster whose copy holds the place is in sync, the other is a conflict that names it,
+// and the orphan of a third cluster counts for that cluster. Contents are not compared
+// (SkipContent), so the fake target only answers the GET of a missing copy.
+func TestCheckerPerCluster(t *testing.T) {
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	viewObj := func(cluster, ns, name string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]interface{}{"namespace": ns, "name": name,
+				"annotations": map[string]interface{}{contract.ClusterAnnotation: cluster}},
+		}}
+	}
+	copyOf := func(cluster, ns, name string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]interface{}{"namespace": ns, "name": name,
+				"labels": map[string]interface{}{contract.LocationLabel: "east"},
+				"annotations": map[string]interface{}{
+					contract.SourceClusterAnnotation: cluster, contract.SourceNamespaceAnnotation: ns, contract.SourceNameAnnotation: name,
+				}},
+		}}
+	}
+	target := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "ConfigMapList"})
+	c := &checker{
+		cfg:    Config{Location: "east", NamespaceMapping: mapper.NamespaceMappingAuto, ClusterName: mapper.DefaultClusterName, SkipContent: true},
+		target: target, report: &Report{Location: "east"}, clusters: map[string]*ClusterReport{},
+	}
+	lists := []*resourceLists{{
+		gvr: gvr, namespaced: true, served: true,
+		view:    []*unstructured.Unstructured{viewObj("c2", "ns", "x"), viewObj("c1", "ns", "x"), viewObj("c1", "ns", "y")},
+		managed: []*unstructured.Unstructured{copyOf("c1", "ns", "x"), copyOf("c3", "ns", "z")},
+	}}
+	if err := c.resolveMapping(lists); err != nil {
+		t.Fatal(err)
+	}
+	if c.report.NamespaceMapping != "same" || !strings.HasPrefix(c.report.NamespaceMappingReason, "auto: the target holds 2 copies placed by") {
+		t.Fatalf("mapping %q (%s)", c.report.NamespaceMapping, c.report.NamespaceMappingReason)
+	}
+	if err := c.resource(context.Background(), lists[0]); err != nil {
+		t.Fatal(err)
+	}
+	c.report.finish(c.clusters)
+	r := c.report
+	want := []ClusterReport{
+		{Name: "c1", Assigned: 2, InSync: 1, Violations: 1},
+		{Name: "c2", Assigned: 1, InSync: 0, Violations: 1},
+		{Name: "c3", Assigned: 0, InSync: 0, Violations: 1},
+	}
+	if len(r.Clusters) != len(want) {
+		t.Fatalf("clusters %+v", r.Clusters)
+	}
+	for i := range want {
+		if r.Clusters[i] != want[i] {
+			t.Errorf("cluster %d = %+v, want %+v", i, r.Clusters[i], want[i])
+		}
+	}
+	if r.Total != 3 || r.Count(1) != 2 || r.Count(4) != 1 {
+		t.Fatalf("violations: %+v", r.Violations)
+	}
+	for _, v := range r.Violations {
+		switch {
+		case v.Cluster == "c2" && (v.Invariant != 1 || !strings.Contains(v.Message, "copy of c1|ns/x (conflict)")):
+			t.Errorf("c2's collision: %+v", v)
+		case v.Cluster == "c1" && (v.Invariant != 1 || v.Target != "ns/y" || v.Message != "missing on the target"):
+			t.Errorf("c1's missing copy: %+v", v)
+		case v.Cluster == "c3" && (v.Invariant != 4 || v.Target != "ns/z"):
+			t.Errorf("c3's orphan: %+v", v)
+		case v.Cluster == "":
+			t.Errorf("a violation without a cluster: %+v", v)
+		}
+	}
+}
+
+// TestCheckerAutoTwoClusters checks that verify resolves auto to prefixed for a fresh target
+// and a view with two clusters, as the mapper does, and then finds both copies missing at
+// their prefixed places.
+func TestCheckerAutoTwoClusters(t *testing.T) {
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	obj := func(cluster string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]interface{}{"namespace": "ns", "name": "x",
+				"annotations": map[string]interface{}{contract.ClusterAnnotation: cluster}},
+		}}
+	}
+	target := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "ConfigMapList"})
+	c := &checker{cfg: Config{Location: "east", NamespaceMapping: mapper.NamespaceMappingAuto, ClusterName: "default", SkipContent: true},
+		target: target, report: &Report{}, clusters: map[string]*ClusterReport{}}
+	lists := []*resourceLists{{gvr: gvr, namespaced: true, served: true, view: []*unstructured.Unstructured{obj("c1"), obj("c2")}}}
+	if err := c.resolveMapping(lists); err != nil || c.report.NamespaceMapping != "prefixed" {
+		t.Fatalf("mapping %q (%s), %v", c.report.NamespaceMapping, c.report.NamespaceMappingReason, err)
+	}
+	if err := c.resource(context.Background(), lists[0]); err != nil {
+		t.Fatal(err)
+	}
+	c.report.finish(c.clusters)
+	targets := []string{}
+	for _, v := range c.report.Violations {
+		targets = append(targets, v.Cluster+">"+v.Target)
+	}
+	if got := strings.Join(targets, " "); got != "c1>c1-ns/x c2>c2-ns/x" {
+		t.Fatalf("violations at %s", got)
+	}
+}
