@@ -43,6 +43,15 @@ func clusterKeyFunc(defaultCluster string) cache.KeyFunc {
 		if key, ok := obj.(cache.ExplicitKey); ok {
 			return string(key), nil
 		}
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			// Read the annotation in place: GetAnnotations copies the whole map, on every key
+			// computation of the queue and the store (BenchmarkViewStore).
+			cluster, _, _ := unstructured.NestedString(u.Object, "metadata", "annotations", contract.ClusterAnnotation)
+			if cluster == "" {
+				cluster = defaultCluster
+			}
+			return string(contract.NewKey(cluster, u.GetNamespace(), u.GetName())), nil
+		}
 		m, err := meta.Accessor(obj)
 		if err != nil {
 			return "", fmt.Errorf("object has no meta: %v", err)
@@ -58,9 +67,6 @@ func clusterKeyFunc(defaultCluster string) cache.KeyFunc {
 // newViewInformer returns the informer of gvr on the view client, calling handler for every
 // change (never concurrently). Run starts it.
 func newViewInformer(view dynamic.Interface, gvr schema.GroupVersionResource, defaultCluster string, handler cache.ResourceEventHandler) *viewInformer {
-	keyFunc := clusterKeyFunc(defaultCluster)
-	store := cache.NewIndexer(keyFunc, cache.Indexers{})
-	fifo := cache.NewDeltaFIFOWithOptions(cache.DeltaFIFOOptions{KeyFunction: keyFunc, KnownObjects: store, EmitDeltaTypeReplaced: true})
 	ri := view.Resource(gvr)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -70,13 +76,22 @@ func newViewInformer(view dynamic.Interface, gvr schema.GroupVersionResource, de
 			return ri.Watch(ctx, opts)
 		},
 	}
+	// Streaming lists when the client supports them, as dynamicinformer decides.
+	return newViewInformerFor(cache.ToListWatcherWithWatchListSemantics(lw, view), "view "+gvr.String(), defaultCluster, handler)
+}
+
+// newViewInformerFor returns the informer on lw (described as description in logs), calling
+// handler for every change.
+func newViewInformerFor(lw cache.ListerWatcher, description, defaultCluster string, handler cache.ResourceEventHandler) *viewInformer {
+	keyFunc := clusterKeyFunc(defaultCluster)
+	store := cache.NewIndexer(keyFunc, cache.Indexers{})
+	fifo := cache.NewDeltaFIFOWithOptions(cache.DeltaFIFOOptions{KeyFunction: keyFunc, KnownObjects: store, EmitDeltaTypeReplaced: true})
 	vi := &viewInformer{store: store, handler: handler}
 	vi.controller = cache.New(&cache.Config{
-		Queue: fifo,
-		// Streaming lists when the client supports them, as dynamicinformer decides.
-		ListerWatcher:     cache.ToListWatcherWithWatchListSemantics(lw, view),
+		Queue:             fifo,
+		ListerWatcher:     lw,
 		ObjectType:        &unstructured.Unstructured{},
-		ObjectDescription: "view " + gvr.String(),
+		ObjectDescription: description,
 		Process:           vi.process,
 	})
 	return vi
