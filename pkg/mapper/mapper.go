@@ -48,6 +48,9 @@ type Mapper struct {
 	// mappingResolved is closed; see resolveMapping.
 	mapping         atomic.Value
 	mappingResolved chan struct{}
+	// warnedSameMapping is set once the warning about several clusters under
+	// NamespaceMappingSame has been logged.
+	warnedSameMapping atomic.Bool
 
 	namespaces *namespaces
 	places     *places
@@ -145,15 +148,15 @@ func (m *Mapper) Run(ctx context.Context) error {
 		wait.UntilWithContext(ctx, m.refreshResources, m.cfg.DiscoveryInterval)
 	}()
 	resolveErr := make(chan error, 1)
-	if m.cfg.NamespaceMapping == NamespaceMappingAuto {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := m.resolveMapping(ctx); err != nil {
-				resolveErr <- err
-			}
-		}()
-	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if m.cfg.NamespaceMapping != NamespaceMappingAuto {
+			m.checkExplicitMapping(ctx)
+		} else if err := m.resolveMapping(ctx); err != nil {
+			resolveErr <- err
+		}
+	}()
 	for i := 0; i < m.cfg.Workers; i++ {
 		wg.Add(2)
 		go func() {

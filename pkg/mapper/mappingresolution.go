@@ -116,3 +116,25 @@ func (m *Mapper) placementState() (evidence PlacementEvidence, clusters []string
 	}
 	return evidence, sets.List(seen), objects, true
 }
+
+// checkExplicitMapping logs a warning, once the informers have synced, when the target holds
+// copies placed by the other mapping than the explicit one in force: the orphan sweep moves
+// them (deletes each and re-creates it at its new place). An explicit mapping is used as
+// given; this only makes a flip visible.
+func (m *Mapper) checkExplicitMapping(ctx context.Context) {
+	_ = wait.PollUntilContextCancel(ctx, resolveInterval, true, func(context.Context) (bool, error) {
+		evidence, _, _, ready := m.placementState()
+		if !ready {
+			return false, nil
+		}
+		other, n, example := NamespaceMappingPrefixed, evidence.Prefixed, evidence.PrefixedExample
+		if m.namespaceMapping() == NamespaceMappingPrefixed {
+			other, n, example = NamespaceMappingSame, evidence.Same, evidence.SameExample
+		}
+		if n > 0 {
+			klog.FromContext(ctx).Info("Warning: the target holds copies placed by another namespace mapping; the orphan sweep moves them to the places of the explicit mapping",
+				"namespaceMapping", m.namespaceMapping(), "otherMapping", other, "copies", n, "example", example)
+		}
+		return true, nil
+	})
+}

@@ -5,6 +5,11 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 
@@ -91,6 +96,12 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	})
 
+	viewClusters = metrics.NewGauge(&metrics.GaugeOpts{
+		Name:           "mapper_view_clusters",
+		Help:           "Logical clusters the location view holds objects of, over all resources.",
+		StabilityLevel: metrics.ALPHA,
+	})
+
 	namespaceMappingInUse = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Name:           "mapper_namespace_mapping",
 		Help:           "1 for the namespace mapping in force (same or prefixed), once --namespace-mapping=auto is resolved or an explicit mapping is set.",
@@ -103,18 +114,42 @@ var (
 // gaugeInterval is how often updateGauges runs.
 const gaugeInterval = 5 * time.Second
 
-// updateGauges sets mapper_view_objects from the view informers' stores. It runs
-// periodically rather than on every event: counting a store costs in proportion to its size.
-func (m *Mapper) updateGauges(context.Context) {
+// updateGauges sets mapper_view_objects and mapper_view_clusters from the view informers'
+// stores, and warns (once per start) when the view holds more than one logical cluster while
+// the mapping in force is NamespaceMappingSame. It runs periodically rather than on every
+// event: counting a store costs in proportion to its size.
+func (m *Mapper) updateGauges(ctx context.Context) {
+	clusters := sets.New[string]()
 	for _, r := range m.resourceList() {
-		viewObjects.WithLabelValues(r.name()).Set(float64(len(r.view.GetStore().ListKeys())))
+		keys := r.view.GetStore().ListKeys()
+		viewObjects.WithLabelValues(r.name()).Set(float64(len(keys)))
+		for _, k := range keys {
+			if cluster, _, _, ok := contract.Key(k).Split(); ok {
+				clusters.Insert(cluster)
+			}
+		}
 	}
+	viewClusters.Set(float64(clusters.Len()))
+	if clusters.Len() > 1 && m.namespaceMapping() == NamespaceMappingSame && m.warnedSameMapping.CompareAndSwap(false, true) {
+		klog.FromContext(ctx).Info("Warning: the view holds objects of several logical clusters but the namespace mapping is \"same\"; "+
+			"objects of two clusters with the same namespace/name are conflicts (the first one mapped keeps the place). "+
+			"The mapping is not changed on a filled target; see docs/mapper.md",
+			"clusters", clusters.Len(), "examples", firstN(sets.List(clusters), 5))
+	}
+}
+
+// firstN returns at most n elements of s.
+func firstN(s []string, n int) []string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }
 
 // RegisterMetrics registers the mapper's metrics in the legacy registry; it is idempotent.
 func RegisterMetrics() {
 	registerMetricsOnce.Do(func() {
 		legacyregistry.MustRegister(viewObjects, objectsMapped, applies, deletes, conflictsTotal, conflictsCurrent,
-			errorsTotal, resourceHalted, syncLag, statusWrites, sweeps, initialSyncComplete, namespaceMappingInUse)
+			errorsTotal, resourceHalted, syncLag, statusWrites, sweeps, initialSyncComplete, namespaceMappingInUse, viewClusters)
 	})
 }
