@@ -9,10 +9,10 @@ func TestBackingNamespaceRoundTrip(t *testing.T) {
 	for _, tc := range []struct{ cluster, ns, want string }{
 		{"c1", "default", "c1--default"},
 		{"team-a", "x--y", "team-a--x--y"}, // a namespace may contain the separator
-		{"a", "-", ""},                      // not a namespace
-		{"a--b", "ns", ""},                  // a cluster may not
-		{"root:org", "ns", ""},              // kcp's path-like names are refused
-		{"c", strings.Repeat("n", 61), ""},  // 64 characters
+		{"a", "-", ""},                     // not a namespace
+		{"a--b", "ns", ""},                 // a cluster may not
+		{"root:org", "ns", ""},             // kcp's path-like names are refused
+		{"c", strings.Repeat("n", 61), ""}, // 64 characters
 		{"c", strings.Repeat("n", 60), "c--" + strings.Repeat("n", 60)},
 	} {
 		got, err := BackingNamespace(tc.cluster, tc.ns)

@@ -52,9 +52,13 @@ func New(backing *rest.Config) (*Proxy, error) {
 		backend: u,
 		client:  hc,
 		scopes:  scopes,
-		// kube-apiserver's own parser of resource paths.
-		infos: &request.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")},
+		infos:   newRequestInfoFactory(),
 	}, nil
+}
+
+// newRequestInfoFactory returns kube-apiserver's own parser of resource paths.
+func newRequestInfoFactory() *request.RequestInfoFactory {
+	return &request.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
 }
 
 // clustersPrefix starts every path the proxy serves.
