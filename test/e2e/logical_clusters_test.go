@@ -1,0 +1,492 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/test/framework"
+	"github.com/cluster-mapper/cluster-mapper/test/framework/kcpproxy"
+)
+
+// The data set of TestLogicalClusters: every cluster has the same namespaces and ConfigMap
+// names, so each namespace/name exists in all clusters.
+const (
+	lcClusters   = 50
+	lcNamespaces = 2  // per cluster
+	lcPerNS      = 20 // ConfigMaps per namespace: 50*2*20 = 2,000
+	lcWorkers    = 6  // concurrent creates (a 2-core machine is shared)
+)
+
+var (
+	lcLocations   = []string{"east", "west"}
+	namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+)
+
+// lcEnv is a source kube-apiserver behind kcpproxy (kcp's URL space), a mapper-apiserver in
+// --source-mode=kcp reading it through /clusters/*, and one target per location.
+type lcEnv struct {
+	*mapperEnv
+	proxy    *kcpproxy.Server
+	clusters []string
+	// cluster are dynamic clients of each logical cluster through the proxy.
+	cluster map[string]dynamic.Interface
+}
+
+// TestLogicalClusters (issue 11 section 2) runs mapper-apiserver in kcp mode against a real
+// kube-apiserver behind kcpproxy, with 50 logical clusters and 2,000 ConfigMaps whose
+// namespace/name recurs in every cluster:
+//   - each location's per-cluster views (/clusters/<c>) and all-cluster view equal the
+//     label-selector twin read through the proxy per cluster, objects and resourceVersions,
+//     every object carrying its kcp.io/cluster;
+//   - a GET and a status write by name on the all-cluster view that match several clusters
+//     answer 400 naming the clusters; a status write through /clusters/<c> lands in c only;
+//   - two mappers (--namespace-mapping=prefixed) bring both targets to 0 violations of
+//     `mapper verify`, and view, twin and target stay equal through re-assignments and deletes
+//     in several clusters.
+func TestLogicalClusters(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	start := time.Now()
+	env := startLogicalClustersEnv(t, ctx)
+	t.Logf("control planes, proxy and mapper-apiserver ready in %v", time.Since(start).Round(time.Millisecond))
+
+	step := time.Now()
+	env.createDataSet(t, ctx)
+	t.Logf("created %d namespaces and %d ConfigMaps in %d logical clusters through the proxy in %v",
+		lcClusters*lcNamespaces, lcClusters*lcNamespaces*lcPerNS, lcClusters, time.Since(step).Round(time.Millisecond))
+
+	step = time.Now()
+	env.viewsEqualTwin(t, ctx, "created")
+	t.Logf("views equal the twin in %v", time.Since(step).Round(time.Millisecond))
+
+	t.Run("AmbiguousGet", func(t *testing.T) { env.testAmbiguousGet(t, ctx) })
+	t.Run("StatusWrite", func(t *testing.T) { env.testStatusWrite(t, ctx) })
+	t.Run("Mappers", func(t *testing.T) { env.testMappers(t, ctx) })
+	t.Logf("TestLogicalClusters took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// startLogicalClustersEnv starts the source, the proxy in front of it, mapper-apiserver in kcp
+// mode on the proxy's wildcard endpoint, and a target per location.
+func startLogicalClustersEnv(t *testing.T, ctx context.Context) *lcEnv {
+	t.Helper()
+	opts := []framework.ControlPlaneOptions{{Name: "source"}}
+	shared := framework.StartEtcd(t)
+	for _, l := range lcLocations {
+		opts = append(opts, framework.ControlPlaneOptions{Name: "target-" + l, Etcd: shared})
+	}
+	cps := framework.StartControlPlanes(t, opts...)
+	source := cps[0]
+	proxy, err := kcpproxy.Start(source.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Registered before mapper-apiserver's cleanup, so it runs after it: the proxy closes once
+	// the watches through it are gone.
+	t.Cleanup(proxy.Close)
+	proxyKubeconfig := filepath.Join(t.TempDir(), "kcp-wildcard.kubeconfig")
+	if err := framework.WriteKubeconfig(proxyKubeconfig, proxy.Config(kcpproxy.Wildcard)); err != nil {
+		t.Fatal(err)
+	}
+	server := framework.StartMapperAPIServer(t, source,
+		"--resources=configmaps,deployments.apps",
+		"--source-mode=kcp",
+		"--source-kubeconfig="+proxyKubeconfig,
+		"--source-discovery-interval=1s",
+		"--bookmark-interval=1s",
+	)
+	env := &lcEnv{
+		mapperEnv: &mapperEnv{
+			source: source, server: server, targets: map[string]*framework.ControlPlane{}, tgt: map[string]dynamic.Interface{},
+			viewKubeconfig: map[string]string{}, targetKubeconfig: map[string]string{},
+			bin: framework.BuildBinary(t, "./cmd/mapper"), owner: t,
+			verifyArgs: []string{"--namespace-mapping=prefixed"},
+		},
+		proxy:   proxy,
+		cluster: map[string]dynamic.Interface{},
+	}
+	for i, l := range lcLocations {
+		env.targets[l] = cps[i+1]
+		env.tgt[l] = dynamicClientFor(t, cps[i+1])
+		env.targetKubeconfig[l] = cps[i+1].AdminKubeconfig()
+		env.viewKubeconfig[l] = source.Admin().KubeconfigFor(t, server.ViewURL(l), server.ServingCA.CertPEM)
+	}
+	for i := 0; i < lcClusters; i++ {
+		c := fmt.Sprintf("c%02d", i)
+		env.clusters = append(env.clusters, c)
+		d, err := dynamic.NewForConfig(proxy.Config(c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.cluster[c] = d
+	}
+	return env
+}
+
+// lcNamespace and lcName name the test data.
+func lcNamespace(i int) string { return fmt.Sprintf("ns-%d", i) }
+func lcName(i int) string      { return fmt.Sprintf("cm-%02d", i) }
+
+// createDataSet creates the namespaces and ConfigMaps of every cluster through the proxy, with
+// lcWorkers concurrent requests; assignments are random (fixed seed) over the locations.
+func (e *lcEnv) createDataSet(t *testing.T, ctx context.Context) {
+	t.Helper()
+	type item struct {
+		cluster string
+		obj     *unstructured.Unstructured
+	}
+	r := rand.New(rand.NewSource(11))
+	var namespaces, configMaps []item
+	for _, c := range e.clusters {
+		for n := 0; n < lcNamespaces; n++ {
+			ns := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]interface{}{"name": lcNamespace(n)}}}
+			namespaces = append(namespaces, item{c, ns})
+			for i := 0; i < lcPerNS; i++ {
+				configMaps = append(configMaps, item{c, newConfigMap(lcNamespace(n), lcName(i), randomLocations(r, lcLocations)...)})
+			}
+		}
+	}
+	for _, batch := range [][]item{namespaces, configMaps} {
+		work := make(chan item)
+		errs := make(chan error, len(batch))
+		var wg sync.WaitGroup
+		for w := 0; w < lcWorkers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for it := range work {
+					gvr := configMapsGVR
+					if it.obj.GetKind() == "Namespace" {
+						gvr = namespacesGVR
+					}
+					if _, err := e.cluster[it.cluster].Resource(gvr).Namespace(it.obj.GetNamespace()).Create(ctx, it.obj, metav1.CreateOptions{}); err != nil {
+						errs <- fmt.Errorf("creating %s %s/%s in %s: %w", gvr.Resource, it.obj.GetNamespace(), it.obj.GetName(), it.cluster, err)
+					}
+				}
+			}()
+		}
+		for _, it := range batch {
+			work <- it
+		}
+		close(work)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+	}
+}
+
+// lcObjects maps "cluster|namespace/name" to the resourceVersion of an object.
+type lcObjects map[string]string
+
+// lcCollect adds items to objs under the cluster each carries in kcp.io/cluster.
+func lcCollect(objs lcObjects, items []unstructured.Unstructured) {
+	for _, i := range items {
+		objs[i.GetAnnotations()[contract.ClusterAnnotation]+"|"+i.GetNamespace()+"/"+i.GetName()] = i.GetResourceVersion()
+	}
+}
+
+// lcDiff describes how got differs from want (keys with resourceVersions), "" when equal.
+func lcDiff(want, got lcObjects) string {
+	w, g := sets.New[string](), sets.New[string]()
+	for k, rv := range want {
+		w.Insert(k + "@" + rv)
+	}
+	for k, rv := range got {
+		g.Insert(k + "@" + rv)
+	}
+	if w.Equal(g) {
+		return ""
+	}
+	return diff(w, g)
+}
+
+// twin lists, through the proxy, each cluster's ConfigMaps carrying location's twin label.
+func (e *lcEnv) twin(t *testing.T, ctx context.Context, location string) map[string]lcObjects {
+	t.Helper()
+	out := map[string]lcObjects{}
+	for _, c := range e.clusters {
+		list, err := e.cluster[c].Resource(configMapsGVR).List(ctx, metav1.ListOptions{LabelSelector: locationLabelPrefix + location})
+		if err != nil {
+			t.Fatalf("twin of %s in %s: %v", location, c, err)
+		}
+		out[c] = lcObjects{}
+		lcCollect(out[c], list.Items)
+	}
+	return out
+}
+
+// view returns a dynamic client of location's view: all clusters when cluster is "", else the
+// cluster's path.
+func (e *lcEnv) view(t *testing.T, location, cluster string) dynamic.Interface {
+	t.Helper()
+	cfg := e.server.Config(e.source.Admin())
+	cfg.Host = e.server.URL + contract.ViewPath(location, contract.ClusterName(cluster))
+	d, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// viewObjects lists ConfigMaps through a view.
+func (e *lcEnv) viewObjects(ctx context.Context, view dynamic.Interface) (lcObjects, error) {
+	list, err := view.Resource(configMapsGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := lcObjects{}
+	lcCollect(out, list.Items)
+	return out, nil
+}
+
+// lcViewTimeout bounds how long a view may take to reach the source's state.
+const lcViewTimeout = 90 * time.Second
+
+// viewsEqualTwin waits until each location's all-cluster view equals the union of the twin,
+// then checks that every per-cluster view equals its cluster's twin.
+func (e *lcEnv) viewsEqualTwin(t *testing.T, ctx context.Context, step string) {
+	t.Helper()
+	for _, l := range lcLocations {
+		twin := e.twin(t, ctx, l)
+		union := lcObjects{}
+		for _, objs := range twin {
+			for k, rv := range objs {
+				union[k] = rv
+			}
+		}
+		all := e.view(t, l, "")
+		var msg string
+		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, lcViewTimeout, true, func(ctx context.Context) (bool, error) {
+			got, err := e.viewObjects(ctx, all)
+			if err != nil {
+				msg = err.Error()
+				return false, nil
+			}
+			msg = lcDiff(union, got)
+			return msg == "", nil
+		})
+		if err != nil {
+			t.Fatalf("%s: the all-cluster view of %s does not equal the twin (%d objects): %s", step, l, len(union), msg)
+		}
+		for _, c := range e.clusters {
+			got, err := e.viewObjects(ctx, e.view(t, l, c))
+			if err != nil {
+				t.Fatalf("%s: listing the view of %s in %s: %v", step, l, c, err)
+			}
+			if d := lcDiff(twin[c], got); d != "" {
+				t.Fatalf("%s: the view of %s in cluster %s differs from the twin: %s", step, l, c, d)
+			}
+		}
+		t.Logf("%s: %s's all-cluster view and %d per-cluster views equal the twin (%d objects)", step, l, len(e.clusters), len(union))
+	}
+}
+
+// sharedName returns a namespace/name that location's twin holds in at least min clusters,
+// and those clusters (sorted).
+func (e *lcEnv) sharedName(t *testing.T, ctx context.Context, location string, min int) (string, string, []string) {
+	t.Helper()
+	byName := map[string][]string{}
+	for c, objs := range e.twin(t, ctx, location) {
+		for k := range objs {
+			_, nsName, _ := strings.Cut(k, "|")
+			byName[nsName] = append(byName[nsName], c)
+		}
+	}
+	for _, n := range sets.List(sets.KeySet(byName)) {
+		if len(byName[n]) >= min {
+			ns, name := mapperSplitKey(n)
+			return ns, name, sets.List(sets.New(byName[n]...))
+		}
+	}
+	t.Fatalf("no namespace/name of %s is in %d clusters", location, min)
+	return "", "", nil
+}
+
+// testAmbiguousGet: a GET by name on the all-cluster view that matches several clusters is a
+// 400 naming them and the per-cluster path; the per-cluster path answers with that cluster's
+// object.
+func (e *lcEnv) testAmbiguousGet(t *testing.T, ctx context.Context) {
+	ns, name, clusters := e.sharedName(t, ctx, "east", 3)
+	_, err := e.view(t, "east", "").Resource(configMapsGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if !apierrors.IsBadRequest(err) {
+		t.Fatalf("GET %s/%s on the all-cluster view: %v, want 400", ns, name, err)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, fmt.Sprintf("%d logical clusters", len(clusters))) || !strings.Contains(msg, contract.ViewPath("east", "<cluster>")) {
+		t.Errorf("the 400 does not count %d clusters or name the per-cluster path: %s", len(clusters), msg)
+	}
+	for _, c := range clusters[:min(len(clusters), 20)] {
+		if !strings.Contains(msg, c) {
+			t.Errorf("the 400 does not name cluster %s: %s", c, msg)
+		}
+	}
+	for _, c := range clusters[:3] {
+		got, err := e.view(t, "east", c).Resource(configMapsGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("GET %s/%s on the view of %s: %v", ns, name, c, err)
+		}
+		src, err := e.cluster[c].Resource(configMapsGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.GetAnnotations()[contract.ClusterAnnotation] != c || got.GetUID() != src.GetUID() {
+			t.Errorf("the view of %s answers the object of cluster %s (uid %s), want uid %s", c, got.GetAnnotations()[contract.ClusterAnnotation], got.GetUID(), src.GetUID())
+		}
+	}
+}
+
+// testStatusWrite: Deployment app/web exists in three clusters, assigned to east and opted
+// in to status write-back. A status write on the all-cluster view is ambiguous (400); through
+// /clusters/<c> it lands in c on the source (read through the proxy), not in the others.
+func (e *lcEnv) testStatusWrite(t *testing.T, ctx context.Context) {
+	clusters := e.clusters[1:4]
+	for _, c := range clusters {
+		if _, err := e.cluster[c].Resource(deploymentsGVR).Namespace(lcNamespace(0)).Create(ctx, reflectStatus(newDeployment(lcNamespace(0), "web", "east")), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	target := clusters[1]
+	var obj *unstructured.Unstructured
+	mapperEventually(t, ctx, lcViewTimeout, "the Deployments reach the view", func() (bool, string) {
+		list, err := e.view(t, "east", "").Resource(deploymentsGVR).List(ctx, metav1.ListOptions{})
+		if err != nil || len(list.Items) != len(clusters) {
+			return false, fmt.Sprintf("%v %v", list, err)
+		}
+		obj, err = e.view(t, "east", target).Resource(deploymentsGVR).Namespace(lcNamespace(0)).Get(ctx, "web", metav1.GetOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
+	want := map[string]interface{}{"observedGeneration": int64(1), "replicas": int64(1), "readyReplicas": int64(1)}
+	obj.Object["status"] = want
+	if _, err := e.view(t, "east", "").Resource(deploymentsGVR).Namespace(lcNamespace(0)).UpdateStatus(ctx, obj.DeepCopy(), metav1.UpdateOptions{}); !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), fmt.Sprintf("%d logical clusters", len(clusters))) {
+		t.Errorf("status write on the all-cluster view: %v, want a 400 naming %d clusters", err, len(clusters))
+	}
+	if _, err := e.view(t, "east", target).Resource(deploymentsGVR).Namespace(lcNamespace(0)).UpdateStatus(ctx, obj, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("status write through the view of %s: %v", target, err)
+	}
+	for _, c := range clusters {
+		src, err := e.cluster[c].Resource(deploymentsGVR).Namespace(lcNamespace(0)).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, _ := unstructured.NestedMap(src.Object, "status")
+		if (c == target) != reflect.DeepEqual(got, want) {
+			t.Errorf("cluster %s has .status %v after the write to %s (want %v there only)", c, got, target, want)
+		}
+	}
+	// The mappers below mirror ConfigMaps only.
+	for _, c := range clusters {
+		if err := e.cluster[c].Resource(deploymentsGVR).Namespace(lcNamespace(0)).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mapperEventually(t, ctx, lcViewTimeout, "the Deployments leave the view", func() (bool, string) {
+		list, err := e.view(t, "east", "").Resource(deploymentsGVR).List(ctx, metav1.ListOptions{})
+		return err == nil && len(list.Items) == 0, fmt.Sprint(err)
+	})
+}
+
+// mutate reads ns/name of cluster through the proxy, applies change and writes it back,
+// retrying on conflicts.
+func (e *lcEnv) mutate(t *testing.T, ctx context.Context, cluster, ns, name string, change func(*unstructured.Unstructured)) {
+	t.Helper()
+	client := e.cluster[cluster].Resource(configMapsGVR).Namespace(ns)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		obj, err := client.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(obj)
+		_, err = client.Update(ctx, obj, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("updating %s/%s in %s: %v", ns, name, cluster, err)
+	}
+}
+
+// testMappers: a mapper per location with --namespace-mapping=prefixed converges (verify: 0
+// violations); then re-assignments and deletes in several clusters converge again and the views
+// still equal the twin.
+func (e *lcEnv) testMappers(t *testing.T, ctx context.Context) {
+	for _, l := range lcLocations {
+		e.startMapper(t, "mapper-"+l, l, nil, "--namespace-mapping=prefixed")
+	}
+	e.converge(t, ctx, "initial sync", lcLocations...)
+	e.checkTargetNamespaces(t, ctx)
+
+	// Re-assign and delete the same namespace/names in several clusters.
+	changed := e.clusters[10:16]
+	for _, c := range changed {
+		for i := 0; i < 4; i++ {
+			e.mutate(t, ctx, c, lcNamespace(0), lcName(i), func(o *unstructured.Unstructured) {
+				locs, _ := contract.ParseLocations(o.GetAnnotations()[assignedAnnotation])
+				switch {
+				case len(locs) == 0:
+					setAssignment(o, "east", "west")
+				case len(locs) == 2:
+					setAssignment(o)
+				case locs[0] == "east":
+					setAssignment(o, "west")
+				default:
+					setAssignment(o, "east")
+				}
+			})
+		}
+		for i := 4; i < 7; i++ {
+			if err := e.cluster[c].Resource(configMapsGVR).Namespace(lcNamespace(1)).Delete(ctx, lcName(i), metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	e.viewsEqualTwin(t, ctx, "re-assigned and deleted")
+	e.converge(t, ctx, "re-assigned and deleted", lcLocations...)
+}
+
+// checkTargetNamespaces: each location's target holds one prefixed namespace per source
+// cluster and namespace that has objects there, recording its origin.
+func (e *lcEnv) checkTargetNamespaces(t *testing.T, ctx context.Context) {
+	t.Helper()
+	for _, l := range lcLocations {
+		want := sets.New[string]()
+		for c, objs := range e.twin(t, ctx, l) {
+			for k := range objs {
+				_, nsName, _ := strings.Cut(k, "|")
+				ns, _ := mapperSplitKey(nsName)
+				want.Insert(c + "-" + ns)
+			}
+		}
+		list, err := e.tgt[l].Resource(namespacesGVR).List(ctx, metav1.ListOptions{LabelSelector: contract.LocationLabel + "=" + l})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := sets.New[string]()
+		for _, ns := range list.Items {
+			got.Insert(ns.GetName())
+			c, src := ns.GetAnnotations()[contract.SourceClusterAnnotation], ns.GetAnnotations()[contract.SourceNamespaceAnnotation]
+			if ns.GetName() != c+"-"+src {
+				t.Errorf("target namespace %s of %s records cluster %q namespace %q", ns.GetName(), l, c, src)
+			}
+		}
+		if !got.Equal(want) {
+			t.Errorf("target namespaces of %s: %s", l, diff(want, got))
+		}
+	}
+}
