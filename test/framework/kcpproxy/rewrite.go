@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -38,7 +39,8 @@ func (s scope) nameField() string {
 }
 
 // fromBacking rewrites obj, an object as the backing server returned it, into the logical
-// cluster's terms (namespace, or a Namespace's name, and kcp.io/cluster) and returns true; it
+// cluster's terms (namespace, or a Namespace's name and its kubernetes.io/metadata.name label,
+// and kcp.io/cluster) and returns true; it
 // returns false, leaving obj alone, when obj is not part of the request's scope (stored
 // outside any logical cluster, in another cluster, or in another namespace).
 func (s scope) fromBacking(obj map[string]interface{}) bool {
@@ -52,6 +54,9 @@ func (s scope) fromBacking(obj map[string]interface{}) bool {
 		return false
 	}
 	meta[s.nameField()] = ns
+	if labels, _ := meta["labels"].(map[string]interface{}); s.namespaces && labels[corev1.LabelMetadataName] == b {
+		labels[corev1.LabelMetadataName] = ns
+	}
 	ann, _ := meta["annotations"].(map[string]interface{})
 	if ann == nil {
 		ann = map[string]interface{}{}
