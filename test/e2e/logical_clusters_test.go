@@ -422,12 +422,22 @@ func (e *lcEnv) mutate(t *testing.T, ctx context.Context, cluster, ns, name stri
 	}
 }
 
+// lcMapperEnv runs east's mapper with client-go's streaming lists off and west's with them on
+// (client-go's default), so that both ways a view informer starts are covered (DESIGN.md,
+// "Testing notes"). With streaming lists, client-go's reflector collects the initial events in
+// a temporary store keyed by namespace/name before handing them to the informer's own store,
+// so a mapper has to keep the clusters apart there too.
+var lcMapperEnv = map[string][]string{
+	"east": {"KUBE_FEATURE_WatchListClient=false"},
+	"west": {"KUBE_FEATURE_WatchListClient=true"},
+}
+
 // testMappers: a mapper per location with --namespace-mapping=prefixed converges (verify: 0
 // violations); then re-assignments and deletes in several clusters converge again and the views
 // still equal the twin.
 func (e *lcEnv) testMappers(t *testing.T, ctx context.Context) {
 	for _, l := range lcLocations {
-		e.startMapper(t, "mapper-"+l, l, nil, "--namespace-mapping=prefixed")
+		e.startMapper(t, "mapper-"+l, l, lcMapperEnv[l], "--namespace-mapping=prefixed")
 	}
 	e.converge(t, ctx, "initial sync", lcLocations...)
 	e.checkTargetNamespaces(t, ctx)
