@@ -129,7 +129,8 @@ func (s scope) jsonPatchToBacking(ops []interface{}) ([]interface{}, error) {
 		}
 		path, _ := op["path"].(string)
 		kind, _ := op["op"].(string)
-		if from, _ := op["from"].(string); from == annotationPointer || strings.HasPrefix(annotationPointer, from+"/") && from != "" {
+		// A move or copy from the annotation, or a move of a map holding it.
+		if from, _ := op["from"].(string); from != "" && (from == annotationPointer || strings.HasPrefix(annotationPointer, from+"/")) {
 			return nil, s.immutable(nil)
 		}
 		value, hasValue := op["value"]
