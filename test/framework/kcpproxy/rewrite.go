@@ -129,7 +129,7 @@ func (s scope) jsonPatchToBacking(ops []interface{}) ([]interface{}, error) {
 		}
 		path, _ := op["path"].(string)
 		kind, _ := op["op"].(string)
-		// A move or copy from the annotation, or a move of a map holding it.
+		// A move or copy from the annotation or from a map holding it (the proxy cannot tell what it held).
 		if from, _ := op["from"].(string); from != "" && (from == annotationPointer || strings.HasPrefix(annotationPointer, from+"/")) {
 			return nil, s.immutable(nil)
 		}
