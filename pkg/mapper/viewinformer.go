@@ -76,9 +76,19 @@ func newViewInformer(view dynamic.Interface, gvr schema.GroupVersionResource, de
 			return ri.Watch(ctx, opts)
 		},
 	}
-	// Streaming lists when the client supports them, as dynamicinformer decides.
-	return newViewInformerFor(cache.ToListWatcherWithWatchListSemantics(lw, view), "view "+gvr.String(), defaultCluster, handler)
+	return newViewInformerFor(cache.ToListWatcherWithWatchListSemantics(lw, noStreamingLists{}), "view "+gvr.String(), defaultCluster, handler)
 }
+
+// noStreamingLists makes the reflector use paginated lists, never streaming lists
+// (KEP-3157), whatever KUBE_FEATURE_WatchListClient says: a streaming list collects its
+// initial events in a temporary store keyed by namespace/name (client-go's reflector
+// hard-codes DeletionHandlingMetaNamespaceKeyFunc there), so objects of two logical clusters
+// with the same namespace/name would overwrite each other before the cluster-keyed store
+// sees them. A view serves lists from memory, so a paginated list costs it no more.
+type noStreamingLists struct{}
+
+// IsWatchListSemanticsUnSupported reports true: see noStreamingLists.
+func (noStreamingLists) IsWatchListSemanticsUnSupported() bool { return true }
 
 // newViewInformerFor returns the informer on lw (described as description in logs), calling
 // handler for every change.

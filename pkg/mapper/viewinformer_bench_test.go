@@ -88,13 +88,8 @@ func (s *benchSource) listWatch(cluster string) cache.ListerWatcher {
 			return watch.NewFake(), nil
 		},
 	}
-	return cache.ToListWatcherWithWatchListSemantics(lw, noWatchList{})
+	return cache.ToListWatcherWithWatchListSemantics(lw, noStreamingLists{})
 }
-
-// noWatchList declares that the fake source serves no streaming lists.
-type noWatchList struct{}
-
-func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
 
 // benchStore is one design of the mapper's view store for one resource.
 type benchStore interface {
