@@ -99,17 +99,17 @@ func TestRelistOnOneReplica(t *testing.T) {
 	defer watchB.Stop()
 	restartsBefore := replicaA.Metric(t, source.Admin(), "mapper_apiserver_history_restarts_total", `resource="configmaps"`)
 
-	// Partition A, then change the source: 10 deletes, 10 updates, 5 creates.
+	// Partition A, then change the source: 10 deletes in reverse name order, each followed by
+	// an update of another object, then 5 creates. (A relist that invented deletion
+	// resourceVersions would hand the free ones out in name order and get them wrong.)
 	proxy.Cut()
 	t.Logf("replica A partitioned from the source at resourceVersion %s", r0)
-	for i := 0; i < 10; i++ {
+	for i := 9; i >= 0; i-- {
 		if err := src.Resource(configMapsGVR).Namespace(ns).Delete(ctx, fmt.Sprintf("cm-%02d", i), metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-	}
-	for i := 10; i < 20; i++ {
 		patch := []byte(`{"data":{"key":"changed"}}`)
-		if _, err := src.Resource(configMapsGVR).Namespace(ns).Patch(ctx, fmt.Sprintf("cm-%02d", i), "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
+		if _, err := src.Resource(configMapsGVR).Namespace(ns).Patch(ctx, fmt.Sprintf("cm-%02d", 19-i), "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
