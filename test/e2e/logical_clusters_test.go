@@ -57,7 +57,8 @@ type lcEnv struct {
 //     every object carrying its kcp.io/cluster;
 //   - a GET and a status write by name on the all-cluster view that match several clusters
 //     answer 400 naming the clusters; a status write through /clusters/<c> lands in c only;
-//   - two mappers (--namespace-mapping=prefixed) bring both targets to 0 violations of
+//   - two mappers (east with --namespace-mapping=prefixed, west with the default auto, which
+//     must choose prefixed) bring both targets to 0 violations of
 //     `mapper verify`, and view, twin and target stay equal through re-assignments and deletes
 //     in several clusters.
 func TestLogicalClusters(t *testing.T) {
@@ -116,7 +117,6 @@ func startLogicalClustersEnv(t *testing.T, ctx context.Context) *lcEnv {
 			source: source, server: server, targets: map[string]*framework.ControlPlane{}, tgt: map[string]dynamic.Interface{},
 			viewKubeconfig: map[string]string{}, targetKubeconfig: map[string]string{},
 			bin: framework.BuildBinary(t, "./cmd/mapper"), owner: t,
-			verifyArgs: []string{"--namespace-mapping=prefixed"},
 		},
 		proxy:   proxy,
 		cluster: map[string]dynamic.Interface{},
@@ -432,14 +432,27 @@ var lcMapperEnv = map[string][]string{
 	"west": {"KUBE_FEATURE_WatchListClient=true"},
 }
 
-// testMappers: a mapper per location with --namespace-mapping=prefixed converges (verify: 0
+// lcMapperArgs: east's mapper names --namespace-mapping=prefixed; west's takes the default
+// (auto), which must resolve to prefixed for a view of several logical clusters.
+var lcMapperArgs = map[string][]string{
+	"east": {"--namespace-mapping=prefixed"},
+	"west": nil,
+}
+
+// testMappers: a mapper per location with prefixed namespaces (explicit or auto) converges (verify: 0
 // violations); then re-assignments and deletes in several clusters converge again and the views
 // still equal the twin.
 func (e *lcEnv) testMappers(t *testing.T, ctx context.Context) {
+	mappers := map[string]*mapperProc{}
 	for _, l := range lcLocations {
-		e.startMapper(t, "mapper-"+l, l, lcMapperEnv[l], "--namespace-mapping=prefixed")
+		mappers[l] = e.startMapper(t, "mapper-"+l, l, lcMapperEnv[l], lcMapperArgs[l]...)
 	}
 	e.converge(t, ctx, "initial sync", lcLocations...)
+	// West's mapper runs with the default --namespace-mapping=auto: on a fresh target and a
+	// view of 50 clusters it must have chosen prefixed.
+	if v, ok := mappers["west"].metric("mapper_namespace_mapping", `mapping="prefixed"`); !ok || v != 1 {
+		t.Errorf("west's mapper (default --namespace-mapping=auto) did not choose prefixed: mapper_namespace_mapping{mapping=\"prefixed\"} = %v (found %v)", v, ok)
+	}
 	e.checkTargetNamespaces(t, ctx)
 
 	// Re-assign and delete the same namespace/names in several clusters.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -163,14 +164,14 @@ func TestRelistOnOneReplica(t *testing.T) {
 	for i, rv := range resumes {
 		want := eventsB[i:]
 		gotB, goneB := resumeWatch(t, ctx, viewB, ns, rv, len(want))
-		if goneB || !equalEvents(gotB, want) {
+		if goneB || !slices.Equal(gotB, want) {
 			t.Fatalf("a resume on replica B from %s: gone=%v events %v, want %v", rv, goneB, gotB, want)
 		}
 		gotA, goneA := resumeWatch(t, ctx, viewA, ns, rv, len(want))
 		switch {
 		case goneA:
 			expired++
-		case !equalEvents(gotA, want):
+		case !slices.Equal(gotA, want):
 			t.Fatalf("a resume on replica A from %s (shown by B) got %v, want B's %v or a 410", rv, gotA, want)
 		}
 	}
@@ -217,18 +218,6 @@ func resumeWatch(t *testing.T, ctx context.Context, view dynamic.Interface, ns, 
 		}
 	}
 	return events, false
-}
-
-func equalEvents(a, b []viewEvent) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // compactEtcd compacts etcd's history up to revision rv (a kube-apiserver resourceVersion is an
