@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
 
+	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/healthserver"
 	"github.com/cluster-mapper/cluster-mapper/pkg/mapper"
 )
@@ -88,34 +88,9 @@ func runMapper(ctx context.Context, conn *ConnectionOptions, clients *Clients, r
 		return err
 	}
 	return le.runLeading(ctx, clients.Target, clients.Location, watchdog, func(ctx context.Context) error {
-		m, err := mapper.New(mapper.Config{
-			Location:          clients.Location,
-			View:              clients.View,
-			Target:            clients.Target,
-			Resources:         clients.Resources,
-			NamespaceMapping:  clients.NamespaceMapping,
-			ClusterName:       conn.ClusterName,
-			FieldManager:      conn.FieldManager,
-			Workers:           run.Workers,
-			DiscoveryInterval: run.DiscoveryInterval,
-			SweepInterval:     run.SweepInterval,
-			ProgressInterval:  run.ProgressInterval,
-			RetryMaxDelay:     run.RetryMaxDelay,
-		})
-		if err != nil {
-			return err
-		}
-		current.Store(m)
-		// The heartbeat stops with the mapper: when leadership ends, or when Run fails.
-		hctx, stop := context.WithCancel(ctx)
-		var wg sync.WaitGroup
-		defer wg.Wait()
-		defer stop()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			hb.run(hctx, conn, clients, le.Identity(), m)
-		}()
-		return m.Run(ctx)
+		return MapperConfig{
+			Connection: conn, Clients: clients, RunOptions: run, Heartbeat: hb,
+			Identity: le.Identity(), Mode: controlv1alpha1.ModePull, Started: current.Store,
+		}.Run(ctx)
 	})
 }

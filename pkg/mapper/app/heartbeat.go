@@ -13,7 +13,6 @@ import (
 	"k8s.io/component-base/version"
 	"k8s.io/klog/v2"
 
-	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/mapper"
 	"github.com/cluster-mapper/cluster-mapper/pkg/mapper/heartbeat"
 	"github.com/cluster-mapper/cluster-mapper/pkg/mapper/verify"
@@ -83,8 +82,9 @@ func (o *HeartbeatOptions) sourceConfig(view *rest.Config) (*rest.Config, error)
 	return heartbeat.SourceConfig(view)
 }
 
-// run runs the heartbeat of m until ctx ends; conn gives verify the mapper's own rules.
-func (o *HeartbeatOptions) run(ctx context.Context, conn *ConnectionOptions, clients *Clients, identity string, m *mapper.Mapper) {
+// run runs the heartbeat of m, reporting mode (controlv1alpha1.ModePull or ModePush), until
+// ctx ends; conn gives verify the mapper's own rules.
+func (o *HeartbeatOptions) run(ctx context.Context, conn *ConnectionOptions, clients *Clients, identity, mode string, m *mapper.Mapper) {
 	if !o.Register {
 		return
 	}
@@ -105,7 +105,7 @@ func (o *HeartbeatOptions) run(ctx context.Context, conn *ConnectionOptions, cli
 		SkipContent: true,
 	}}
 	err = heartbeat.Run(ctx, heartbeat.Config{
-		Location: clients.Location, Identity: identity, Version: version.Get().GitVersion, Mode: controlv1alpha1.ModePull,
+		Location: clients.Location, Identity: identity, Version: version.Get().GitVersion, Mode: mode,
 		Source: source, LeaseNamespace: o.LeaseNamespace, RenewInterval: o.RenewInterval, LeaseDuration: o.LeaseDuration,
 		StatusInterval: o.StatusInterval, Observe: observer.Observe,
 	})

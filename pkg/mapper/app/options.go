@@ -101,26 +101,7 @@ type Clients struct {
 // Complete validates the options, loads both kubeconfigs and checks the location against the
 // view URL. It returns every problem it finds.
 func (o *ConnectionOptions) Complete(userAgent string) (*Clients, error) {
-	var errs []string
-	mapping, err := mapper.ParseNamespaceMapping(o.NamespaceMapping)
-	if err != nil {
-		errs = append(errs, "--namespace-mapping: "+err.Error())
-	}
-	if o.ClusterName == "" {
-		errs = append(errs, "--cluster-name must not be empty")
-	}
-	if o.FieldManager == "" {
-		errs = append(errs, "--field-manager must not be empty")
-	}
-	var resources []schema.GroupResource
-	for _, r := range o.Resources {
-		r = strings.TrimSpace(r)
-		if r == "" {
-			errs = append(errs, "--resources has an empty entry")
-			continue
-		}
-		resources = append(resources, schema.ParseGroupResource(r))
-	}
+	mapping, resources, errs := o.parse()
 	if o.ViewKubeconfig == "" {
 		errs = append(errs, "--view-kubeconfig is required")
 	}
@@ -132,6 +113,54 @@ func (o *ConnectionOptions) Complete(userAgent string) (*Clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading --view-kubeconfig: %w", err)
 	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.TargetKubeconfig
+	target, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the target kubeconfig: %w", err)
+	}
+	return o.clients(userAgent, view, target, mapping, resources)
+}
+
+// ClientsFor is Complete for a caller that has the view's and the target's client configs
+// in memory rather than in kubeconfig files (mapper-controller's push mode): it validates
+// the options the same way, checks the location against view's Host, and returns copies of
+// view and target with the options' QPS, burst and userAgent. It returns every problem it
+// finds.
+func (o *ConnectionOptions) ClientsFor(userAgent string, view, target *rest.Config) (*Clients, error) {
+	mapping, resources, errs := o.parse()
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("invalid options: %s", strings.Join(errs, "; "))
+	}
+	return o.clients(userAgent, rest.CopyConfig(view), rest.CopyConfig(target), mapping, resources)
+}
+
+// parse checks and parses the options that need no kubeconfig; errs names each problem.
+func (o *ConnectionOptions) parse() (mapping mapper.NamespaceMapping, resources []schema.GroupResource, errs []string) {
+	mapping, err := mapper.ParseNamespaceMapping(o.NamespaceMapping)
+	if err != nil {
+		errs = append(errs, "--namespace-mapping: "+err.Error())
+	}
+	if o.ClusterName == "" {
+		errs = append(errs, "--cluster-name must not be empty")
+	}
+	if o.FieldManager == "" {
+		errs = append(errs, "--field-manager must not be empty")
+	}
+	for _, r := range o.Resources {
+		r = strings.TrimSpace(r)
+		if r == "" {
+			errs = append(errs, "--resources has an empty entry")
+			continue
+		}
+		resources = append(resources, schema.ParseGroupResource(r))
+	}
+	return mapping, resources, errs
+}
+
+// clients checks the location of the view URL and sets the options' limits on view and
+// target (which it modifies).
+func (o *ConnectionOptions) clients(userAgent string, view, target *rest.Config, mapping mapper.NamespaceMapping, resources []schema.GroupResource) (*Clients, error) {
 	location, err := LocationFromViewURL(view.Host)
 	if err != nil {
 		return nil, err
@@ -141,12 +170,6 @@ func (o *ConnectionOptions) Complete(userAgent string) (*Clients, error) {
 	}
 	if msgs := validation.IsDNS1123Label(location); len(msgs) > 0 {
 		return nil, fmt.Errorf("location %q is not a DNS-1123 label: %s", location, strings.Join(msgs, "; "))
-	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.TargetKubeconfig
-	target, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("loading the target kubeconfig: %w", err)
 	}
 	for _, c := range []*rest.Config{view, target} {
 		c.QPS, c.Burst = o.TargetQPS, o.TargetBurst
