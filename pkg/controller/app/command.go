@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -28,6 +29,7 @@ import (
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/location"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/push"
 	"github.com/cluster-mapper/cluster-mapper/pkg/healthserver"
 )
 
@@ -42,7 +44,8 @@ func NewCommand() *cobra.Command {
 		Long: "mapper-controller runs the controllers of the control.mapper.kcp.io objects in the source. Its location " +
 			"lifecycle controller sets a SyncTarget's Ready condition to Unknown when the location's mapper has not renewed " +
 			"its Lease (cluster-mapper-system/<location>) for --location-grace-period, and records Events when Ready " +
-			"changes. See docs/locations.md.",
+			"changes. Its push mode controller runs a mapper in-process for every SyncTarget with spec.kubeconfigSecretRef " +
+			"(the --push-mapper-* flags are cmd/mapper's). See docs/locations.md.",
 		SilenceUsage: true,
 		Args:         cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -99,10 +102,23 @@ func Run(ctx context.Context, o *Options) error {
 			logger.Error(err, "Cannot record Events")
 		}
 		defer broadcaster.Shutdown()
+		recorder := broadcaster.NewRecorder(scheme, "mapper-controller")
+		o.Push.Complete(o.LeaseNamespace)
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			push.New(push.Config{
+				Kube: kube, Dynamic: dyn, Source: cfg, SecretNamespace: o.Push.SecretNamespace,
+				Connection: o.Push.Connection, RunOptions: o.Push.Run, Heartbeat: o.Push.Heartbeat,
+				Workers: o.Workers, Recorder: recorder,
+			}).Run(ctx)
+		}()
 		location.New(location.Config{
 			Kube: kube, Dynamic: dyn, LeaseNamespace: o.LeaseNamespace, GracePeriod: o.LocationGracePeriod,
-			Workers: o.Workers, Recorder: broadcaster.NewRecorder(scheme, "mapper-controller"),
+			Workers: o.Workers, Recorder: recorder,
 		}).Run(ctx)
+		wg.Wait()
 	}
 	if !o.LeaderElection.LeaderElect {
 		run(ctx)

@@ -1,6 +1,6 @@
 // Package app is the command line of mapper-controller (cmd/mapper-controller): flags,
 // logs, metrics and health endpoints from component-base and k8s.io/apiserver, leader
-// election in the source, and the controllers it runs (today: the location lifecycle).
+// election in the source, and the controllers it runs: the location lifecycle and push mode.
 package app
 
 import (
@@ -30,6 +30,8 @@ type Options struct {
 	BindAddress string
 	// LeaderElection is component-base's leader election configuration.
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
+	// Push configures push mode's in-process mappers.
+	Push *PushOptions
 }
 
 // NewOptions returns the defaults: a 40s grace period (node lifecycle's
@@ -41,6 +43,7 @@ func NewOptions() *Options {
 		LeaseNamespace:      contract.ControlNamespace,
 		Workers:             2,
 		BindAddress:         ":8081",
+		Push:                NewPushOptions(),
 		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
 			LeaderElect:       true,
 			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
@@ -61,6 +64,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Concurrent reconciles per controller.")
 	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "Address serving /metrics, /healthz and /readyz; \"0\" turns it off.")
 	options.BindLeaderElectionFlags(&o.LeaderElection, fs)
+	o.Push.AddFlags(fs)
 }
 
 // Validate returns every invalid value.
@@ -82,5 +86,6 @@ func (o *Options) Validate() error {
 	if le.LeaderElect && le.ResourceLock != resourcelock.LeasesResourceLock {
 		errs = append(errs, errors.New("--leader-elect-resource-lock must be leases"))
 	}
+	errs = append(errs, o.Push.Validate())
 	return errors.Join(errs...)
 }

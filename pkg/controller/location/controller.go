@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -233,6 +234,9 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 	if cur != nil && cur.Status == h.Unknown.Status && cur.Reason == h.Unknown.Reason {
 		return nil
 	}
+	if keepsNotReady(st, cur) {
+		return nil
+	}
 	meta.SetStatusCondition(&st.Status.Conditions, h.Unknown)
 	if _, err := c.client.UpdateStatus(ctx, st); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -242,4 +246,18 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 	}
 	klog.FromContext(ctx).Info("The location's mapper stopped renewing its Lease: Ready=Unknown", "location", name, "reason", h.Unknown.Reason)
 	return nil
+}
+
+// keepsNotReady reports whether a push-mode location's Ready=False says more than Unknown
+// would: mapper-controller's push controller set it because no mapper can run (the
+// kubeconfig Secret is missing, not allowed or invalid), so no Lease is renewed on purpose.
+func keepsNotReady(st *controlv1alpha1.SyncTarget, cur *metav1.Condition) bool {
+	if st.Spec.KubeconfigSecretRef == nil || cur == nil || cur.Status != metav1.ConditionFalse {
+		return false
+	}
+	switch cur.Reason {
+	case controlv1alpha1.ReasonKubeconfigSecretMissing, controlv1alpha1.ReasonKubeconfigInvalid, controlv1alpha1.ReasonKubeconfigSecretNotAllowed:
+		return true
+	}
+	return false
 }

@@ -135,6 +135,15 @@ func (o *ConnectionOptions) ClientsFor(userAgent string, view, target *rest.Conf
 	return o.clients(userAgent, rest.CopyConfig(view), rest.CopyConfig(target), mapping, resources)
 }
 
+// Validate returns an error naming every invalid option that needs no kubeconfig (Complete
+// and ClientsFor check these too).
+func (o *ConnectionOptions) Validate() error {
+	if _, _, errs := o.parse(); len(errs) > 0 {
+		return fmt.Errorf("invalid options: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
 // parse checks and parses the options that need no kubeconfig; errs names each problem.
 func (o *ConnectionOptions) parse() (mapping mapper.NamespaceMapping, resources []schema.GroupResource, errs []string) {
 	mapping, err := mapper.ParseNamespaceMapping(o.NamespaceMapping)

@@ -108,6 +108,15 @@ const (
 	ReasonInitialSync = "InitialSyncInProgress"
 	// ReasonTargetUnreachable: the mapper cannot reach its target cluster.
 	ReasonTargetUnreachable = "TargetUnreachable"
+	// ReasonKubeconfigSecretMissing: push mode, and the Secret of spec.kubeconfigSecretRef
+	// (or its key) does not exist; set by mapper-controller, which runs no mapper for it.
+	ReasonKubeconfigSecretMissing = "KubeconfigSecretMissing"
+	// ReasonKubeconfigInvalid: push mode, and the kubeconfig in the Secret cannot be used
+	// (malformed, no current context, or not self-contained); set by mapper-controller.
+	ReasonKubeconfigInvalid = "KubeconfigInvalid"
+	// ReasonKubeconfigSecretNotAllowed: push mode, and spec.kubeconfigSecretRef names a
+	// namespace mapper-controller does not read Secrets from (--push-secret-namespace).
+	ReasonKubeconfigSecretNotAllowed = "KubeconfigSecretNotAllowed"
 	// ReasonAllResourcesServed: the target serves every resource of the view.
 	ReasonAllResourcesServed = "AllResourcesServed"
 	// ReasonResourcesHalted: the target lacks some resources of the view.
