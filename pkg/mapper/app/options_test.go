@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -79,5 +80,30 @@ func TestComplete(t *testing.T) {
 		} else if name == "location mismatch" && !strings.Contains(err.Error(), `"east"`) {
 			t.Errorf("%s: the error does not name the URL's location: %v", name, err)
 		}
+	}
+}
+
+// TestClientsFor: in-memory configs get the same checks and limits as kubeconfig files, and
+// the caller's configs are not modified.
+func TestClientsFor(t *testing.T) {
+	view := &rest.Config{Host: "https://127.0.0.1:1/apis/mapper.kcp.io/v1alpha1/locations/east/proxy"}
+	target := &rest.Config{Host: "https://127.0.0.1:2"}
+	o := NewConnectionOptions()
+	o.Location = "east"
+	c, err := o.ClientsFor("test", view, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Location != "east" || c.View.UserAgent != "test" || c.Target.QPS != o.TargetQPS || view.UserAgent != "" || target.QPS != 0 {
+		t.Errorf("ClientsFor = %+v (view %+v, target %+v)", c, view, target)
+	}
+	o.Location = "west"
+	if _, err := o.ClientsFor("test", view, target); err == nil {
+		t.Error("a location that does not match the view URL was accepted")
+	}
+	o = NewConnectionOptions()
+	o.FieldManager = ""
+	if _, err := o.ClientsFor("test", view, target); err == nil || o.Validate() == nil {
+		t.Error("an empty field manager was accepted")
 	}
 }
