@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -25,7 +27,7 @@ import (
 // Secret pointing at an unreachable server gives TargetUnreachable, a malformed one
 // KubeconfigInvalid, a deleted one KubeconfigSecretMissing, none of which crashes anything;
 // deleting the SyncTarget stops the mapper (metric and Event) and leaves its copies on the
-// target.
+// target. mapper-controller runs with only the rules docs/locations.md names for it.
 func TestPushMode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -61,7 +63,7 @@ func TestPushMode(t *testing.T) {
 		t.Fatalf("switching north to push mode: %v", err)
 	}
 
-	ctrl := startPushController(t, env)
+	ctrl := startPushController(t, ctx, env, "north")
 	env.startMapper(t, "mapper-east", "east", nil, locationMapperArgs...)
 	env.startMapper(t, "mapper-west", "west", nil, locationMapperArgs...)
 
@@ -169,17 +171,40 @@ func TestPushMode(t *testing.T) {
 	})
 }
 
-// startPushController starts mapper-controller as the source's admin with fast push-mode
-// mappers, and returns it with its metrics address.
-func startPushController(t *testing.T, env *locationsEnv) *mapperProc {
+// pushControllerServiceAccount is mapper-controller's identity in the source: a client
+// certificate with the user name of the ServiceAccount artifacts/mapper-controller/rbac.yaml
+// binds (RBAC matches ServiceAccount subjects by user name).
+const pushControllerServiceAccount = "system:serviceaccount:cluster-mapper-system:mapper-controller"
+
+// startPushController starts mapper-controller with fast push-mode mappers and exactly the
+// rules docs/locations.md names: artifacts/mapper-controller/rbac.yaml applied with kubectl,
+// and `mapper-apiserver grant --service-account` for each push location. It returns the
+// process with its metrics address.
+func startPushController(t *testing.T, ctx context.Context, env *locationsEnv, pushLocations ...string) *mapperProc {
 	t.Helper()
+	rbac, err := filepath.Abs("../../artifacts/mapper-controller/rbac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := framework.RunKubectl(t, env.source.AdminKubeconfig(), "apply", "-f", rbac); err != nil {
+		t.Fatalf("kubectl apply -f artifacts/mapper-controller/rbac.yaml: %v\n%s", err, out)
+	}
+	apiserverBin := framework.BuildBinary(t, "./cmd/mapper-apiserver")
+	for _, l := range pushLocations {
+		out, err := exec.CommandContext(ctx, apiserverBin, "grant", "--location="+l, "--service-account=cluster-mapper-system/mapper-controller",
+			"--apply", "--kubeconfig="+env.source.AdminKubeconfig()).CombinedOutput()
+		if err != nil {
+			t.Fatalf("mapper-apiserver grant --location=%s --service-account: %v\n%s", l, err, out)
+		}
+	}
+	user := env.source.NewUser(t, pushControllerServiceAccount)
 	port, err := framework.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := &mapperProc{name: "mapper-controller", metricsAddr: fmt.Sprintf("127.0.0.1:%d", port), owner: t}
 	m.args = []string{
-		"--kubeconfig=" + env.source.AdminKubeconfig(), "--location-grace-period=5s",
+		"--kubeconfig=" + user.KubeconfigPath, "--location-grace-period=5s",
 		"--bind-address=" + m.metricsAddr, "--leader-elect=true", "-v=2",
 		"--push-mapper-lease-renew-interval=1s", "--push-mapper-lease-duration=5s", "--push-mapper-status-interval=3s",
 		"--push-mapper-discovery-interval=1s", "--push-mapper-orphan-sweep-interval=3s", "--push-mapper-max-retry-delay=3s",

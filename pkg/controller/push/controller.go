@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -293,7 +294,7 @@ func (c *Controller) targetFor(ref *controlv1alpha1.SecretReference) (*rest.Conf
 func (c *Controller) start(ctx context.Context, st *controlv1alpha1.SyncTarget, target *rest.Config, hash, reason string) error {
 	name := st.Name
 	view := rest.CopyConfig(c.cfg.Source)
-	view.Host = c.cfg.Source.Host + contract.ViewPath(name, "")
+	view.Host = strings.TrimSuffix(c.cfg.Source.Host, "/") + contract.ViewPath(name, "")
 	view.APIPath = ""
 	conn := *c.cfg.Connection
 	conn.Location, conn.ViewKubeconfig, conn.TargetKubeconfig = name, "", ""
