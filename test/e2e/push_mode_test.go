@@ -191,8 +191,10 @@ func startPushController(t *testing.T, ctx context.Context, env *locationsEnv, p
 	}
 	apiserverBin := framework.BuildBinary(t, "./cmd/mapper-apiserver")
 	for _, l := range pushLocations {
+		// grant --apply sets the bindings' subjects to exactly those given: keep the
+		// location's user (the tests' `mapper verify` reads the view as it).
 		out, err := exec.CommandContext(ctx, apiserverBin, "grant", "--location="+l, "--service-account=cluster-mapper-system/mapper-controller",
-			"--apply", "--kubeconfig="+env.source.AdminKubeconfig()).CombinedOutput()
+			"--user="+env.users[l].Name, "--apply", "--kubeconfig="+env.source.AdminKubeconfig()).CombinedOutput()
 		if err != nil {
 			t.Fatalf("mapper-apiserver grant --location=%s --service-account: %v\n%s", l, err, out)
 		}
