@@ -2,6 +2,7 @@ package cache
 
 import (
 	"reflect"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -100,29 +101,70 @@ func setVisibility(prev, obj *Object) {
 // same for both, metadata.resourceVersion aside.
 //
 // Every view is "the common view" (LocationView for the location "", which is no location:
-// it shows nothing that belongs to one) plus what belongs to the location itself: its status
-// record, shown as .status, a kcp.io/status-location naming it, its spec-diff.kcp.io/ patch
-// (annotationOwner). So when the common view did not change, only the locations owning an
-// annotation that changed can see a change, and only they are rendered and compared; when it
-// did change (the spec, labels, a shared annotation...), every location is compared.
+// it shows nothing that belongs to one) with what belongs to the location itself added: its
+// status record, shown as .status, a kcp.io/status-location naming it, its spec-diff.kcp.io/
+// patch (annotationOwner). So only locations owning an annotation need rendering:
+//   - when the common view did not change, a location sees a change only if an annotation it
+//     owns changed (a status write of another location changes nothing else);
+//   - when it did change, a location that owns no annotation in either version sees exactly
+//     the common view, so it sees the change; the owners are rendered and compared (also
+//     everyone when an annotation is owned by "", which the common view shows and no location).
 func viewsUnchanged(prev, obj *Object) map[string]bool {
-	commonSame := sameView(LocationView(prev.u, prev.locations, ""), LocationView(obj.u, obj.locations, ""))
-	var owners map[string]bool
+	prevCommon, objCommon := LocationView(prev.u, prev.locations, ""), LocationView(obj.u, obj.locations, "")
+	commonSame := sameView(prevCommon, objCommon)
+	if !commonSame && !sameContent(prevCommon, objCommon, true) {
+		// Something every view shows as the common view does (the spec, labels...) changed.
+		return nil
+	}
+	var changedOwners, owners map[string]bool
 	if commonSame {
-		owners = changedAnnotationOwners(prev.u, obj.u)
+		changedOwners = changedAnnotationOwners(prev.u, obj.u)
+	} else {
+		owners = annotationOwners(prev.u)
+		for loc := range annotationOwners(obj.u) {
+			owners[loc] = true
+		}
 	}
 	unchanged := map[string]bool{}
 	for _, loc := range obj.locations {
 		switch {
 		case !prev.HasLocation(loc):
 			// New to the object: ADDED.
-		case commonSame && !owners[loc]:
+		case commonSame && !changedOwners[loc]:
 			unchanged[loc] = true
-		case sameView(LocationView(prev.u, prev.locations, loc), LocationView(obj.u, obj.locations, loc)):
+		case !commonSame && !owners[loc] && !owners[""]:
+			// Shows the common view, which changed.
+		case sameView(prev.renderedFor(loc), LocationView(obj.u, obj.locations, loc)):
 			unchanged[loc] = true
 		}
 	}
 	return unchanged
+}
+
+// renderedFor returns location's rendering of o for comparison: the variant already built, if
+// any (only its resourceVersion may differ from LocationView's), else a new rendering that is
+// not kept.
+func (o *Object) renderedFor(location string) *unstructured.Unstructured {
+	if o.variants != nil {
+		o.variants.mu.Lock()
+		v := o.variants.m[location]
+		o.variants.mu.Unlock()
+		if v != nil {
+			return v.u
+		}
+	}
+	return LocationView(o.u, o.locations, location)
+}
+
+// annotationOwners returns the locations owning (annotationOwner) an annotation of u.
+func annotationOwners(u *unstructured.Unstructured) map[string]bool {
+	owners := map[string]bool{}
+	for k, v := range u.GetAnnotations() {
+		if loc, ok := annotationOwner(k, v); ok {
+			owners[loc] = true
+		}
+	}
+	return owners
 }
 
 // changedAnnotationOwners returns the locations owning (annotationOwner) an annotation whose
@@ -154,51 +196,46 @@ func changedAnnotationOwners(a, b *unstructured.Unstructured) map[string]bool {
 // sameView reports whether two renderings of an object are equal but for
 // metadata.resourceVersion. Both come from JSON decoding (the same value types), so
 // reflect.DeepEqual compares them as kube-apiserver would compare their JSON.
-func sameView(a, b *unstructured.Unstructured) bool {
-	if len(a.Object) != len(b.Object) {
+func sameView(a, b *unstructured.Unstructured) bool { return sameContent(a, b, false) }
+
+// sameContent is sameView, and with outsideStatusAndAnnotations it also ignores .status and
+// metadata.annotations, the parts a location's own view replaces or adds to.
+func sameContent(a, b *unstructured.Unstructured, outsideStatusAndAnnotations bool) bool {
+	var skip []string
+	if outsideStatusAndAnnotations {
+		skip = []string{"status"}
+	}
+	if !sameMapExcept(a.Object, b.Object, "metadata", skip...) {
 		return false
 	}
-	for k, av := range a.Object {
-		bv, ok := b.Object[k]
-		if !ok {
-			return false
-		}
-		if k == "metadata" {
-			am, aok := av.(map[string]interface{})
-			bm, bok := bv.(map[string]interface{})
-			if aok && bok {
-				if !sameMetadata(am, bm) {
-					return false
-				}
-				continue
-			}
-		}
-		if !reflect.DeepEqual(av, bv) {
-			return false
-		}
+	am, _ := a.Object["metadata"].(map[string]interface{})
+	bm, _ := b.Object["metadata"].(map[string]interface{})
+	skip = []string{"resourceVersion"}
+	if outsideStatusAndAnnotations {
+		skip = append(skip, "annotations")
 	}
-	return true
+	return sameMapExcept(am, bm, "", skip...)
 }
 
-// sameMetadata compares two metadata maps but for resourceVersion.
-func sameMetadata(a, b map[string]interface{}) bool {
-	n := func(m map[string]interface{}) int {
-		if _, ok := m["resourceVersion"]; ok {
-			return len(m) - 1
-		}
-		return len(m)
-	}
-	if n(a) != n(b) {
-		return false
-	}
+// sameMapExcept compares a and b with reflect.DeepEqual, leaving out the keys skip and
+// (when not "") the key later, which the caller compares itself.
+func sameMapExcept(a, b map[string]interface{}, later string, skip ...string) bool {
+	ignored := func(k string) bool { return k == later || slices.Contains(skip, k) }
+	n := 0
 	for k, av := range a {
-		if k == "resourceVersion" {
+		if ignored(k) {
 			continue
 		}
+		n++
 		bv, ok := b[k]
 		if !ok || !reflect.DeepEqual(av, bv) {
 			return false
 		}
 	}
-	return true
+	for k := range b {
+		if !ignored(k) {
+			n--
+		}
+	}
+	return n == 0
 }

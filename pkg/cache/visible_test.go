@@ -132,6 +132,11 @@ func TestViewsUnchangedMatchesRendering(t *testing.T) {
 	shortcuts := 0
 	for i := 0; i < 5000; i++ {
 		prev, obj := random(1), random(2)
+		if rng.Intn(2) == 0 {
+			for _, l := range prev.locations {
+				prev.ForLocation(l) // compared from the cached variant
+			}
+		}
 		got := viewsUnchanged(prev, obj)
 		for _, loc := range obj.locations {
 			want := prev.HasLocation(loc) && sameView(LocationView(prev.u, prev.locations, loc), LocationView(obj.u, obj.locations, loc))
@@ -245,4 +250,36 @@ func BenchmarkStatusWritesOfManyLocations(b *testing.B) {
 	}
 	b.ReportMetric(float64(total)/float64(nLocations*b.N), "events/location/round")
 	b.ReportMetric(float64(nObjects*nLocations), "writes/round")
+}
+
+// BenchmarkVisibilityDecision measures deciding which views an event changes for an object
+// assigned to 100 locations that each have a status record: a status record write (only the
+// writer's view changes) and a spec change (every view changes, all 100 are compared).
+func BenchmarkVisibilityDecision(b *testing.B) {
+	var all []string
+	extra := []string{"a:" + contract.StatusPolicyAnnotation + "=" + contract.StatusPolicyReflect}
+	for i := 0; i < 100; i++ {
+		all = append(all, fmt.Sprintf("loc-%03d", i))
+		extra = append(extra, "a:"+contract.StatusRecordAnnotationPrefix+all[i]+`={"phase":"Ready","replicas":3}`)
+	}
+	object := func(rv uint64, data string, record string) *Object {
+		u := cm("ns", "o", rv, all, append(extra, "a:"+contract.StatusRecordAnnotationPrefix+"loc-000="+record, "d:k="+data)...)
+		return newObject("root|ns/o", "root", "ns", "o", all, rv, u)
+	}
+	for _, c := range []struct {
+		name string
+		next *Object
+	}{
+		{"statusRecordWrite", object(2, "x", `{"phase":"Degraded"}`)},
+		{"specChange", object(2, "y", `{}`)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			prev := object(1, "x", `{}`)
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				obj := newObject(c.next.key, c.next.cluster, c.next.namespace, c.next.name, c.next.locations, c.next.rv, c.next.u)
+				setVisibility(prev, obj)
+			}
+		})
+	}
 }
