@@ -62,7 +62,7 @@ func (o *Object) viewChangedFor(location string) bool {
 // setVisibility computes obj.visible from its predecessor prev (nil for a new object): which of
 // obj's locations see the event change their view. A location new to the object sees it
 // (ADDED). A location that held prev too sees a change exactly when LocationView renders prev
-// and obj differently, metadata.resourceVersion aside; viewChanges decides that without
+// and obj differently, metadata.resourceVersion aside; viewsUnchanged decides that without
 // rendering the object once per location. Called once per object version, before obj is
 // published (obj is not shared yet).
 func setVisibility(prev, obj *Object) {
