@@ -110,7 +110,12 @@ func assignedToOnly(location string) string {
 // only per-location difference they would be a copy per location.
 func dropManagedFields(u *unstructured.Unstructured) {
 	if meta, ok := u.Object["metadata"].(map[string]interface{}); ok {
-		delete(meta, "managedFields")
+		if _, has := meta["managedFields"]; has {
+			// Only then: a version without them (the common case here) is never written to,
+			// so an object handed to the store again (a relist of a stored version) is not
+			// changed while readers copy it.
+			delete(meta, "managedFields")
+		}
 	}
 }
 
