@@ -11,13 +11,17 @@ import (
 //
 // The cost is O(locations of the old and new object version + watchers of those locations):
 // the old and new sorted location lists are merged, and only the watchers registered with
-// each of those locations are visited.
+// each of those locations are visited. A location whose view the event does not change (it
+// changed only what the location cannot see, see setVisibility) gets no event.
 func (s *ResourceStore) applyLocked(ev *event, record bool) {
 	var oldLocs, newLocs []string
 	if ev.prev != nil {
 		oldLocs = ev.prev.locations
 	}
 	delete(s.statusObjects, ev.obj.key)
+	if ev.typ != watch.Deleted {
+		setVisibility(ev.prev, ev.obj)
+	}
 	if ev.typ == watch.Deleted {
 		delete(s.objects, ev.obj.key)
 		if uid := ev.obj.u.GetUID(); s.opts.ClusterFromAnnotation && uid != "" && s.byUID[uid] == ev.obj.key {
@@ -65,7 +69,7 @@ func (s *ResourceStore) applyLocked(ev *event, record bool) {
 			li.remove(ev.prev)
 		}
 		li.lastChangeRV = ev.rv
-		if len(li.watchers) > 0 {
+		if len(li.watchers) > 0 && ev.changesView(loc, inOld, inNew) {
 			s.dispatchLocked(li, ev, inOld, inNew, &counts)
 		}
 		if !inNew {

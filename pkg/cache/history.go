@@ -70,10 +70,19 @@ func (e *event) forWatcher(inOld, inNew bool, pred func(*Object) bool) (watch.Ev
 func (e *event) forLocation(location string, pred func(*Object) bool) (watch.Event, bool) {
 	inOld := e.prev != nil && e.prev.HasLocation(location)
 	inNew := e.typ != watch.Deleted && e.obj.HasLocation(location)
-	if !inOld && !inNew {
+	if (!inOld && !inNew) || !e.changesView(location, inOld, inNew) {
 		return watch.Event{}, false
 	}
 	return e.forWatcher(inOld, inNew, pred)
+}
+
+// changesView reports whether the event changes what location sees, given whether prev/obj
+// are assigned to it: always when the object enters or leaves the location or is deleted;
+// for an object the location holds before and after, only when its view of the object
+// changed (Object.VisibleResourceVersion). The live fan-out and the history replay both ask
+// this, so a watch and a resume from any resourceVersion show the same events.
+func (e *event) changesView(location string, inOld, inNew bool) bool {
+	return e.typ == watch.Deleted || !inOld || !inNew || e.obj.viewChangedFor(location)
 }
 
 // history is the bounded, RV-ordered list of recent events used to resume watches, the

@@ -40,9 +40,13 @@ type Object struct {
 	namespace string
 	name      string
 	locations []string
-	rv        uint64
-	rvString  string
-	u         *unstructured.Unstructured
+	// rv is the resourceVersion the object shows (metadata.resourceVersion of u): the source's,
+	// or for a location's view the location's visible resourceVersion (VisibleResourceVersion).
+	rv       uint64
+	rvString string
+	// sourceRV is the source's resourceVersion of this object version.
+	sourceRV uint64
+	u        *unstructured.Unstructured
 	// source, when not nil, is the object as the source holds it, of which u is a shallow copy
 	// with kcp.io/cluster set (a plain source; see SourceObject).
 	source *unstructured.Unstructured
@@ -65,6 +69,10 @@ type Object struct {
 	// reflection across several locations); the status record reconciler visits these only
 	// (ResourceStore.StatusObjects).
 	statusDiffers bool
+	// visible, when not nil, holds the visible resourceVersions of the locations whose view
+	// did not change at this version (see VisibleResourceVersion); set by setVisibility before
+	// the object is published.
+	visible *visibleVersions
 }
 
 // serialization is one cached encoder output.
@@ -92,6 +100,7 @@ func newObject(key contract.Key, cluster, namespace, name string, locations []st
 		locations: locations,
 		rv:        rv,
 		rvString:  u.GetResourceVersion(),
+		sourceRV:  rv,
 		u:         u,
 		labels:    labels.Set(u.GetLabels()),
 		fields:    fields.Set{"metadata.name": name, "metadata.namespace": namespace},
@@ -135,8 +144,9 @@ func (o *Object) HasLocation(location string) bool {
 	return contract.HasLocation(o.locations, location)
 }
 
-// ResourceVersion returns the object's metadata.resourceVersion as a number (the source's
-// resourceVersion; 0 if it is not a number).
+// ResourceVersion returns the object's metadata.resourceVersion as a number (0 if it is not a
+// number): the source's resourceVersion, or for a location's view (ForLocation) the location's
+// visible resourceVersion (VisibleResourceVersion).
 func (o *Object) ResourceVersion() uint64 { return o.rv }
 
 // SourceObject returns a deep copy of the object as the source holds it, which the caller owns:

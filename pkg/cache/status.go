@@ -2,6 +2,7 @@ package cache
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -73,19 +74,25 @@ func LocationView(u *unstructured.Unstructured, locations []string, location str
 // it names location, and kubectl's last-applied-configuration (a kubectl apply round trip of
 // the source object copies every annotation into it).
 func hiddenAnnotation(k, v, location string) bool {
-	switch k {
-	case contract.LastAppliedConfigAnnotation:
-		return true
-	case contract.StatusLocationAnnotation:
-		return v != location
-	}
-	if strings.HasPrefix(k, contract.StatusRecordAnnotationPrefix) {
+	if k == contract.LastAppliedConfigAnnotation || strings.HasPrefix(k, contract.StatusRecordAnnotationPrefix) {
 		return true
 	}
-	if loc, ok := strings.CutPrefix(k, contract.SpecDiffAnnotationPrefix); ok {
-		return loc != location
+	owner, ok := annotationOwner(k, v)
+	return ok && owner != location
+}
+
+// annotationOwner returns the location an annotation k (value v) belongs to, the only view in
+// which it can show: status.kcp.io/<location> (shown as that location's .status),
+// spec-diff.kcp.io/<location>, and kcp.io/status-location: <location>. ok is false for every
+// other annotation, which shows in every view or in none.
+func annotationOwner(k, v string) (location string, ok bool) {
+	if k == contract.StatusLocationAnnotation {
+		return v, true
 	}
-	return false
+	if loc, ok := strings.CutPrefix(k, contract.StatusRecordAnnotationPrefix); ok {
+		return loc, true
+	}
+	return strings.CutPrefix(k, contract.SpecDiffAnnotationPrefix)
 }
 
 // assignedToOnly is the kcp.io/assigned-locations value a view of location shows:
@@ -103,7 +110,12 @@ func assignedToOnly(location string) string {
 // only per-location difference they would be a copy per location.
 func dropManagedFields(u *unstructured.Unstructured) {
 	if meta, ok := u.Object["metadata"].(map[string]interface{}); ok {
-		delete(meta, "managedFields")
+		if _, has := meta["managedFields"]; has {
+			// Only then: a version without them (the common case here) is never written to,
+			// so an object handed to the store again (a relist of a stored version) is not
+			// changed while readers copy it.
+			delete(meta, "managedFields")
+		}
 	}
 }
 
@@ -162,7 +174,9 @@ func statusDiffers(u *unstructured.Unstructured, locations []string) bool {
 //     names location, other locations' spec-diff.kcp.io/ patches, metadata.managedFields and
 //     kubectl.kubernetes.io/last-applied-configuration are removed.
 //
-// A record that is not a JSON object counts as no record.
+// A record that is not a JSON object counts as no record. Its metadata.resourceVersion is the
+// location's visible resourceVersion (VisibleResourceVersion): the view of a location does not
+// change, in content or resourceVersion, when only what it cannot see changed.
 func (o *Object) ForLocation(location string) *Object {
 	if o.variants == nil {
 		return o
@@ -173,7 +187,12 @@ func (o *Object) ForLocation(location string) *Object {
 		return v
 	}
 	u := LocationView(o.u, o.locations, location)
-	v := newObject(o.key, o.cluster, o.namespace, o.name, o.locations, o.rv, u)
+	rv := o.VisibleResourceVersion(location)
+	if rv != o.rv {
+		u.SetResourceVersion(strconv.FormatUint(rv, 10))
+	}
+	v := newObject(o.key, o.cluster, o.namespace, o.name, o.locations, rv, u)
+	v.sourceRV = o.rv
 	v.variants = nil
 	if o.variants.m == nil {
 		o.variants.m = map[string]*Object{}

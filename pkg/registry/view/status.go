@@ -31,9 +31,10 @@ type StatusWriter interface {
 	SourceClusterResource(gvr schema.GroupVersionResource, cluster, namespace string) (dynamic.ResourceInterface, error)
 }
 
-// maxUnconditionalAttempts bounds how often a status write without a resourceVersion is
-// re-applied to a fresh source object after losing a race with another writer.
-const maxUnconditionalAttempts = 5
+// maxWriteAttempts bounds how often a status write is re-applied to a fresh source object
+// after losing a race with another writer (each attempt checks the request's resourceVersion
+// precondition again, see preconditionHolds).
+const maxWriteAttempts = 5
 
 // statusStorage writes `<resource>/<name>/status` through a location view onto the source
 // (DESIGN.md; issue "Status write-back"): rest.Getter and rest.Updater, so that
@@ -42,8 +43,13 @@ const maxUnconditionalAttempts = 5
 // source object, and this storage writes only its .status to the source:
 //   - the object must be assigned to the location (else 404) and opted in with
 //     kcp.io/status-policy: Reflect (else 403 naming the annotation);
-//   - a resourceVersion in the request must be the source's current one (else 409), and the
-//     source write carries it as precondition, so a write never clobbers a newer object;
+//   - a resourceVersion in the request must be the source's current one, or one since which
+//     nothing this location can see changed (the view shows the location's visible
+//     resourceVersion, see preconditionHolds), else 409; the source write carries the source's
+//     current resourceVersion as precondition, so a write never clobbers a change the client
+//     could have seen. A source write that loses a race with another writer is made again on
+//     a fresh read, whose precondition check decides (so status writes of other locations,
+//     invisible here, cause no conflicts);
 //   - assigned to this location only: the status becomes the source's .status (through the
 //     source's /status subresource, or the main resource when it has none);
 //   - assigned to several: it is kept in the annotation status.kcp.io/<location> (written
@@ -61,6 +67,9 @@ type statusStorage struct {
 	store    *cache.ResourceStore
 	writer   StatusWriter
 	clusters clusters
+	// freshnessTimeout bounds the wait for the cache to reach the source object just read,
+	// when the request's resourceVersion is not the source's (preconditionHolds); 0: no wait.
+	freshnessTimeout time.Duration
 }
 
 var (
@@ -113,7 +122,7 @@ func (s *statusStorage) Update(ctx context.Context, name string, objInfo rest.Up
 	start := time.Now()
 	for attempt := 1; ; attempt++ {
 		result, retry, err := s.updateOnce(ctx, client, location, cluster, name, objInfo, updateValidation, fieldValidation)
-		if err != nil && retry && attempt < maxUnconditionalAttempts {
+		if err != nil && retry && attempt < maxWriteAttempts {
 			continue
 		}
 		observeStatusWrite(s.info.GVR.GroupResource(), err, time.Since(start))
@@ -124,8 +133,8 @@ func (s *statusStorage) Update(ctx context.Context, name string, objInfo rest.Up
 	}
 }
 
-// updateOnce is one attempt of Update; retry says that it lost a race with another writer and
-// the request carried no resourceVersion, so applying it again to a fresh object is correct.
+// updateOnce is one attempt of Update; retry says that it lost a race with another writer, so
+// applying it again to a fresh object (checking the request's precondition again) is correct.
 //
 // fieldValidation is the request's (Strict, Warn, Ignore or ""); every source write carries it,
 // so the source validates the status against its schema as kube-apiserver validates a status
@@ -160,10 +169,9 @@ func (s *statusStorage) updateOnce(ctx context.Context, client dynamic.ResourceI
 	if !ok {
 		return nil, false, apierrors.NewInternalError(fmt.Errorf("unexpected object %T", updated))
 	}
-	if rv := u.GetResourceVersion(); rv != "" && rv != current.GetResourceVersion() {
+	if rv := u.GetResourceVersion(); rv != "" && !s.preconditionHolds(ctx, location, cluster, current, rv) {
 		return nil, false, apierrors.NewConflict(gr, name, fmt.Errorf("%s", "the object has been modified; please apply your changes to the latest version and try again"))
 	}
-	unconditional := u.GetResourceVersion() == ""
 	status, hasStatus := u.Object["status"]
 	if err := checkStatusRecordSize(gr, name, location, status); err != nil {
 		return nil, false, err
@@ -171,14 +179,16 @@ func (s *statusStorage) updateOnce(ctx context.Context, client dynamic.ResourceI
 	written, err := s.write(ctx, client, current, locations, location, status, hasStatus, fieldValidation)
 	if err != nil {
 		if apierrors.IsConflict(err) {
-			return nil, unconditional, apierrors.NewConflict(gr, name, fmt.Errorf("%s", "the object has been modified; please apply your changes to the latest version and try again"))
+			return nil, true, apierrors.NewConflict(gr, name, fmt.Errorf("%s", "the object has been modified; please apply your changes to the latest version and try again"))
 		}
 		if _, ok := err.(apierrors.APIStatus); ok {
 			return nil, false, strictPatchError(ctx, err, status)
 		}
 		return nil, false, sourceError(err)
 	}
-	return withClusterAnnotation(cache.LocationView(written, locations, location), cluster), false, nil
+	answer := withClusterAnnotation(cache.LocationView(written, locations, location), cluster)
+	s.answerResourceVersion(ctx, answer, current, written, location, cluster)
+	return answer, false, nil
 }
 
 // withClusterAnnotation sets kcp.io/cluster on u, a copy the caller owns, as a view shows every object

@@ -156,7 +156,7 @@ func TestStatusUpdate(t *testing.T) {
 		{name: "without the opt-in is 403", source: widget("w", 7, []string{"east"}, nil, nil), write: statusWrite("w", "7", ready), code: http.StatusForbidden},
 		{name: "with status-policy None is 403", source: widget("w", 7, []string{"east"}, map[string]string{contract.StatusPolicyAnnotation: contract.StatusPolicyNone}, nil), write: statusWrite("w", "7", ready), code: http.StatusForbidden},
 		{name: "a stale resourceVersion is 409", source: widget("w", 7, []string{"east"}, reflectPolicy, old), write: statusWrite("w", "6", ready), code: http.StatusConflict},
-		{name: "losing a race with a resourceVersion is 409, not retried", source: widget("w", 7, []string{"east"}, reflectPolicy, old), write: statusWrite("w", "7", ready),
+		{name: "losing a race to a change the location can see is 409", source: widget("w", 7, []string{"east"}, reflectPolicy, old), write: statusWrite("w", "7", ready),
 			race: func(s *statusSource) { s.bumpSpec() }, code: http.StatusConflict},
 		{name: "the source unreachable is 503", source: widget("w", 7, []string{"east"}, reflectPolicy, nil), write: statusWrite("w", "7", ready), unreach: true, code: http.StatusServiceUnavailable},
 		{name: "a status record over 32 KiB is 413", source: widget("w", 7, []string{"east", "west"}, reflectPolicy, nil), write: statusWrite("w", "7", bigStatus), code: http.StatusRequestEntityTooLarge},

@@ -212,7 +212,7 @@ func (v *Views) handlers(gvr schema.GroupVersionResource) (*resourceHandlers, bo
 		list:  handlers.ListResource(st, st, scope, false, v.opts.MinRequestTimeout),
 		watch: handlers.ListResource(st, st, scope, true, v.opts.MinRequestTimeout),
 	}
-	ss := &statusStorage{info: info, store: store, writer: v.cache, clusters: clusters{plain: v.opts.PlainCluster}}
+	ss := &statusStorage{info: info, store: store, writer: v.cache, clusters: clusters{plain: v.opts.PlainCluster}, freshnessTimeout: v.opts.FreshnessTimeout}
 	if statusScope, err := newStatusScope(info, v.serializer, ss); err != nil {
 		klog.ErrorS(err, "status writes are disabled for the resource", "resource", gvr)
 	} else {

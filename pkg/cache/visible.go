@@ -1,0 +1,241 @@
+package cache
+
+import (
+	"reflect"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// A location sees an object through its view (Object.ForLocation), which hides what belongs to
+// other locations (DESIGN.md "a view never shows another location"). A source event that
+// changes only what a location cannot see (another location's status record, the assignment of
+// other locations, kubectl's last-applied-configuration, ...) is not a change of that location's
+// view: the location gets no watch event for it, live or replayed from the history, and its
+// view keeps showing the object at the resourceVersion of the last change it could see (its
+// "visible resourceVersion"). docs/views.md, "Status writes of other locations", gives the
+// reasons (issue 10 item 11: L locations writing status on one object made L² events and a
+// timing side channel).
+
+// visibleVersions records, for an object version whose views did not all change at its own
+// resourceVersion, the visible resourceVersion of each location: byLocation[location] when
+// present, else base. An Object whose visible is nil was seen changed by every location of it
+// at its own resourceVersion.
+//
+// byLocation holds only the locations whose view changed since the last version every location
+// saw changed (base is that version's resourceVersion), so it stays as small as the set of
+// locations that wrote status since, not as large as the object's locations.
+type visibleVersions struct {
+	base       uint64
+	byLocation map[string]uint64
+}
+
+// VisibleResourceVersion returns the resourceVersion at which location's view of this object
+// version last changed: the source resourceVersion of the newest version up to this one whose
+// rendering for location (Object.ForLocation, metadata.resourceVersion aside) differs from its
+// predecessor's. It is the metadata.resourceVersion location's view shows. For a location the
+// object is not assigned to it is the object's own resourceVersion.
+func (o *Object) VisibleResourceVersion(location string) uint64 {
+	if o.visible == nil {
+		return o.rv
+	}
+	if rv, ok := o.visible.byLocation[location]; ok {
+		return rv
+	}
+	if !o.HasLocation(location) {
+		return o.rv
+	}
+	return o.visible.base
+}
+
+// SourceResourceVersion returns the source's resourceVersion of this object version. It differs
+// from ResourceVersion only for a location's view (ForLocation) whose visible resourceVersion is
+// older than the source's.
+func (o *Object) SourceResourceVersion() uint64 { return o.sourceRV }
+
+// viewChangedFor reports whether location, which held the object before and after the event
+// that stored o, saw that event change its view.
+func (o *Object) viewChangedFor(location string) bool {
+	return o.VisibleResourceVersion(location) == o.rv
+}
+
+// setVisibility computes obj.visible from its predecessor prev (nil for a new object): which of
+// obj's locations see the event change their view. A location new to the object sees it
+// (ADDED). A location that held prev too sees a change exactly when LocationView renders prev
+// and obj differently, metadata.resourceVersion aside; viewsUnchanged decides that without
+// rendering the object once per location. Called once per object version, before obj is
+// published (obj is not shared yet).
+func setVisibility(prev, obj *Object) {
+	if prev == nil || len(obj.locations) == 0 || (prev.variants == nil && obj.variants == nil) {
+		// New, in no view, or shown as it is to its one location: every view changed.
+		return
+	}
+	unchanged := viewsUnchanged(prev, obj)
+	if len(unchanged) == 0 {
+		return
+	}
+	vis := &visibleVersions{base: prev.rv, byLocation: map[string]uint64{}}
+	if prev.visible != nil {
+		vis.base = prev.visible.base
+	}
+	for _, loc := range obj.locations {
+		switch {
+		case unchanged[loc]:
+			if prev.visible != nil {
+				if rv, ok := prev.visible.byLocation[loc]; ok {
+					vis.byLocation[loc] = rv
+				}
+			}
+		default:
+			vis.byLocation[loc] = obj.rv
+		}
+	}
+	obj.visible = vis
+	if obj.variants == nil {
+		// A view whose resourceVersion is not the object's own is a copy.
+		obj.variants = &locationVariants{}
+	}
+}
+
+// viewsUnchanged returns the locations of both prev and obj whose view (LocationView) is the
+// same for both, metadata.resourceVersion aside.
+//
+// Every view is "the common view" (LocationView for the location "", which is no location:
+// it shows nothing that belongs to one) with what belongs to the location itself added: its
+// status record, shown as .status, a kcp.io/status-location naming it, its spec-diff.kcp.io/
+// patch (annotationOwner). So only locations owning an annotation need rendering:
+//   - when the common view did not change, a location sees a change only if an annotation it
+//     owns changed (a status write of another location changes nothing else);
+//   - when it did change, a location that owns no annotation in either version sees exactly
+//     the common view, so it sees the change; the owners are rendered and compared (also
+//     everyone when an annotation is owned by "", which the common view shows and no location).
+func viewsUnchanged(prev, obj *Object) map[string]bool {
+	prevCommon, objCommon := LocationView(prev.u, prev.locations, ""), LocationView(obj.u, obj.locations, "")
+	commonSame := sameView(prevCommon, objCommon)
+	if !commonSame && !sameContent(prevCommon, objCommon, true) {
+		// Something every view shows as the common view does (the spec, labels...) changed.
+		return nil
+	}
+	var changedOwners, owners map[string]bool
+	if commonSame {
+		changedOwners = changedAnnotationOwners(prev.u, obj.u)
+	} else {
+		owners = annotationOwners(prev.u)
+		for loc := range annotationOwners(obj.u) {
+			owners[loc] = true
+		}
+	}
+	unchanged := map[string]bool{}
+	for _, loc := range obj.locations {
+		switch {
+		case !prev.HasLocation(loc):
+			// New to the object: ADDED.
+		case commonSame && !changedOwners[loc]:
+			unchanged[loc] = true
+		case !commonSame && !owners[loc] && !owners[""]:
+			// Shows the common view, which changed.
+		case sameView(prev.renderedFor(loc), LocationView(obj.u, obj.locations, loc)):
+			unchanged[loc] = true
+		}
+	}
+	return unchanged
+}
+
+// renderedFor returns location's rendering of o for comparison: the variant already built, if
+// any (only its resourceVersion may differ from LocationView's), else a new rendering that is
+// not kept.
+func (o *Object) renderedFor(location string) *unstructured.Unstructured {
+	if o.variants != nil {
+		o.variants.mu.Lock()
+		v := o.variants.m[location]
+		o.variants.mu.Unlock()
+		if v != nil {
+			return v.u
+		}
+	}
+	return LocationView(o.u, o.locations, location)
+}
+
+// annotationOwners returns the locations owning (annotationOwner) an annotation of u.
+func annotationOwners(u *unstructured.Unstructured) map[string]bool {
+	owners := map[string]bool{}
+	for k, v := range u.GetAnnotations() {
+		if loc, ok := annotationOwner(k, v); ok {
+			owners[loc] = true
+		}
+	}
+	return owners
+}
+
+// changedAnnotationOwners returns the locations owning (annotationOwner) an annotation whose
+// value differs between a and b, or that only one of them has.
+func changedAnnotationOwners(a, b *unstructured.Unstructured) map[string]bool {
+	owners := map[string]bool{}
+	aa, ba := a.GetAnnotations(), b.GetAnnotations()
+	note := func(k, v string) {
+		if loc, ok := annotationOwner(k, v); ok {
+			owners[loc] = true
+		}
+	}
+	for k, v := range aa {
+		if w, ok := ba[k]; !ok || w != v {
+			note(k, v)
+			if ok {
+				note(k, w)
+			}
+		}
+	}
+	for k, w := range ba {
+		if _, ok := aa[k]; !ok {
+			note(k, w)
+		}
+	}
+	return owners
+}
+
+// sameView reports whether two renderings of an object are equal but for
+// metadata.resourceVersion. Both come from JSON decoding (the same value types), so
+// reflect.DeepEqual compares them as kube-apiserver would compare their JSON.
+func sameView(a, b *unstructured.Unstructured) bool { return sameContent(a, b, false) }
+
+// sameContent is sameView, and with outsideStatusAndAnnotations it also ignores .status and
+// metadata.annotations, the parts a location's own view replaces or adds to.
+func sameContent(a, b *unstructured.Unstructured, outsideStatusAndAnnotations bool) bool {
+	var skip []string
+	if outsideStatusAndAnnotations {
+		skip = []string{"status"}
+	}
+	if !sameMapExcept(a.Object, b.Object, "metadata", skip...) {
+		return false
+	}
+	am, _ := a.Object["metadata"].(map[string]interface{})
+	bm, _ := b.Object["metadata"].(map[string]interface{})
+	skip = []string{"resourceVersion"}
+	if outsideStatusAndAnnotations {
+		skip = append(skip, "annotations")
+	}
+	return sameMapExcept(am, bm, "", skip...)
+}
+
+// sameMapExcept compares a and b with reflect.DeepEqual, leaving out the keys skip and
+// (when not "") the key later, which the caller compares itself.
+func sameMapExcept(a, b map[string]interface{}, later string, skip ...string) bool {
+	ignored := func(k string) bool { return k == later || slices.Contains(skip, k) }
+	n := 0
+	for k, av := range a {
+		if ignored(k) {
+			continue
+		}
+		n++
+		bv, ok := b[k]
+		if !ok || !reflect.DeepEqual(av, bv) {
+			return false
+		}
+	}
+	for k := range b {
+		if !ignored(k) {
+			n--
+		}
+	}
+	return n == 0
+}

@@ -1,0 +1,135 @@
+package view
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+)
+
+// TestStatusWriteAtVisibleResourceVersion (issue 10 item 11): east's view shows a shared object
+// at the resourceVersion of the last change east can see. A status write carrying that
+// resourceVersion succeeds when only other locations' status records changed since (also when
+// such a write races with it), and is a 409 when something east can see changed. Fails on main
+// before the fix: the write at east's resourceVersion was a 409 as soon as west had written.
+func TestStatusWriteAtVisibleResourceVersion(t *testing.T) {
+	ready := map[string]interface{}{"phase": "Ready"}
+	policy := map[string]string{contract.StatusPolicyAnnotation: contract.StatusPolicyReflect}
+	westWrites := func(s *statusSource, store *cache.ResourceStore, phase string) func() {
+		return func() {
+			u := tracked(t, s)
+			ann := u.GetAnnotations()
+			ann[contract.StatusRecordAnnotationPrefix+"west"] = `{"phase":"` + phase + `"}`
+			u.SetAnnotations(ann)
+			bumpAndStore(t, s, store, u)
+		}
+	}
+	cases := []struct {
+		name string
+		// before runs after the store holds RV 7 and east read it, before east writes.
+		before func(s *statusSource, store *cache.ResourceStore)
+		// race runs right before east's write reaches the source.
+		race func(s *statusSource, store *cache.ResourceStore)
+		code int
+	}{
+		{name: "west wrote its record since: accepted",
+			before: func(s *statusSource, store *cache.ResourceStore) {
+				westWrites(s, store, "w1")()
+				westWrites(s, store, "w2")()
+			}},
+		{name: "west's write races with east's: retried and accepted",
+			race: func(s *statusSource, store *cache.ResourceStore) { westWrites(s, store, "w1")() }},
+		{name: "the spec changed since: 409",
+			before: func(s *statusSource, store *cache.ResourceStore) {
+				u := tracked(t, s)
+				_ = unstructured.SetNestedField(u.Object, int64(4), "spec", "size")
+				bumpAndStore(t, s, store, u)
+			}, code: http.StatusConflict},
+		{name: "a change east can see races with east's write: 409",
+			race: func(s *statusSource, store *cache.ResourceStore) {
+				u := tracked(t, s)
+				_ = unstructured.SetNestedField(u.Object, int64(4), "spec", "size")
+				bumpAndStore(t, s, store, u)
+			}, code: http.StatusConflict},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := newStatusSource(t, widget("w", 7, []string{"east", "west"}, policy, nil))
+			store := cache.NewResourceStore(widgetsGVR, widgetsInfo.GVK(), true, cache.StoreOptions{DefaultCluster: "root"})
+			t.Cleanup(store.Close)
+			if err := store.Replace([]interface{}{src.get(t, "w")}, "7"); err != nil {
+				t.Fatal(err)
+			}
+			st := &statusStorage{info: widgetsInfo, store: store, writer: src, clusters: clusters{plain: "root"}, freshnessTimeout: 0}
+			seen, err := st.Get(viewCtx("east", "team-a"), "w", &metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			write := asUnstructured(t, seen).DeepCopy()
+			write.Object["status"] = ready
+			if c.before != nil {
+				c.before(src, store)
+			}
+			if c.race != nil {
+				src.race = func() { c.race(src, store) }
+			}
+			if now, _ := st.Get(viewCtx("east", "team-a"), "w", &metav1.GetOptions{}); c.code == 0 && asUnstructured(t, now).GetResourceVersion() != "7" {
+				t.Fatalf("east's view moved to %s although only west's record changed", asUnstructured(t, now).GetResourceVersion())
+			}
+			answer, _, err := st.Update(viewCtx("east", "team-a"), "w", rest.DefaultUpdatedObjectInfo(write), nil, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
+			if c.code != 0 {
+				expectCode(t, "status write", err, c.code)
+				if _, has := src.get(t, "w").GetAnnotations()[contract.StatusRecordAnnotationPrefix+"east"]; has {
+					t.Error("a refused write reached the source")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("status write at east's visible resourceVersion 7: %v", err)
+			}
+			after := src.get(t, "w")
+			ann := after.GetAnnotations()
+			if !equalJSON(json.RawMessage(ann[contract.StatusRecordAnnotationPrefix+"east"]), ready) || ann[contract.StatusRecordAnnotationPrefix+"west"] == "" {
+				t.Errorf("source records after the write: east %q, west %q; want east's new one and west's kept", ann[contract.StatusRecordAnnotationPrefix+"east"], ann[contract.StatusRecordAnnotationPrefix+"west"])
+			}
+			if got := asUnstructured(t, answer).GetResourceVersion(); got != after.GetResourceVersion() {
+				t.Errorf("the answer shows resourceVersion %s, want the write's %s", got, after.GetResourceVersion())
+			}
+		})
+	}
+}
+
+// bumpAndStore writes u to the source with the next resourceVersion, as another writer, and
+// feeds that version to the store as the reflector would.
+func bumpAndStore(t *testing.T, s *statusSource, store *cache.ResourceStore, u *unstructured.Unstructured) {
+	t.Helper()
+	n, _ := strconv.Atoi(u.GetResourceVersion())
+	u.SetResourceVersion(strconv.Itoa(n + 1))
+	if err := s.client.Tracker().Update(widgetsGVR, u, "team-a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Update(u.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	if got := store.ResourceVersion(); got != uint64(n+1) {
+		t.Fatalf("store at %d, want %d", got, n+1)
+	}
+}
+
+// tracked returns the source's object w from the tracker (safe inside a reactor, unlike the
+// client).
+func tracked(t *testing.T, s *statusSource) *unstructured.Unstructured {
+	t.Helper()
+	o, err := s.client.Tracker().Get(widgetsGVR, "team-a", "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o.(*unstructured.Unstructured).DeepCopy()
+}
