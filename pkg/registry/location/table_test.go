@@ -25,7 +25,7 @@ type fakeRegistry struct {
 	renewed map[string]*metav1.MicroTime
 }
 
-func (f *fakeRegistry) SyncTargets() []*controlv1alpha1.SyncTarget   { return f.targets }
+func (f *fakeRegistry) SyncTargets() []*controlv1alpha1.SyncTarget  { return f.targets }
 func (f *fakeRegistry) RenewTime(location string) *metav1.MicroTime { return f.renewed[location] }
 
 // fakeHealth is a ResourceHealth with fixed unsynced resources.
