@@ -1,34 +1,35 @@
 package location
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/go-logr/logr/funcr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
 )
 
 // TestRegistrationErrorsLoggedOncePerReason: a source without the SyncTarget CRD (404 on
 // every retry) is logged once, an error with another reason again.
 func TestRegistrationErrorsLoggedOncePerReason(t *testing.T) {
-	var lines []string
-	logger := funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{Verbosity: 0})
-	ctx := klog.NewContext(context.Background(), logger)
+	var buf bytes.Buffer
+	ctx := klog.NewContext(context.Background(), textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&buf))))
+	lines := func() []string { return strings.Split(strings.TrimSpace(buf.String()), "\n") }
 	handle := logOncePerReason("SyncTargets", "synctargets.control.mapper.kcp.io")
 	missing := apierrors.NewNotFound(schema.GroupResource{Group: "control.mapper.kcp.io", Resource: "synctargets"}, "")
 	for i := 0; i < 5; i++ {
 		handle(ctx, nil, missing)
 	}
-	if len(lines) != 1 || !strings.Contains(lines[0], `"reason"="NotFound"`) {
-		t.Fatalf("5 failures for a missing CRD logged %d lines, want 1 with reason NotFound: %q", len(lines), lines)
+	if l := lines(); len(l) != 1 || !strings.Contains(l[0], `reason="NotFound"`) {
+		t.Fatalf("5 failures for a missing CRD logged %d lines, want 1 with reason NotFound: %q", len(l), l)
 	}
 	handle(ctx, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "synctargets"}, "", errors.New("no")))
 	handle(ctx, nil, errors.New("dial tcp: connection refused"))
-	if len(lines) != 3 || !strings.Contains(lines[1], "Forbidden") || !strings.Contains(lines[2], "Unreachable") {
-		t.Errorf("a new reason each time must be logged: %q", lines)
+	if l := lines(); len(l) != 3 || !strings.Contains(l[1], "Forbidden") || !strings.Contains(l[2], "Unreachable") {
+		t.Errorf("a new reason each time must be logged: %q", l)
 	}
 }
