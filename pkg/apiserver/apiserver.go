@@ -30,6 +30,9 @@ type ExtraConfig struct {
 	Cache *cache.Cache
 	// View tunes the location views.
 	View view.Options
+	// Registrations follows the source's SyncTargets and location Leases for `locations`;
+	// nil serves the index's locations only.
+	Registrations *location.Registrations
 }
 
 // Config is the configuration of a mapper-apiserver: the generic server's and our own.
@@ -77,7 +80,11 @@ func (c completedConfig) New() (*Server, error) {
 	}
 	s := &Server{GenericAPIServer: genericServer}
 
-	locations := location.NewREST(c.ExtraConfig.Cache)
+	locationsConfig := location.Config{Stats: c.ExtraConfig.Cache, Resources: location.CacheResourceHealth{Cache: c.ExtraConfig.Cache}}
+	if c.ExtraConfig.Registrations != nil {
+		locationsConfig.Registry = c.ExtraConfig.Registrations
+	}
+	locations := location.NewREST(locationsConfig)
 	views := view.NewREST(view.New(c.ExtraConfig.Cache, c.ExtraConfig.View))
 	apiGroupInfo := genericapiserver.NewDefaultAPIGroupInfo(mapper.GroupName, Scheme, ParameterCodec, Codecs)
 	apiGroupInfo.VersionedResourcesStorageMap[v1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
@@ -88,9 +95,12 @@ func (c completedConfig) New() (*Server, error) {
 		return nil, err
 	}
 
-	sourceCache := c.ExtraConfig.Cache
+	sourceCache, registrations := c.ExtraConfig.Cache, c.ExtraConfig.Registrations
 	s.GenericAPIServer.AddPostStartHookOrDie("start-source-cache", func(ctx genericapiserver.PostStartHookContext) error {
 		go sourceCache.Run(ctx)
+		if registrations != nil {
+			registrations.Run(ctx)
+		}
 		go statusrecords.New(sourceCache, statusRecordsInterval).Run(ctx)
 		return nil
 	})

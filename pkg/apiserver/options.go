@@ -19,6 +19,7 @@ import (
 	utilcompatibility "k8s.io/apiserver/pkg/util/compatibility"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -27,6 +28,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	generatedopenapi "github.com/cluster-mapper/cluster-mapper/pkg/generated/openapi"
+	"github.com/cluster-mapper/cluster-mapper/pkg/registry/location"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/view"
 )
 
@@ -211,6 +213,10 @@ func (o *Options) Config() (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	kube, err := kubernetes.NewForConfig(sourceConfig)
+	if err != nil {
+		return nil, err
+	}
 	store := cache.StoreOptions{DefaultCluster: o.ClusterName}
 	viewOpts := view.Options{PlainCluster: o.ClusterName}
 	var clusterDynamic func(string) (dynamic.Interface, error)
@@ -243,7 +249,8 @@ func (o *Options) Config() (*Config, error) {
 	return &Config{
 		GenericConfig: serverConfig,
 		ExtraConfig: ExtraConfig{
-			Cache: c,
+			Cache:         c,
+			Registrations: location.NewRegistrations(kube, dyn, LeaseNamespace),
 			View: view.Options{
 				PlainCluster:       viewOpts.PlainCluster,
 				FreshnessTimeout:   o.FreshnessTimeout,

@@ -90,17 +90,17 @@ func (s *ResourceStore) setSyncError(err error) {
 		}
 		return
 	}
-	reason := syncErrorReason(err)
+	reason := SyncErrorReason(err)
 	s.metrics.listErrors(reason).Inc()
-	if prev == nil || syncErrorReason(prev) != reason {
+	if prev == nil || SyncErrorReason(prev) != reason {
 		klog.ErrorS(nil, "Listing the resource from the source failed; its views answer 429/503 until it syncs, nothing else is blocked",
 			"resource", s.gvr.GroupResource().String(), "reason", reason, "err", contract.Truncate(err.Error(), maxLoggedValue))
 	}
 }
 
-// syncErrorReason classifies a list error for the metric and for logging once per change: the
+// SyncErrorReason classifies a list error for the metric and for logging once per change: the
 // Status reason (Forbidden, ...), Unreachable, or Unknown.
-func syncErrorReason(err error) string {
+func SyncErrorReason(err error) string {
 	if sourceUnreachable(err) {
 		return "Unreachable"
 	}

@@ -17,6 +17,7 @@ limitations under the License.
 package mapper
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -34,8 +35,10 @@ type ClusterCount struct {
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // Location is a target cluster as seen by mapper-apiserver: one entry per
-// location that has objects assigned to it. The name is the location name, a
-// DNS-1123 label. Locations are computed by the server and cannot be written.
+// location that is registered (a SyncTarget in the source) or has objects
+// assigned to it. The name is the location name, a DNS-1123 label; the labels
+// and creation timestamp are the SyncTarget's when it is registered.
+// Locations are computed by the server and cannot be written.
 type Location struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
@@ -64,6 +67,79 @@ type LocationStatus struct {
 	// FirstSeen is when the server first saw an object assigned to the
 	// location.
 	FirstSeen metav1.Time
+
+	// Registered is true when the location has a SyncTarget in the source.
+	Registered bool
+
+	// Conditions are the SyncTarget's conditions (Ready, ResourcesCompatible),
+	// as the location's mapper and the location lifecycle controller wrote them.
+	Conditions []metav1.Condition
+
+	// Mapper identifies the location's active mapper (from the SyncTarget).
+	Mapper *LocationMapper
+
+	// Verified are the counts of the mapper's latest verification (from the
+	// SyncTarget).
+	Verified *VerifiedObjects
+
+	// Capacity is the sum of the target nodes' allocatable cpu, memory and pods
+	// (from the SyncTarget).
+	Capacity corev1.ResourceList
+
+	// HeartbeatTime is the renewTime of the location's Lease in the source's
+	// cluster-mapper-system namespace; nil when there is no Lease.
+	HeartbeatTime *metav1.MicroTime
+
+	// UnsyncedResources are the mirrored resources this server cannot list
+	// from the source (forbidden by its RBAC, or erroring), with the reason.
+	// It is a property of the server, not of the location, and is the same on
+	// every Location: none of their views serves these resources.
+	UnsyncedResources []UnsyncedResource
+}
+
+// LocationMapper identifies the mapper of a location.
+type LocationMapper struct {
+	// Identity is the leader election identity of the active mapper.
+	Identity string
+
+	// Version is the mapper's build version.
+	Version string
+
+	// Mode is Pull (the mapper runs in the target) or Push (mapper-controller
+	// runs it).
+	Mode string
+}
+
+// VerifiedObjects are the numbers the mapper's verification computed.
+type VerifiedObjects struct {
+	// Assigned is the number of objects the location's view holds.
+	Assigned int64
+
+	// InSync is the number of assigned objects with no violation.
+	InSync int64
+
+	// InViolation is the number of violations of the mapper's invariants.
+	InViolation int64
+
+	// VerifiedTime is when the counts were computed.
+	VerifiedTime *metav1.Time
+}
+
+// UnsyncedResource is a mirrored resource of the source that the server
+// cannot list.
+type UnsyncedResource struct {
+	// Group is the API group of the resource; empty for the core group.
+	Group string
+
+	// Resource is the lower-case plural resource name.
+	Resource string
+
+	// Reason is the reason of the source's answer (Forbidden, NotFound ...),
+	// Unreachable when the source was not reached, or Unknown.
+	Reason string
+
+	// Message is the error of the last attempt to list the resource.
+	Message string
 }
 
 // ResourceCount is the number of objects of one resource assigned to a

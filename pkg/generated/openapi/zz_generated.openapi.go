@@ -36,9 +36,12 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.ClusterCount{}.OpenAPIModelName():        schema_pkg_apis_mapper_v1alpha1_ClusterCount(ref),
 		v1alpha1.Location{}.OpenAPIModelName():            schema_pkg_apis_mapper_v1alpha1_Location(ref),
 		v1alpha1.LocationList{}.OpenAPIModelName():        schema_pkg_apis_mapper_v1alpha1_LocationList(ref),
+		v1alpha1.LocationMapper{}.OpenAPIModelName():      schema_pkg_apis_mapper_v1alpha1_LocationMapper(ref),
 		v1alpha1.LocationStatus{}.OpenAPIModelName():      schema_pkg_apis_mapper_v1alpha1_LocationStatus(ref),
 		v1alpha1.LocationViewOptions{}.OpenAPIModelName(): schema_pkg_apis_mapper_v1alpha1_LocationViewOptions(ref),
 		v1alpha1.ResourceCount{}.OpenAPIModelName():       schema_pkg_apis_mapper_v1alpha1_ResourceCount(ref),
+		v1alpha1.UnsyncedResource{}.OpenAPIModelName():    schema_pkg_apis_mapper_v1alpha1_UnsyncedResource(ref),
+		v1alpha1.VerifiedObjects{}.OpenAPIModelName():     schema_pkg_apis_mapper_v1alpha1_VerifiedObjects(ref),
 		resource.Quantity{}.OpenAPIModelName():            schema_apimachinery_pkg_api_resource_Quantity(ref),
 		v1.APIGroup{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_APIGroup(ref),
 		v1.APIGroupList{}.OpenAPIModelName():              schema_pkg_apis_meta_v1_APIGroupList(ref),
@@ -131,7 +134,7 @@ func schema_pkg_apis_mapper_v1alpha1_Location(ref common.ReferenceCallback) comm
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "Location is a target cluster as seen by mapper-apiserver: one entry per location that has objects assigned to it (via the kcp.io/assigned-locations annotation on source objects). It is cluster-scoped and read-only; its name is the location name, a DNS-1123 label. The location's view, an ordinary Kubernetes API holding only the objects assigned to it, is served below the locations/proxy subresource.",
+				Description: "Location is a target cluster as seen by mapper-apiserver: one entry per location that is registered (a SyncTarget of control.mapper.kcp.io in the source) or has objects assigned to it (via the kcp.io/assigned-locations annotation on source objects). It is cluster-scoped and read-only; its name is the location name, a DNS-1123 label, and its labels and creation timestamp are the SyncTarget's when it is registered. The location's view, an ordinary Kubernetes API holding only the objects assigned to it, is served below the locations/proxy subresource.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"kind": {
@@ -221,6 +224,40 @@ func schema_pkg_apis_mapper_v1alpha1_LocationList(ref common.ReferenceCallback) 
 	}
 }
 
+func schema_pkg_apis_mapper_v1alpha1_LocationMapper(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "LocationMapper identifies the mapper of a location.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"identity": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Identity is the leader election identity of the active mapper.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"version": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Version is the mapper's build version.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"mode": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Mode is Pull (the mapper runs in the target) or Push (mapper-controller runs it).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_mapper_v1alpha1_LocationStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -295,12 +332,96 @@ func schema_pkg_apis_mapper_v1alpha1_LocationStatus(ref common.ReferenceCallback
 							Ref:         ref(v1.Time{}.OpenAPIModelName()),
 						},
 					},
+					"registered": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Registered is true when the location has a SyncTarget in the source.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions are the SyncTarget's conditions (Ready, ResourcesCompatible), as the location's mapper and the location lifecycle controller wrote them.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"mapper": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Mapper identifies the location's active mapper (from the SyncTarget).",
+							Ref:         ref(v1alpha1.LocationMapper{}.OpenAPIModelName()),
+						},
+					},
+					"verified": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Verified are the counts of the mapper's latest verification (from the SyncTarget).",
+							Ref:         ref(v1alpha1.VerifiedObjects{}.OpenAPIModelName()),
+						},
+					},
+					"capacity": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Capacity is the sum of the target nodes' allocatable cpu, memory and pods (from the SyncTarget).",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(resource.Quantity{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"heartbeatTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "HeartbeatTime is the renewTime of the location's Lease in the source's cluster-mapper-system namespace; absent when there is no Lease.",
+							Ref:         ref(v1.MicroTime{}.OpenAPIModelName()),
+						},
+					},
+					"unsyncedResources": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"group",
+									"resource",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "UnsyncedResources are the mirrored resources this server cannot list from the source (forbidden by its RBAC, or erroring), with the reason. It is a property of the server, not of the location, and is the same on every Location: none of their views serves these resources (reads of them answer 429 or 503), and nothing else is blocked.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.UnsyncedResource{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 				Required: []string{"objects", "watchers"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ClusterCount{}.OpenAPIModelName(), v1alpha1.ResourceCount{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+			v1alpha1.ClusterCount{}.OpenAPIModelName(), v1alpha1.LocationMapper{}.OpenAPIModelName(), v1alpha1.ResourceCount{}.OpenAPIModelName(), v1alpha1.UnsyncedResource{}.OpenAPIModelName(), v1alpha1.VerifiedObjects{}.OpenAPIModelName(), resource.Quantity{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName(), v1.MicroTime{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -373,6 +494,97 @@ func schema_pkg_apis_mapper_v1alpha1_ResourceCount(ref common.ReferenceCallback)
 				Required: []string{"group", "resource", "objects"},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_mapper_v1alpha1_UnsyncedResource(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "UnsyncedResource is a mirrored resource of the source that the server cannot list.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"group": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Group is the API group of the resource; empty for the core group.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"resource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Resource is the lower-case plural resource name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason is the reason of the source's answer (Forbidden, NotFound ...), Unreachable when the source was not reached, or Unknown.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message is the error of the last attempt to list the resource.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"group", "resource", "reason"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_mapper_v1alpha1_VerifiedObjects(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VerifiedObjects are the numbers the mapper's verification computed.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"assigned": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Assigned is the number of objects the location's view holds.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"inSync": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InSync is the number of assigned objects with no violation.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"inViolation": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InViolation is the number of violations of the mapper's invariants.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"verifiedTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "VerifiedTime is when the counts were computed.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"assigned", "inSync", "inViolation"},
+			},
+		},
+		Dependencies: []string{
+			v1.Time{}.OpenAPIModelName()},
 	}
 }
 

@@ -26,7 +26,8 @@ const watcherBuffer = 256
 // Location counts are informational (kubectl get locations -w), so a second's delay is fine
 // and the cost is O(locations) per second, independent of the event rate.
 type poller struct {
-	source Source
+	// locations computes the current Locations by name, new objects on every call.
+	locations func() map[string]*mapper.Location
 
 	mu       sync.Mutex
 	rv       uint64
@@ -36,8 +37,8 @@ type poller struct {
 	cancel   context.CancelFunc
 }
 
-func newPoller(source Source) *poller {
-	return &poller{source: source, items: map[string]*mapper.Location{}, watchers: map[*locationWatcher]struct{}{}}
+func newPoller(locations func() map[string]*mapper.Location) *poller {
+	return &poller{locations: locations, items: map[string]*mapper.Location{}, watchers: map[*locationWatcher]struct{}{}}
 }
 
 // current returns the locations sorted by name and their resourceVersion, refreshing first.
@@ -57,24 +58,32 @@ func (p *poller) sortedLocked() []*mapper.Location {
 	return out
 }
 
+// get returns the location name, refreshing first.
+func (p *poller) get(name string) (*mapper.Location, bool) {
+	p.refresh()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l, ok := p.items[name]
+	return l, ok
+}
+
 // refresh recomputes the locations and, if they changed, records a new resourceVersion and
 // sends the changes to the watchers.
 func (p *poller) refresh() {
-	stats := p.source.Locations()
+	next := p.locations()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var events []watch.Event
-	next := make(map[string]*mapper.Location, len(stats))
-	for name, s := range stats {
-		l := toLocation(name, s)
-		next[name] = l
+	for name, l := range next {
 		old, ok := p.items[name]
 		switch {
 		case !ok:
 			events = append(events, watch.Event{Type: watch.Added, Object: l})
-		case !reflect.DeepEqual(old.Status, l.Status):
+		case !sameLocation(old, l):
 			events = append(events, watch.Event{Type: watch.Modified, Object: l})
 		default:
+			// Unchanged: keep the object already served. It is never written again, since
+			// lists and watches may be encoding it (a copy takes the new resourceVersion).
 			next[name] = old
 		}
 	}
@@ -88,7 +97,12 @@ func (p *poller) refresh() {
 	}
 	p.rv++
 	rv := strconv.FormatUint(p.rv, 10)
-	for _, l := range next {
+	for name, l := range next {
+		if l.ResourceVersion != "" {
+			c := *l
+			l = &c
+			next[name] = l
+		}
 		l.ResourceVersion = rv
 	}
 	p.items = next
@@ -100,6 +114,11 @@ func (p *poller) refresh() {
 			}
 		}
 	}
+}
+
+// sameLocation reports whether a and b differ only in resourceVersion.
+func sameLocation(a, b *mapper.Location) bool {
+	return reflect.DeepEqual(a.Labels, b.Labels) && a.CreationTimestamp.Equal(&b.CreationTimestamp) && reflect.DeepEqual(a.Status, b.Status)
 }
 
 // watch registers a watcher. A resourceVersion equal to the current one resumes without

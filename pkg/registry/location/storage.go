@@ -2,10 +2,7 @@ package location
 
 import (
 	"context"
-	"fmt"
-	"sort"
 	"strconv"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -13,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/registry/rest"
 
@@ -21,15 +17,24 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 )
 
-// Source gives the current per-location statistics. *cache.Cache implements it.
+// Source gives the current per-location statistics of the index. *cache.Cache implements it.
 type Source interface {
 	// Locations returns the statistics of every location with objects or watchers.
 	Locations() map[string]cache.LocationStats
 }
 
+// Config is what the locations storage reads.
+type Config struct {
+	// Stats are the index's statistics (required).
+	Stats Source
+	// Registry gives the SyncTargets and Leases; nil serves the index's locations only.
+	Registry Registry
+	// Resources gives the resources the server cannot list; nil reports none.
+	Resources ResourceHealth
+}
+
 // REST is the storage of `locations`: get, list, watch and Table output; no writes.
 type REST struct {
-	source Source
 	poller *poller
 }
 
@@ -42,10 +47,10 @@ var (
 	_ rest.TableConvertor       = &REST{}
 )
 
-// NewREST returns the locations storage over source. Watches see changes within a second; call
+// NewREST returns the locations storage over cfg. Watches see changes within a second; call
 // the returned REST's Destroy to stop its poller.
-func NewREST(source Source) *REST {
-	return &REST{source: source, poller: newPoller(source)}
+func NewREST(cfg Config) *REST {
+	return &REST{poller: newPoller(builder{stats: cfg.Stats, registry: cfg.Registry, resources: cfg.Resources}.locations)}
 }
 
 // New returns an empty Location.
@@ -63,13 +68,13 @@ func (r *REST) NamespaceScoped() bool { return false }
 // GetSingularName returns "location".
 func (r *REST) GetSingularName() string { return "location" }
 
-// Get returns one location, 404 if it has neither objects nor watchers.
+// Get returns one location, 404 if it is neither registered nor has objects or watchers.
 func (r *REST) Get(_ context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
-	stats, ok := r.source.Locations()[name]
+	l, ok := r.poller.get(name)
 	if !ok {
 		return nil, apierrors.NewNotFound(mapper.Resource("locations"), name)
 	}
-	return toLocation(name, stats), nil
+	return l, nil
 }
 
 // List returns the locations, sorted by name, filtered by metadata.name field selectors.
@@ -91,59 +96,6 @@ func (r *REST) Watch(ctx context.Context, opts *metainternalversion.ListOptions)
 	return r.poller.watch(ctx, opts.ResourceVersion, matcher(opts))
 }
 
-// ConvertToTable renders NAME, OBJECTS, WATCHERS and AGE.
-func (r *REST) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
-	table := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
-		{Name: "Name", Type: "string", Format: "name", Description: "Name of the location"},
-		{Name: "Objects", Type: "integer", Description: "Objects assigned to the location"},
-		{Name: "Watchers", Type: "integer", Description: "Watches open on the location's view"},
-		{Name: "Age", Type: "string", Description: "Time since an object was first seen assigned to the location"},
-	}}
-	var locs []*mapper.Location
-	switch o := obj.(type) {
-	case *mapper.Location:
-		locs = []*mapper.Location{o}
-	case *mapper.LocationList:
-		for i := range o.Items {
-			locs = append(locs, &o.Items[i])
-		}
-		table.ResourceVersion = o.ResourceVersion
-	default:
-		return nil, fmt.Errorf("cannot render %T as a table of locations", obj)
-	}
-	for _, l := range locs {
-		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells:  []interface{}{l.Name, l.Status.Objects, l.Status.Watchers, age(l.Status.FirstSeen)},
-			Object: runtime.RawExtension{Object: l},
-		})
-	}
-	return table, nil
-}
-
-// toLocation builds the Location object of one location's statistics.
-func toLocation(name string, s cache.LocationStats) *mapper.Location {
-	l := &mapper.Location{
-		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(s.FirstSeen)},
-		Status: mapper.LocationStatus{
-			Objects:   int64(s.Objects),
-			Watchers:  int32(s.Watchers),
-			FirstSeen: metav1.NewTime(s.FirstSeen),
-		},
-	}
-	for gr, n := range s.Resources {
-		l.Status.Resources = append(l.Status.Resources, mapper.ResourceCount{Group: gr.Group, Resource: gr.Resource, Objects: int64(n)})
-	}
-	sort.Slice(l.Status.Resources, func(i, j int) bool {
-		a, b := l.Status.Resources[i], l.Status.Resources[j]
-		return a.Group < b.Group || (a.Group == b.Group && a.Resource < b.Resource)
-	})
-	for c, n := range s.Clusters {
-		l.Status.Clusters = append(l.Status.Clusters, mapper.ClusterCount{Name: c, Objects: int64(n)})
-	}
-	sort.Slice(l.Status.Clusters, func(i, j int) bool { return l.Status.Clusters[i].Name < l.Status.Clusters[j].Name })
-	return l
-}
-
 // matcher applies a list request's label and field (metadata.name) selectors to a location.
 func matcher(opts *metainternalversion.ListOptions) func(*mapper.Location) bool {
 	label, field := labels.Everything(), fields.Everything()
@@ -156,12 +108,4 @@ func matcher(opts *metainternalversion.ListOptions) func(*mapper.Location) bool 
 	return func(l *mapper.Location) bool {
 		return label.Matches(labels.Set(l.Labels)) && field.Matches(fields.Set{"metadata.name": l.Name})
 	}
-}
-
-// age renders how long ago t was, as kubectl's AGE column does.
-func age(t metav1.Time) string {
-	if t.IsZero() {
-		return "<unknown>"
-	}
-	return duration.HumanDuration(time.Since(t.Time))
 }

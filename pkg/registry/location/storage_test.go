@@ -55,7 +55,7 @@ func TestLocationsListAndWatch(t *testing.T) {
 	src := &statsSource{stats: map[string]cache.LocationStats{
 		"east": {Objects: 2, Resources: map[schema.GroupResource]int{cm: 2}, Clusters: map[string]int{"zeta": 1, "alpha": 1}},
 	}}
-	r := NewREST(src)
+	r := NewREST(Config{Stats: src})
 	defer r.Destroy()
 
 	list, err := r.List(context.Background(), &metainternalversion.ListOptions{})

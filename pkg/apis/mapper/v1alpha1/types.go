@@ -17,6 +17,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -26,9 +27,11 @@ import (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // Location is a target cluster as seen by mapper-apiserver: one entry per
-// location that has objects assigned to it (via the kcp.io/assigned-locations
+// location that is registered (a SyncTarget of control.mapper.kcp.io in the
+// source) or has objects assigned to it (via the kcp.io/assigned-locations
 // annotation on source objects). It is cluster-scoped and read-only; its name
-// is the location name, a DNS-1123 label. The location's view, an ordinary
+// is the location name, a DNS-1123 label, and its labels and creation
+// timestamp are the SyncTarget's when it is registered. The location's view, an ordinary
 // Kubernetes API holding only the objects assigned to it, is served below the
 // locations/proxy subresource.
 type Location struct {
@@ -74,6 +77,103 @@ type LocationStatus struct {
 	// location.
 	// +optional
 	FirstSeen metav1.Time `json:"firstSeen,omitempty"`
+
+	// Registered is true when the location has a SyncTarget in the source.
+	// +optional
+	Registered bool `json:"registered,omitempty"`
+
+	// Conditions are the SyncTarget's conditions (Ready, ResourcesCompatible),
+	// as the location's mapper and the location lifecycle controller wrote them.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Mapper identifies the location's active mapper (from the SyncTarget).
+	// +optional
+	Mapper *LocationMapper `json:"mapper,omitempty"`
+
+	// Verified are the counts of the mapper's latest verification (from the
+	// SyncTarget).
+	// +optional
+	Verified *VerifiedObjects `json:"verified,omitempty"`
+
+	// Capacity is the sum of the target nodes' allocatable cpu, memory and pods
+	// (from the SyncTarget).
+	// +optional
+	Capacity corev1.ResourceList `json:"capacity,omitempty"`
+
+	// HeartbeatTime is the renewTime of the location's Lease in the source's
+	// cluster-mapper-system namespace; absent when there is no Lease.
+	// +optional
+	HeartbeatTime *metav1.MicroTime `json:"heartbeatTime,omitempty"`
+
+	// UnsyncedResources are the mirrored resources this server cannot list
+	// from the source (forbidden by its RBAC, or erroring), with the reason.
+	// It is a property of the server, not of the location, and is the same on
+	// every Location: none of their views serves these resources (reads of
+	// them answer 429 or 503), and nothing else is blocked.
+	// +optional
+	// +listType=map
+	// +listMapKey=group
+	// +listMapKey=resource
+	UnsyncedResources []UnsyncedResource `json:"unsyncedResources,omitempty"`
+}
+
+// LocationMapper identifies the mapper of a location.
+type LocationMapper struct {
+	// Identity is the leader election identity of the active mapper.
+	// +optional
+	Identity string `json:"identity,omitempty"`
+
+	// Version is the mapper's build version.
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// Mode is Pull (the mapper runs in the target) or Push (mapper-controller
+	// runs it).
+	// +optional
+	Mode string `json:"mode,omitempty"`
+}
+
+// VerifiedObjects are the numbers the mapper's verification computed.
+type VerifiedObjects struct {
+	// Assigned is the number of objects the location's view holds.
+	// +required
+	Assigned int64 `json:"assigned"`
+
+	// InSync is the number of assigned objects with no violation.
+	// +required
+	InSync int64 `json:"inSync"`
+
+	// InViolation is the number of violations of the mapper's invariants.
+	// +required
+	InViolation int64 `json:"inViolation"`
+
+	// VerifiedTime is when the counts were computed.
+	// +optional
+	VerifiedTime *metav1.Time `json:"verifiedTime,omitempty"`
+}
+
+// UnsyncedResource is a mirrored resource of the source that the server
+// cannot list.
+type UnsyncedResource struct {
+	// Group is the API group of the resource; empty for the core group.
+	// +required
+	Group string `json:"group"`
+
+	// Resource is the lower-case plural resource name.
+	// +required
+	Resource string `json:"resource"`
+
+	// Reason is the reason of the source's answer (Forbidden, NotFound ...),
+	// Unreachable when the source was not reached, or Unknown.
+	// +required
+	Reason string `json:"reason"`
+
+	// Message is the error of the last attempt to list the resource.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // ResourceCount is the number of objects of one resource assigned to a

@@ -37,6 +37,11 @@ func (in LocationList) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in LocationMapper) OpenAPIModelName() string {
+	return "io.kcp.mapper.v1alpha1.LocationMapper"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in LocationStatus) OpenAPIModelName() string {
 	return "io.kcp.mapper.v1alpha1.LocationStatus"
 }
@@ -49,4 +54,14 @@ func (in LocationViewOptions) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ResourceCount) OpenAPIModelName() string {
 	return "io.kcp.mapper.v1alpha1.ResourceCount"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in UnsyncedResource) OpenAPIModelName() string {
+	return "io.kcp.mapper.v1alpha1.UnsyncedResource"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in VerifiedObjects) OpenAPIModelName() string {
+	return "io.kcp.mapper.v1alpha1.VerifiedObjects"
 }
