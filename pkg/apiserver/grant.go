@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/component-helpers/auth/rbac/reconciliation"
 	"sigs.k8s.io/yaml"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
@@ -129,9 +130,13 @@ func GrantYAML(objects []runtime.Object) ([]byte, error) {
 
 // ApplyGrant writes objects to the source: the namespace and the Lease are created when
 // missing and left alone otherwise (an existing Lease keeps its holder and renew time);
-// roles and bindings are created or updated to exactly these rules and subjects. It
-// returns the first API error.
-func ApplyGrant(ctx context.Context, client kubernetes.Interface, objects []runtime.Object) error {
+// roles are created or updated to exactly these rules. Bindings are reconciled as
+// `kubectl auth reconcile` does (component-helpers' rbac reconciliation): their subjects
+// are added to those the binding already has, so granting a location to a second identity
+// (a push-mode mapper-controller beside a pull mapper's user) keeps the first; with
+// removeExtraSubjects the binding ends with exactly these subjects. It returns the first
+// API error.
+func ApplyGrant(ctx context.Context, client kubernetes.Interface, objects []runtime.Object, removeExtraSubjects bool) error {
 	for _, o := range objects {
 		var err error
 		switch o := o.(type) {
@@ -148,11 +153,13 @@ func ApplyGrant(ctx context.Context, client kubernetes.Interface, objects []runt
 		case *rbacv1.ClusterRole:
 			err = createOrUpdate(ctx, o, client.RbacV1().ClusterRoles().Create, client.RbacV1().ClusterRoles().Get, client.RbacV1().ClusterRoles().Update)
 		case *rbacv1.ClusterRoleBinding:
-			err = createOrUpdate(ctx, o, client.RbacV1().ClusterRoleBindings().Create, client.RbacV1().ClusterRoleBindings().Get, client.RbacV1().ClusterRoleBindings().Update)
+			err = reconcileBinding(reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: o},
+				reconciliation.ClusterRoleBindingClientAdapter{Client: client.RbacV1().ClusterRoleBindings()}, removeExtraSubjects)
 		case *rbacv1.Role:
 			err = createOrUpdate(ctx, o, client.RbacV1().Roles(o.Namespace).Create, client.RbacV1().Roles(o.Namespace).Get, client.RbacV1().Roles(o.Namespace).Update)
 		case *rbacv1.RoleBinding:
-			err = createOrUpdate(ctx, o, client.RbacV1().RoleBindings(o.Namespace).Create, client.RbacV1().RoleBindings(o.Namespace).Get, client.RbacV1().RoleBindings(o.Namespace).Update)
+			err = reconcileBinding(reconciliation.RoleBindingAdapter{RoleBinding: o},
+				reconciliation.RoleBindingClientAdapter{Client: client.RbacV1(), NamespaceClient: client.CoreV1().Namespaces()}, removeExtraSubjects)
 		default:
 			err = fmt.Errorf("unexpected object %T", o)
 		}
@@ -161,6 +168,18 @@ func ApplyGrant(ctx context.Context, client kubernetes.Interface, objects []runt
 		}
 	}
 	return nil
+}
+
+// reconcileBinding creates binding or adds its subjects to the existing one (all of them
+// replace the existing ones when removeExtraSubjects), through client.
+func reconcileBinding(binding reconciliation.RoleBinding, client reconciliation.RoleBindingModifier, removeExtraSubjects bool) error {
+	_, err := (&reconciliation.ReconcileRoleBindingOptions{
+		RoleBinding:         binding,
+		Confirm:             true,
+		RemoveExtraSubjects: removeExtraSubjects,
+		Client:              client,
+	}).Run()
+	return err
 }
 
 // createOrUpdate creates obj, or, when it exists, updates it at the stored resourceVersion.
