@@ -56,6 +56,8 @@ type Mapper struct {
 	places     *places
 	states     *objectStates
 	progress   *progress
+	// metrics is this mapper's series of the mapper metrics (label location).
+	metrics locationMetrics
 }
 
 // New validates cfg and builds a Mapper; Run starts it. It returns an error when a client
@@ -93,6 +95,7 @@ func New(cfg Config) (*Mapper, error) {
 		return nil, fmt.Errorf("target client: %w", err)
 	}
 	RegisterMetrics()
+	metrics := locationMetrics{location: cfg.Location}
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: kube.EventsV1()})
 	m := &Mapper{
 		cfg:             cfg,
@@ -107,7 +110,8 @@ func New(cfg Config) (*Mapper, error) {
 		syncQueue:       newQueue("mapper_sync", cfg.RetryBaseDelay, cfg.RetryMaxDelay),
 		statusQueue:     newQueue("mapper_status", cfg.RetryBaseDelay, cfg.RetryMaxDelay),
 		resources:       map[schema.GroupVersionResource]*resource{},
-		states:          newObjectStates(),
+		states:          newObjectStates(metrics),
+		metrics:         metrics,
 		mappingResolved: make(chan struct{}),
 		places:          newPlaces(),
 	}
@@ -130,6 +134,8 @@ func (m *Mapper) Run(ctx context.Context) error {
 		return fmt.Errorf("starting the event broadcaster: %w", err)
 	}
 	defer m.broadcaster.Shutdown()
+	// Runs last, once every worker has stopped setting gauges (wg.Wait is deferred below).
+	defer m.metrics.deleteGauges()
 	defer m.syncQueue.ShutDown()
 	defer m.statusQueue.ShutDown()
 	logger.Info("Starting the mapper", "view", m.cfg.View.Host, "target", m.cfg.Target.Host,

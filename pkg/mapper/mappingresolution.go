@@ -18,7 +18,7 @@ const resolveInterval = time.Second
 // setMapping puts mapping in force and opens the workers and the sweep. It is called once.
 func (m *Mapper) setMapping(mapping NamespaceMapping) {
 	m.mapping.Store(mapping)
-	namespaceMappingInUse.WithLabelValues(string(mapping)).Set(1)
+	m.metrics.namespaceMapping(mapping).Set(1)
 	close(m.mappingResolved)
 }
 

@@ -20,93 +20,95 @@ import (
 )
 
 // Metrics of the mapper, registered in the component-base legacy registry (served on
-// /metrics). The label "resource" is the GroupResource string ("configmaps",
+// /metrics). Every series has the label "location" first (the mapper's Config.Location, so the
+// push mappers of one mapper-controller process stay apart); code sets them only through a
+// Mapper's locationMetrics. The label "resource" is the GroupResource string ("configmaps",
 // "deployments.apps"). docs/mapper.md explains each one.
 var (
 	viewObjects = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Name:           "mapper_view_objects",
 		Help:           "Objects the location view holds, per resource (the informer's store).",
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"resource"})
+	}, []string{"location", "resource"})
 
 	objectsMapped = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Name:           "mapper_objects_mapped",
 		Help:           "View objects whose target copy was applied successfully at their latest version.",
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"resource"})
+	}, []string{"location", "resource"})
 
 	applies = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name:           "mapper_applies_total",
 		Help:           "Server-side applies onto the target, by result (success, error).",
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"resource", "result"})
+	}, []string{"location", "resource", "result"})
 
 	deletes = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name:           "mapper_deletes_total",
 		Help:           "Target copies deleted, by reason: event (the object left the view) or sweep (the periodic orphan sweep found it).",
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"resource", "reason"})
+	}, []string{"location", "resource", "reason"})
 
 	conflictsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name:           "mapper_conflicts_total",
 		Help:           "Times an object went into conflict: the target already has an object of that name the mapper does not manage (or a namespace recording another origin).",
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"resource"})
+	}, []string{"location", "resource"})
 
 	conflictsCurrent = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Name:           "mapper_conflicts",
 		Help:           "View objects currently in conflict (not mapped, retried with backoff).",
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"resource"})
+	}, []string{"location", "resource"})
 
 	errorsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name:           "mapper_errors_total",
 		Help:           "Failed operations, by operation: apply, delete, namespace, status, sweep. Each is retried with backoff.",
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"resource", "operation"})
+	}, []string{"location", "resource", "operation"})
 
 	resourceHalted = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Name:           "mapper_resource_halted",
 		Help:           "1 while the target does not serve the resource (its CRD is missing): its objects wait until it appears.",
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"resource"})
+	}, []string{"location", "resource"})
 
 	syncLag = metrics.NewHistogramVec(&metrics.HistogramOpts{
 		Name:           "mapper_sync_lag_seconds",
 		Help:           "Time from the view event that made an object dirty until the target matched it (applied or deleted), including retries.",
 		Buckets:        metrics.ExponentialBuckets(0.01, 4, 10),
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"resource"})
+	}, []string{"location", "resource"})
 
 	statusWrites = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name:           "mapper_status_writes_total",
 		Help:           "Status writes through the view's /status subresource, by result (success, conflict, error).",
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"resource", "result"})
+	}, []string{"location", "resource", "result"})
 
 	sweeps = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name:           "mapper_orphan_sweeps_total",
 		Help:           "Orphan sweeps, by result: completed, skipped (a view not synced, or the view empty), failed.",
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"result"})
+	}, []string{"location", "result"})
 
-	initialSyncComplete = metrics.NewGauge(&metrics.GaugeOpts{
+	initialSyncComplete = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Name:           "mapper_initial_sync_complete",
 		Help:           "1 once every object the view held at start-up has been processed once (also /readyz).",
 		StabilityLevel: metrics.ALPHA,
-	})
+	}, []string{"location"})
 
-	viewClusters = metrics.NewGauge(&metrics.GaugeOpts{
+	viewClusters = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Name:           "mapper_view_clusters",
 		Help:           "Logical clusters the location view holds objects of, over all resources.",
 		StabilityLevel: metrics.ALPHA,
-	})
+	}, []string{"location"})
 
 	namespaceMappingInUse = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Name:           "mapper_namespace_mapping",
 		Help:           "1 for the namespace mapping in force (same or prefixed), once --namespace-mapping=auto is resolved or an explicit mapping is set.",
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"mapping"})
+	}, []string{"location", "mapping"})
 
 	registerMetricsOnce sync.Once
 )
@@ -122,14 +124,14 @@ func (m *Mapper) updateGauges(ctx context.Context) {
 	clusters := sets.New[string]()
 	for _, r := range m.resourceList() {
 		keys := r.view.GetStore().ListKeys()
-		viewObjects.WithLabelValues(r.name()).Set(float64(len(keys)))
+		m.metrics.viewObjects(r.name()).Set(float64(len(keys)))
 		for _, k := range keys {
 			if cluster, _, _, ok := contract.Key(k).Split(); ok {
 				clusters.Insert(cluster)
 			}
 		}
 	}
-	viewClusters.Set(float64(clusters.Len()))
+	m.metrics.viewClusters().Set(float64(clusters.Len()))
 	if clusters.Len() > 1 && m.namespaceMapping() == NamespaceMappingSame && m.warnedSameMapping.CompareAndSwap(false, true) {
 		klog.FromContext(ctx).Info("Warning: the view holds objects of several logical clusters but the namespace mapping is \"same\"; "+
 			"objects of two clusters with the same namespace/name are conflicts (the first one mapped keeps the place). "+

@@ -22,10 +22,11 @@ type objectStates struct {
 	mu         sync.Mutex
 	outcomes   map[itemKey]outcome
 	dirtySince map[itemKey]time.Time
+	metrics    locationMetrics
 }
 
-func newObjectStates() *objectStates {
-	return &objectStates{outcomes: map[itemKey]outcome{}, dirtySince: map[itemKey]time.Time{}}
+func newObjectStates(metrics locationMetrics) *objectStates {
+	return &objectStates{outcomes: map[itemKey]outcome{}, dirtySince: map[itemKey]time.Time{}, metrics: metrics}
 }
 
 // dirty records that key changed in the view now, unless it is already waiting.
@@ -47,17 +48,17 @@ func (s *objectStates) set(key itemKey, o outcome) outcome {
 	prev := s.outcomes[key]
 	if prev != o {
 		if prev == outcomeMapped {
-			objectsMapped.WithLabelValues(resource).Dec()
+			s.metrics.objectsMapped(resource).Dec()
 		}
 		if prev == outcomeConflict {
-			conflictsCurrent.WithLabelValues(resource).Dec()
+			s.metrics.conflictsCurrent(resource).Dec()
 		}
 		if o == outcomeMapped {
-			objectsMapped.WithLabelValues(resource).Inc()
+			s.metrics.objectsMapped(resource).Inc()
 		}
 		if o == outcomeConflict {
-			conflictsCurrent.WithLabelValues(resource).Inc()
-			conflictsTotal.WithLabelValues(resource).Inc()
+			s.metrics.conflictsCurrent(resource).Inc()
+			s.metrics.conflictsTotal(resource).Inc()
 		}
 	}
 	if o == outcomeNone {
@@ -67,7 +68,7 @@ func (s *objectStates) set(key itemKey, o outcome) outcome {
 	}
 	if o == outcomeMapped || o == outcomeNone {
 		if since, ok := s.dirtySince[key]; ok {
-			syncLag.WithLabelValues(resource).Observe(time.Since(since).Seconds())
+			s.metrics.syncLag(resource).Observe(time.Since(since).Seconds())
 			delete(s.dirtySince, key)
 		}
 	}

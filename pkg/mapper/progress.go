@@ -136,7 +136,7 @@ func (p *progress) check() bool {
 	if ready {
 		p.done = true
 		close(p.doneCh)
-		initialSyncComplete.Set(1)
+		p.m.metrics.initialSyncComplete().Set(1)
 	}
 	return ready
 }

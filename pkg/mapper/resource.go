@@ -162,7 +162,7 @@ func (m *Mapper) setServed(ctx context.Context, r *resource, served bool) {
 		}
 		r.target, r.targetCancel = nil, nil
 		r.halted.Store(true)
-		resourceHalted.WithLabelValues(r.name()).Set(1)
+		m.metrics.resourceHalted(r.name()).Set(1)
 		logger.Info("Halting the resource: the target does not serve it (is its CRD missing?); its objects wait until it does",
 			"resource", r.name(), "groupVersion", r.gvr.GroupVersion().String())
 		return
@@ -178,7 +178,7 @@ func (m *Mapper) setServed(ctx context.Context, r *resource, served bool) {
 	r.targetCancel = cancel
 	go r.target.RunWithContext(tctx)
 	r.halted.Store(false)
-	resourceHalted.WithLabelValues(r.name()).Set(0)
+	m.metrics.resourceHalted(r.name()).Set(0)
 	logger.V(2).Info("The target serves the resource", "resource", r.name())
 	for _, obj := range r.view.GetStore().List() {
 		if u, ok := obj.(*unstructured.Unstructured); ok {

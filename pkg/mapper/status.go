@@ -85,18 +85,18 @@ func (m *Mapper) reflectStatus(ctx context.Context, key itemKey) error {
 		write.Object["status"] = runtime.DeepCopyJSONValue(status)
 		_, err := client.UpdateStatus(ctx, write, metav1.UpdateOptions{FieldManager: m.cfg.FieldManager})
 		if apierrors.IsConflict(err) {
-			statusWrites.WithLabelValues(r.name(), "conflict").Inc()
+			m.metrics.statusWrites(r.name(), "conflict").Inc()
 			cur = nil
 		}
 		return err
 	})
 	if err != nil {
-		statusWrites.WithLabelValues(r.name(), "error").Inc()
-		errorsTotal.WithLabelValues(r.name(), "status").Inc()
+		m.metrics.statusWrites(r.name(), "error").Inc()
+		m.metrics.errors(r.name(), "status").Inc()
 		klog.FromContext(ctx).V(2).Info("Writing status back through the view failed; retrying with backoff", "resource", r.name(), "source", key.source().String(), "err", err.Error())
 		return fmt.Errorf("writing the status of %s %s through the view: %w", r.name(), key.source().String(), err)
 	}
-	statusWrites.WithLabelValues(r.name(), "success").Inc()
+	m.metrics.statusWrites(r.name(), "success").Inc()
 	klog.FromContext(ctx).V(4).Info("Reflected status", "resource", r.name(), "source", key.source().String())
 	return nil
 }

@@ -26,14 +26,14 @@ func (m *Mapper) sweep(ctx context.Context) {
 	for _, r := range resources {
 		if !r.viewSynced() {
 			logger.V(2).Info("Skipping the orphan sweep: a view informer has not synced", "resource", r.name())
-			sweeps.WithLabelValues("skipped").Inc()
+			m.metrics.sweeps("skipped").Inc()
 			return
 		}
 		total += len(r.view.GetStore().ListKeys())
 	}
 	if total == 0 {
 		logger.Info("Skipping the orphan sweep: the view holds no objects; refusing to delete on an empty view")
-		sweeps.WithLabelValues("skipped").Inc()
+		m.metrics.sweeps("skipped").Inc()
 		return
 	}
 	deleted, failed := 0, false
@@ -45,14 +45,14 @@ func (m *Mapper) sweep(ctx context.Context) {
 		deleted += n
 		if err != nil {
 			failed = true
-			errorsTotal.WithLabelValues(r.name(), "sweep").Inc()
+			m.metrics.errors(r.name(), "sweep").Inc()
 			logger.Error(err, "Orphan sweep of a resource failed", "resource", r.name())
 		}
 	}
 	if failed {
-		sweeps.WithLabelValues("failed").Inc()
+		m.metrics.sweeps("failed").Inc()
 	} else {
-		sweeps.WithLabelValues("completed").Inc()
+		m.metrics.sweeps("completed").Inc()
 	}
 	logger.V(2).Info("Orphan sweep done", "deleted", deleted)
 }
@@ -94,12 +94,12 @@ func (m *Mapper) sweepResource(ctx context.Context, r *resource) (int, error) {
 			}
 		}
 		if err := m.deleteTarget(ctx, r, item.Namespace, item.Name, item.UID); err != nil {
-			errorsTotal.WithLabelValues(r.name(), "delete").Inc()
+			m.metrics.errors(r.name(), "delete").Inc()
 			logger.Error(err, "Deleting an orphan failed", "resource", r.name(), "source", ref.String())
 			return nil
 		}
 		deleted++
-		deletes.WithLabelValues(r.name(), "sweep").Inc()
+		m.metrics.deletes(r.name(), "sweep").Inc()
 		logger.Info("Deleted an orphan target object", "resource", r.name(), "namespace", item.Namespace, "name", item.Name, "source", ref.String())
 		return nil
 	})

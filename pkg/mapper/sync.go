@@ -61,7 +61,7 @@ func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstr
 			if errors.As(err, &nc) {
 				return m.reportConflict(ctx, key, ns, nc.Error())
 			}
-			errorsTotal.WithLabelValues(r.name(), "namespace").Inc()
+			m.metrics.errors(r.name(), "namespace").Inc()
 			m.states.set(key, outcomeError)
 			return err
 		}
@@ -76,7 +76,7 @@ func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstr
 		if apierrors.IsNotFound(err) {
 			live = nil
 		} else if err != nil {
-			errorsTotal.WithLabelValues(r.name(), "apply").Inc()
+			m.metrics.errors(r.name(), "apply").Inc()
 			m.states.set(key, outcomeError)
 			return fmt.Errorf("reading the target copy: %w", err)
 		}
@@ -100,8 +100,8 @@ func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstr
 	}
 	_, err := m.target.Resource(r.gvr).Namespace(ns).Apply(ctx, key.Name, desired, metav1.ApplyOptions{FieldManager: m.cfg.FieldManager})
 	if err != nil {
-		applies.WithLabelValues(r.name(), "error").Inc()
-		errorsTotal.WithLabelValues(r.name(), "apply").Inc()
+		m.metrics.applies(r.name(), "error").Inc()
+		m.metrics.errors(r.name(), "apply").Inc()
 		m.states.set(key, outcomeError)
 		m.namespaces.forget(ns)
 		if apierrors.IsNotFound(err) {
@@ -115,7 +115,7 @@ func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstr
 		logger.V(2).Info("Applying onto the target failed; retrying with backoff", "resource", r.name(), "source", src.String(), "err", err.Error())
 		return fmt.Errorf("applying %s %s: %w", r.name(), src.String(), err)
 	}
-	applies.WithLabelValues(r.name(), "success").Inc()
+	m.metrics.applies(r.name(), "success").Inc()
 	if prev := m.states.set(key, outcomeMapped); prev != outcomeMapped {
 		logger.V(4).Info("Mapped", "resource", r.name(), "source", src.String(), "targetNamespace", ns)
 	}
@@ -135,7 +135,7 @@ func (m *Mapper) deleteCopy(ctx context.Context, r *resource, key itemKey, ns st
 		return nil
 	}
 	if err != nil {
-		errorsTotal.WithLabelValues(r.name(), "delete").Inc()
+		m.metrics.errors(r.name(), "delete").Inc()
 		return fmt.Errorf("reading the target copy: %w", err)
 	}
 	if ref, _, ok := MarkedSource(live, m.cfg.Location, r.namespaced); !ok || ref != key.source() {
@@ -144,7 +144,7 @@ func (m *Mapper) deleteCopy(ctx context.Context, r *resource, key itemKey, ns st
 	}
 	gone, err := m.goneFromView(ctx, r, key)
 	if err != nil {
-		errorsTotal.WithLabelValues(r.name(), "delete").Inc()
+		m.metrics.errors(r.name(), "delete").Inc()
 		return err
 	}
 	if !gone {
@@ -152,10 +152,10 @@ func (m *Mapper) deleteCopy(ctx context.Context, r *resource, key itemKey, ns st
 		return errRequeue // the informer has not caught up; it will deliver the object
 	}
 	if err := m.deleteTarget(ctx, r, ns, key.Name, live.UID); err != nil {
-		errorsTotal.WithLabelValues(r.name(), "delete").Inc()
+		m.metrics.errors(r.name(), "delete").Inc()
 		return err
 	}
-	deletes.WithLabelValues(r.name(), "event").Inc()
+	m.metrics.deletes(r.name(), "event").Inc()
 	m.states.set(key, outcomeNone)
 	klog.FromContext(ctx).V(2).Info("Deleted the target copy of an object that left the view", "resource", r.name(), "source", key.source().String(), "targetNamespace", ns)
 	return nil

@@ -1,0 +1,87 @@
+package mapper
+
+import (
+	"k8s.io/component-base/metrics"
+)
+
+// locationMetrics gives one Mapper's series of the mapper metrics (metrics.go): each method
+// returns the series with the label "location" set to the mapper's location, followed by the
+// other labels in the order of the metric's definition. A Mapper creates it once in New.
+type locationMetrics struct {
+	location string
+}
+
+func (l locationMetrics) viewObjects(resource string) metrics.GaugeMetric {
+	return viewObjects.WithLabelValues(l.location, resource)
+}
+
+func (l locationMetrics) objectsMapped(resource string) metrics.GaugeMetric {
+	return objectsMapped.WithLabelValues(l.location, resource)
+}
+
+func (l locationMetrics) applies(resource, result string) metrics.CounterMetric {
+	return applies.WithLabelValues(l.location, resource, result)
+}
+
+func (l locationMetrics) deletes(resource, reason string) metrics.CounterMetric {
+	return deletes.WithLabelValues(l.location, resource, reason)
+}
+
+func (l locationMetrics) conflictsTotal(resource string) metrics.CounterMetric {
+	return conflictsTotal.WithLabelValues(l.location, resource)
+}
+
+func (l locationMetrics) conflictsCurrent(resource string) metrics.GaugeMetric {
+	return conflictsCurrent.WithLabelValues(l.location, resource)
+}
+
+func (l locationMetrics) errors(resource, operation string) metrics.CounterMetric {
+	return errorsTotal.WithLabelValues(l.location, resource, operation)
+}
+
+func (l locationMetrics) resourceHalted(resource string) metrics.GaugeMetric {
+	return resourceHalted.WithLabelValues(l.location, resource)
+}
+
+func (l locationMetrics) syncLag(resource string) metrics.ObserverMetric {
+	return syncLag.WithLabelValues(l.location, resource)
+}
+
+func (l locationMetrics) statusWrites(resource, result string) metrics.CounterMetric {
+	return statusWrites.WithLabelValues(l.location, resource, result)
+}
+
+func (l locationMetrics) sweeps(result string) metrics.CounterMetric {
+	return sweeps.WithLabelValues(l.location, result)
+}
+
+func (l locationMetrics) initialSyncComplete() metrics.GaugeMetric {
+	return initialSyncComplete.WithLabelValues(l.location)
+}
+
+func (l locationMetrics) viewClusters() metrics.GaugeMetric {
+	return viewClusters.WithLabelValues(l.location)
+}
+
+func (l locationMetrics) namespaceMapping(mapping NamespaceMapping) metrics.GaugeMetric {
+	return namespaceMappingInUse.WithLabelValues(l.location, string(mapping))
+}
+
+// gauges lists every gauge of the mapper metrics; deleteGauges removes the location's series
+// of each.
+var gauges = []*metrics.GaugeVec{viewObjects, objectsMapped, conflictsCurrent, resourceHalted,
+	initialSyncComplete, viewClusters, namespaceMappingInUse}
+
+// deleteGauges removes every gauge series of the location, when its mapper stops (Run
+// returns): a stopped push mapper leaves no stale gauges, and a mapper started again for the
+// location counts its gauges from zero, as its fresh state does. Counters and the histogram
+// stay (a Prometheus counter may only grow).
+func (l locationMetrics) deleteGauges() {
+	for _, g := range gauges {
+		// component-base's GaugeVec embeds the Prometheus one (nil until registered), whose
+		// DeletePartialMatch removes every series with these labels whatever the others are.
+		if g.IsCreated() {
+			g.DeletePartialMatch(map[string]string{"location": l.location})
+		}
+	}
+}
