@@ -266,10 +266,16 @@ sampling:
 			falseAlarms[t.name] = t.status + " (" + t.reason + ")"
 		}
 	}
-	notReady := 0
+	notReady, stoppedReady := 0, "no Ready condition"
 	for i := range final.Items {
 		st, err := synctarget.FromUnstructured(&final.Items[i])
-		if err != nil || st.Name == stoppedName {
+		if err != nil {
+			continue
+		}
+		if st.Name == stoppedName {
+			if c := meta.FindStatusCondition(st.Status.Conditions, controlv1alpha1.SyncTargetReady); c != nil {
+				stoppedReady = fmt.Sprintf("Ready=%s (%s) since %s", c.Status, c.Reason, c.LastTransitionTime.UTC().Format(time.RFC3339))
+			}
 			continue
 		}
 		if !meta.IsStatusConditionTrue(st.Status.Conditions, controlv1alpha1.SyncTargetReady) {
@@ -287,7 +293,14 @@ sampling:
 	mark := Check{Name: fmt.Sprintf("the location whose heartbeat stopped (%s) becomes Ready=Unknown (%s) within the grace period (%s) + 5 s of its last Lease renewal", stoppedName, controlv1alpha1.ReasonLeaseExpired, grace), Compared: 1}
 	if unknownAt.IsZero() || after > grace+5*time.Second {
 		mark.Failures = 1
-		mark.Detail = fmt.Sprintf("last renewal %s, Ready=Unknown seen at %s", renewed.Format(time.RFC3339Nano), unknownAt.Format(time.RFC3339Nano))
+		mark.Detail = fmt.Sprintf("last renewal %s, Ready=Unknown seen by the watch at %s; in the final list: %s", renewed.UTC().Format(time.RFC3339Nano), unknownAt.UTC().Format(time.RFC3339Nano), stoppedReady)
+		var lines []string
+		for _, l := range strings.Split(ctrl.LogTail(400), "\n") {
+			if strings.Contains(l, stoppedName) || strings.Contains(l, "leader") || strings.HasPrefix(l, "E") {
+				lines = append(lines, l)
+			}
+		}
+		s.Notes = append(s.Notes, fmt.Sprintf("**%s was not marked in time.** mapper-controller's log lines about it, leader election and errors:\n\n```\n%s\n```", stoppedName, tailString(strings.Join(lines, "\n"), 3000)))
 	}
 	s.Checks = []Check{keep, mark}
 	measured := after.Seconds()

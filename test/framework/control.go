@@ -52,7 +52,7 @@ func StartMapperController(t TB, ctx context.Context, cp *ControlPlane, grace ti
 	bin := BuildBinary(t, "./cmd/mapper-controller")
 	p := StartProcess(t, ProcessSpec{Name: "mapper-controller", Path: bin, Args: append([]string{
 		"--kubeconfig=" + cp.AdminKubeconfig(), "--location-grace-period=" + grace.String(),
-		"--bind-address=0", "--leader-elect=true",
+		"--bind-address=0", "--leader-elect=true", "-v=2",
 	}, extraArgs...)})
 	kube := cp.Admin().Client(t)
 	var last error
