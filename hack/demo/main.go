@@ -176,7 +176,7 @@ func writeMapperKubeconfig(tb *programtb.TB, source *framework.ControlPlane, loc
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := apiserver.ApplyGrant(context.Background(), source.Admin().Client(tb), grant); err != nil {
+	if err := apiserver.ApplyGrant(context.Background(), source.Admin().Client(tb), grant, false); err != nil {
 		tb.Fatal(err)
 	}
 	raw, err := clientcmd.LoadFromFile(user.KubeconfigPath)
