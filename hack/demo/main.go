@@ -5,8 +5,11 @@
 // allowed only that location's view and writes two kubeconfigs: the admin's, straight to
 // mapper-apiserver, and the mapper's, through the aggregator (made as `mapper-apiserver
 // kubeconfig` makes them). It also starts a target kube-apiserver for east and a mapper that keeps
-// it equal to east's view (invariants 1-4 of DESIGN.md). It prints kubectl commands to try, and
-// stops every process it started on Ctrl-C.
+// it equal to east's view (invariants 1-4 of DESIGN.md). Both locations are registered as
+// SyncTargets (the CRDs of artifacts/crds); each mapper identity gets exactly the rules of
+// `mapper-apiserver grant` (its view, its Lease, its SyncTarget's status); mapper-controller
+// marks a location whose Lease is not renewed Ready=Unknown (west has no mapper). It prints the
+// locations' health and kubectl commands to try, and stops every process it started on Ctrl-C.
 //
 // Run it with `make demo` (which builds the testenv first).
 package main
@@ -20,8 +23,6 @@ import (
 	"path/filepath"
 	"syscall"
 
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/apiserver"
@@ -30,6 +31,12 @@ import (
 )
 
 var locations = []string{"east", "west"}
+
+// locationLabels are the SyncTargets' labels (the locations' properties).
+var locationLabels = map[string]map[string]string{
+	"east": {"region": "us-east", "tier": "edge"},
+	"west": {"region": "us-west", "tier": "core"},
+}
 
 func main() {
 	dir := flag.String("dir", ".demo", "Directory for the kubeconfigs the demo writes.")
@@ -56,6 +63,10 @@ func main() {
 	if _, err := framework.RunKubectl(tb, source.AdminKubeconfig(), "apply", "-f", *workloads); err != nil {
 		tb.Fatal(err)
 	}
+	ctx := context.Background()
+	tb.Logf("registering the locations as SyncTargets, starting mapper-controller ...")
+	registerLocations(tb, ctx, source)
+	framework.StartMapperController(tb, ctx, source, locationGracePeriod)
 	tb.Logf("building and starting mapper-apiserver, registering the APIService ...")
 	api := framework.StartAggregatedMapperAPIServer(tb, source, "--resources=configmaps,deployments.apps")
 	server := api.Server
@@ -71,8 +82,11 @@ func main() {
 	copyFile(tb, target.AdminKubeconfig(), filepath.Join(out, "target-east.kubeconfig"))
 	tb.Logf("building and starting the mapper for east ...")
 	mapperLog := startMapper(tb, filepath.Join(out, "mapper-east.kubeconfig"), filepath.Join(out, "target-east.kubeconfig"))
+	tb.Logf("waiting for east's mapper to report Ready and for west (no mapper) to be Unknown ...")
+	health := locationHealth(tb, ctx, source)
 
 	kubectl := framework.KubectlPath(tb)
+	fmt.Printf("\nLocations (SyncTargets in the source; east's mapper renews its Lease, west has none):\n%s", health)
 	fmt.Printf(`
 cluster-mapper demo is running.
   source kube-apiserver:  %s
@@ -88,6 +102,8 @@ Try (kubectl from the testenv):
       # and in another shell, re-assign an object in the source:
   $K --kubeconfig %[6]s/source.kubeconfig annotate -n shop deployment checkout --overwrite kcp.io/assigned-locations='["west"]'
   $K --kubeconfig %[6]s/mapper-apiserver.kubeconfig get locations
+  $K --kubeconfig %[6]s/source.kubeconfig get synctargets -o wide -w
+      # and stop east's mapper (kill -9 its pid): Ready=Unknown within the grace period (%[10]s)
 
 Through the kube-apiserver aggregator, as the mapper of each location (allowed only its own view):
   $K --kubeconfig %[6]s/source.kubeconfig get apiservice v1alpha1.mapper.kcp.io
@@ -105,7 +121,7 @@ East's target cluster, kept equal to east's view by the mapper (its log: %[8]s):
   %[9]s verify --view-kubeconfig=%[6]s/mapper-east.kubeconfig --target-kubeconfig=%[6]s/target-east.kubeconfig
 
 Press Ctrl-C to stop everything.
-`, source.URL, server.URL, server.ViewURL("east"), api.ViewURL("east"), kubectl, out, api.ViewURL("west"), mapperLog, framework.BuildBinary(tb, "./cmd/mapper"))
+`, source.URL, server.URL, server.ViewURL("east"), api.ViewURL("east"), kubectl, out, api.ViewURL("west"), mapperLog, framework.BuildBinary(tb, "./cmd/mapper"), locationGracePeriod)
 
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
@@ -145,33 +161,22 @@ func copyFile(tb *programtb.TB, from, to string) {
 	}
 }
 
-// writeMapperKubeconfig creates the user mapper-<location>, allowed get, watch, update and patch
-// on locations/proxy of location only (DESIGN.md, "Authorization"), and writes to path its
+// writeMapperKubeconfig creates the user mapper-<location>, grants it what `mapper-apiserver
+// grant --location=<location> --user=mapper-<location> --apply` grants (apiserver.LocationGrant:
+// locations/proxy of location only, its Lease, its SyncTarget's status), and writes to path its
 // kubeconfig for location's view through the aggregator, derived from the user's kubeconfig of
 // the source by apiserver.LocationKubeconfig (what `mapper-apiserver kubeconfig` prints).
 func writeMapperKubeconfig(tb *programtb.TB, source *framework.ControlPlane, location, path string) {
-	name := "mapper-" + location
-	user := source.NewUser(tb, name)
-	client := source.Admin().Client(tb)
-	ctx := context.Background()
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules: []rbacv1.PolicyRule{{
-			APIGroups:     []string{"mapper.kcp.io"},
-			Resources:     []string{"locations/proxy"},
-			ResourceNames: []string{location},
-			Verbs:         []string{"get", "watch", "update", "patch"},
-		}},
-	}
-	if _, err := client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+	user := source.NewUser(tb, "mapper-"+location)
+	subjects, err := apiserver.GrantSubjects([]string{user.Name}, nil, nil)
+	if err != nil {
 		tb.Fatal(err)
 	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user.Name}},
+	grant, err := apiserver.LocationGrant(location, subjects)
+	if err != nil {
+		tb.Fatal(err)
 	}
-	if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+	if err := apiserver.ApplyGrant(context.Background(), source.Admin().Client(tb), grant, false); err != nil {
 		tb.Fatal(err)
 	}
 	raw, err := clientcmd.LoadFromFile(user.KubeconfigPath)

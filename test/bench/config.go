@@ -57,6 +57,15 @@ type Config struct {
 	MapperTimeout time.Duration `json:"mapperTimeout"`
 	// SkipMapper skips scenario 6.
 	SkipMapper bool `json:"skipMapper"`
+	// LocationsWindow is how long scenario 8 measures L location heartbeats.
+	LocationsWindow time.Duration `json:"locationsWindow"`
+	// LocationGracePeriod is mapper-controller's --location-grace-period in scenario 8 (and the
+	// heartbeats' Lease duration).
+	LocationGracePeriod time.Duration `json:"locationGracePeriod"`
+	// Scenarios are the scenarios to run; empty: all. Scenarios 1-7 share one data set and
+	// run together (all or none); 8 needs no data set. A run of a subset merges its scenarios
+	// into the report already in OutDir.
+	Scenarios []int `json:"scenarios,omitempty"`
 
 	// MicroBenchmarks runs the Go micro-benchmarks of pkg/cache into the report.
 	MicroBenchmarks bool `json:"microBenchmarks"`
@@ -90,6 +99,8 @@ var Presets = map[string]Config{
 		StartupSamples:         3,
 		ResumeGap:              30 * time.Second,
 		MapperTimeout:          5 * time.Minute,
+		LocationsWindow:        2 * time.Minute,
+		LocationGracePeriod:    40 * time.Second,
 		MicroBenchmarks:        true,
 		MicroBenchtime:         "1s",
 		Profiles:               true,
@@ -112,6 +123,8 @@ var Presets = map[string]Config{
 		StartupSamples:         1,
 		ResumeGap:              5 * time.Second,
 		MapperTimeout:          2 * time.Minute,
+		LocationsWindow:        20 * time.Second,
+		LocationGracePeriod:    15 * time.Second,
 		MicroBenchmarks:        false,
 		MicroBenchtime:         "100ms",
 		Profiles:               true,
@@ -145,13 +158,13 @@ func ParseFlags(fs *flag.FlagSet, args []string) (Config, error) {
 	var (
 		preset                                                     string
 		c                                                          Config
-		fanout, encode, gap, mapperTimeout                         time.Duration
+		fanout, encode, gap, mapperTimeout, locWindow, locGrace    time.Duration
 		objects, namespaces, locations, depPct, bulk, loadClients  int
 		assignPct, listSamples, naiveSamples, encWatchers, startup int
 		seed                                                       int64
 		rate                                                       float64
 		micro, profiles, skipMapper                                bool
-		benchtime, out                                             string
+		benchtime, out, scenarios                                  string
 	)
 	fs.StringVar(&preset, "preset", "default", "Base configuration: "+strings.Join(PresetNames(), " or ")+"; other flags override it.")
 	fs.IntVar(&objects, "objects", 0, "N: source objects (ConfigMaps and Deployments).")
@@ -172,6 +185,9 @@ func ParseFlags(fs *flag.FlagSet, args []string) (Config, error) {
 	fs.DurationVar(&gap, "resume-gap", 0, "How long watchers stay disconnected in scenario 7.")
 	fs.DurationVar(&mapperTimeout, "mapper-timeout", 0, "Bound of scenario 6.")
 	fs.BoolVar(&skipMapper, "skip-mapper", false, "Skip scenario 6 (mapper initial sync).")
+	fs.DurationVar(&locWindow, "locations-window", 0, "Measured window of scenario 8 (location heartbeats).")
+	fs.DurationVar(&locGrace, "location-grace-period", 0, "mapper-controller's --location-grace-period in scenario 8.")
+	fs.StringVar(&scenarios, "scenarios", "", "Comma-separated scenarios to run (default all); 1-7 run together, e.g. --scenarios=8. A subset is merged into the report in --out.")
 	fs.BoolVar(&micro, "micro", false, "Run the Go micro-benchmarks of pkg/cache into the report.")
 	fs.StringVar(&benchtime, "micro-benchtime", "", "-benchtime of the micro-benchmarks.")
 	fs.BoolVar(&profiles, "profiles", false, "Capture server CPU and heap profiles during the scenarios.")
@@ -222,6 +238,16 @@ func ParseFlags(fs *flag.FlagSet, args []string) (Config, error) {
 			c.MapperTimeout = mapperTimeout
 		case "skip-mapper":
 			c.SkipMapper = skipMapper
+		case "locations-window":
+			c.LocationsWindow = locWindow
+		case "location-grace-period":
+			c.LocationGracePeriod = locGrace
+		case "scenarios":
+			ids, err := parseScenarios(scenarios)
+			if err != nil {
+				bad = append(bad, err.Error())
+			}
+			c.Scenarios = ids
 		case "micro":
 			c.MicroBenchmarks = micro
 		case "micro-benchtime":
@@ -236,7 +262,7 @@ func ParseFlags(fs *flag.FlagSet, args []string) (Config, error) {
 		}
 	})
 	if len(bad) > 0 {
-		return Config{}, fmt.Errorf("unhandled flags %v", bad)
+		return Config{}, fmt.Errorf("bad or unhandled flags: %v", bad)
 	}
 	return c, c.Validate()
 }
@@ -256,8 +282,23 @@ func (c Config) Validate() error {
 	if c.WriteRate <= 0 || c.LoadClients < 1 || c.ListSamples < 1 || c.NaiveListSamples < 1 || c.EncodeWatchers < 2 || c.StartupSamples < 1 {
 		errs = append(errs, "write rate, load clients, samples and encode watchers must be positive (encode watchers at least 2)")
 	}
-	if c.FanoutDuration <= 0 || c.EncodeDuration <= 0 || c.ResumeGap <= 0 || c.MapperTimeout <= 0 {
+	if c.FanoutDuration <= 0 || c.EncodeDuration <= 0 || c.ResumeGap <= 0 || c.MapperTimeout <= 0 || c.LocationsWindow <= 0 || c.LocationGracePeriod < time.Second {
 		errs = append(errs, "durations must be positive")
+	}
+	if c.LocationGracePeriod <= heartbeatRenewInterval {
+		errs = append(errs, fmt.Sprintf("--location-grace-period must exceed the Lease renew interval (%s)", heartbeatRenewInterval))
+	}
+	dataSet := 0
+	for _, id := range c.Scenarios {
+		if id < 1 || id > 8 {
+			errs = append(errs, fmt.Sprintf("no scenario %d (1-8)", id))
+		}
+		if id <= 7 {
+			dataSet++
+		}
+	}
+	if dataSet != 0 && dataSet != 7 {
+		errs = append(errs, "scenarios 1-7 share one data set and run together: give all of them or none")
 	}
 	if c.OutDir == "" {
 		errs = append(errs, "--out must not be empty")
@@ -267,3 +308,46 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
+
+// heartbeatRenewInterval is how often scenario 8's heartbeats renew their Leases.
+const heartbeatRenewInterval = locationRenewInterval
+
+// parseScenarios parses a comma-separated list of scenario numbers, e.g. "8" or
+// "1,2,3,4,5,6,7"; duplicates are dropped and the result is sorted.
+func parseScenarios(s string) ([]int, error) {
+	seen := map[int]bool{}
+	var ids []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		var id int
+		if _, err := fmt.Sscanf(f, "%d", &id); err != nil || fmt.Sprint(id) != f {
+			return nil, fmt.Errorf("--scenarios: %q is not a scenario number", f)
+		}
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	sort.Ints(ids)
+	return ids, nil
+}
+
+// runs reports whether the configuration runs scenario id.
+func (c Config) runs(id int) bool {
+	if len(c.Scenarios) == 0 {
+		return true
+	}
+	for _, s := range c.Scenarios {
+		if s == id {
+			return true
+		}
+	}
+	return false
+}
+
+// partial reports whether the run covers a subset of the scenarios (and is merged into an
+// existing report).
+func (c Config) partial() bool { return len(c.Scenarios) > 0 && len(c.Scenarios) < 8 }

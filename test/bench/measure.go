@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/procfs"
@@ -150,8 +151,24 @@ func timedGet(ctx context.Context, c *http.Client, url string, keep bool) (getRe
 	return res, nil
 }
 
-// scrapeMetrics reads a Prometheus text endpoint.
+// scrapeMetrics reads a Prometheus text endpoint and sums every family over its series.
 func scrapeMetrics(ctx context.Context, c *http.Client, url string) (map[string]float64, error) {
+	fams, err := scrapeFamilies(ctx, c, url)
+	if err != nil {
+		return nil, err
+	}
+	// Sum every family over its series: the values used here are unlabelled or summed anyway.
+	out := map[string]float64{}
+	for name, f := range fams {
+		for _, m := range f.GetMetric() {
+			out[name] += metricValue(m)
+		}
+	}
+	return out, nil
+}
+
+// scrapeFamilies reads a Prometheus text endpoint into its metric families.
+func scrapeFamilies(ctx context.Context, c *http.Client, url string) (map[string]*dto.MetricFamily, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
@@ -165,25 +182,20 @@ func scrapeMetrics(ctx context.Context, c *http.Client, url string) (map[string]
 		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return nil, err
+	return p.TextToMetricFamilies(resp.Body)
+}
+
+// metricValue is the value of a gauge, counter or untyped series (0 for other types).
+func metricValue(m *dto.Metric) float64 {
+	switch {
+	case m.GetGauge() != nil:
+		return m.GetGauge().GetValue()
+	case m.GetCounter() != nil:
+		return m.GetCounter().GetValue()
+	case m.GetUntyped() != nil:
+		return m.GetUntyped().GetValue()
 	}
-	// Sum every family over its series: the values used here are unlabelled or summed anyway.
-	out := map[string]float64{}
-	for name, f := range fams {
-		for _, m := range f.GetMetric() {
-			switch {
-			case m.GetGauge() != nil:
-				out[name] += m.GetGauge().GetValue()
-			case m.GetCounter() != nil:
-				out[name] += m.GetCounter().GetValue()
-			case m.GetUntyped() != nil:
-				out[name] += m.GetUntyped().GetValue()
-			}
-		}
-	}
-	return out, nil
+	return 0
 }
 
 // recv is one watch event as received by a watcher.

@@ -12,7 +12,8 @@ import (
 // TestQuickPreset runs the benchmark's quick preset on real servers: every scenario must run
 // and produce numbers, every correctness check of the run must pass (scenario 1: the view, the
 // label-selector LIST and the naive list-all-and-filter list exactly the objects the data set
-// assigns to each sampled location; scenario 6: the mapper maps every object of its location),
+// assigns to each sampled location; scenario 6: the mapper maps every object of its location;
+// scenario 8: mapper-controller keeps every heartbeating location Ready and marks a stopped one),
 // and the report files must be written. It asserts no timings (they belong in bench/RESULTS.md,
 // not in a pass/fail test on a shared CI machine).
 func TestQuickPreset(t *testing.T) {
@@ -28,8 +29,8 @@ func TestQuickPreset(t *testing.T) {
 	defer cancel()
 	r := Run(ctx, t, cfg, "go test ./test/bench -run TestQuickPreset")
 
-	if len(r.Scenarios) != 7 {
-		t.Fatalf("%d scenarios in the report, want 7", len(r.Scenarios))
+	if len(r.Scenarios) != 8 {
+		t.Fatalf("%d scenarios in the report, want 8", len(r.Scenarios))
 	}
 	for i, s := range r.Scenarios {
 		if s.ID != i+1 {
@@ -57,7 +58,7 @@ func TestQuickPreset(t *testing.T) {
 	}
 	// The scenarios whose figures depend on a correct result carry checks; a run that lost them
 	// would pass without proving anything.
-	for id, name := range map[int]string{1: "lists agree", 6: "mapper finished"} {
+	for id, name := range map[int]string{1: "lists agree", 6: "mapper finished", 8: "locations stay Ready; a stopped one becomes Unknown"} {
 		if s := r.Scenarios[id-1]; s.Ran && len(s.Checks) == 0 {
 			t.Errorf("scenario %d (%s) recorded no correctness check (%s)", id, s.Title, name)
 		}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 )
@@ -45,6 +46,12 @@ type Machine struct {
 type Scenario struct {
 	ID    int    `json:"id"`
 	Title string `json:"title"`
+	// Subject names the component whose figures are "ours" (the column header); empty means
+	// mapper-apiserver.
+	Subject string `json:"subject,omitempty"`
+	// Separate describes the run that produced this scenario when it is not the report's run
+	// (a run of a subset, merged into the report of a full run).
+	Separate *SeparateRun `json:"separateRun,omitempty"`
 	// What says what was measured and how.
 	What string `json:"what"`
 	// Ran is false when the scenario could not run; Reason says why.
@@ -92,6 +99,24 @@ func (c Comparison) MarshalJSON() ([]byte, error) {
 		}
 	}
 	return json.Marshal(o)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes: a null altValue is NaN (no figure).
+func (c *Comparison) UnmarshalJSON(b []byte) error {
+	type plain Comparison
+	var in struct {
+		plain
+		AltValue *float64 `json:"altValue"`
+	}
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	*c = Comparison(in.plain)
+	c.AltValue = math.NaN()
+	if in.AltValue != nil {
+		c.AltValue = *in.AltValue
+	}
+	return nil
 }
 
 // Ratio is ours divided by the alternative's.
@@ -157,6 +182,63 @@ type Table struct {
 	Title  string     `json:"title"`
 	Header []string   `json:"header"`
 	Rows   [][]string `json:"rows"`
+}
+
+// SeparateRun describes a run of a subset of the scenarios (e.g. `--scenarios=8`) whose results
+// were merged into the report of a full run.
+type SeparateRun struct {
+	Command           string    `json:"command"`
+	Started           time.Time `json:"started"`
+	Seconds           float64   `json:"seconds"`
+	GitRevision       string    `json:"gitRevision,omitempty"`
+	LoadAverageBefore string    `json:"loadAverageBefore"`
+	LoadAverageAfter  string    `json:"loadAverageAfter"`
+	// Config is the configuration of that run.
+	Config Config `json:"config"`
+}
+
+// mergeIntoExisting reads results.json in dir (the report of a full run) and returns it with
+// the scenarios of the partial run r replacing or joining its own, each marked with r's run;
+// with no results.json in dir, r alone.
+func mergeIntoExisting(dir string, r *Report) (*Report, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if os.IsNotExist(err) {
+		return r, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var old Report
+	if err := json.Unmarshal(b, &old); err != nil {
+		return nil, fmt.Errorf("reading %s to merge into: %w", filepath.Join(dir, "results.json"), err)
+	}
+	return mergeReports(&old, r), nil
+}
+
+// mergeReports returns old with the scenarios of partial replacing those of the same id (or
+// added in id order), each marked with partial's run.
+func mergeReports(old, partial *Report) *Report {
+	run := &SeparateRun{Command: partial.Command, Started: partial.Started, Seconds: partial.Seconds, GitRevision: partial.Machine.GitRevision,
+		LoadAverageBefore: partial.LoadAverageBefore, LoadAverageAfter: partial.LoadAverageAfter, Config: partial.Config}
+	byID := map[int]*Scenario{}
+	for _, s := range old.Scenarios {
+		byID[s.ID] = s
+	}
+	for _, s := range partial.Scenarios {
+		s.Separate = run
+		byID[s.ID] = s
+	}
+	ids := make([]int, 0, len(byID))
+	for id := range byID {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	merged := *old
+	merged.Scenarios = nil
+	for _, id := range ids {
+		merged.Scenarios = append(merged.Scenarios, byID[id])
+	}
+	return &merged
 }
 
 // write writes results.json and RESULTS.md into dir.
@@ -275,11 +357,19 @@ func (r *Report) Markdown() string {
 			p("**Not run:** %s\n\n", s.Reason)
 			continue
 		}
+		if sr := s.Separate; sr != nil {
+			p("Run separately by `%s` on %s (%.1f minutes; source revision %s; load average before / after %s / %s) and merged into this report.\n\n",
+				sr.Command, sr.Started.UTC().Format("2006-01-02 15:04 MST"), sr.Seconds/60, sr.GitRevision, sr.LoadAverageBefore, sr.LoadAverageAfter)
+		}
 		if s.What != "" {
 			p("%s\n\n", s.What)
 		}
+		subject := s.Subject
+		if subject == "" {
+			subject = "mapper-apiserver"
+		}
 		if len(s.Comparisons) > 0 {
-			p("| metric | mapper-apiserver | alternative | alternative's figure | ours / alternative |\n|---|---|---|---|---|\n")
+			p("| metric | %s | alternative | alternative's figure | ours / alternative |\n|---|---|---|---|---|\n", subject)
 			for _, c := range s.Comparisons {
 				alt, altV := "–", "–"
 				if c.Alternative != "" {

@@ -79,6 +79,18 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	// Leader election and Events get clients of their own, hence client-side rate limiters of
+	// their own (as kube-controller-manager's): a burst of Events (1,000 locations becoming
+	// Ready) must neither delay a lease renewal until leadership is lost nor the controllers'
+	// status writes (found by scenario 8 of test/bench).
+	electionKube, err := kubernetes.NewForConfig(rest.AddUserAgent(cfg, "leader-election"))
+	if err != nil {
+		return err
+	}
+	eventsKube, err := kubernetes.NewForConfig(rest.AddUserAgent(cfg, "events"))
+	if err != nil {
+		return err
+	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -97,7 +109,7 @@ func Run(ctx context.Context, o *Options) error {
 		scheme := runtime.NewScheme()
 		_ = clientgoscheme.AddToScheme(scheme)
 		_ = controlv1alpha1.AddToScheme(scheme)
-		broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: kube.EventsV1()})
+		broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: eventsKube.EventsV1()})
 		if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 			logger.Error(err, "Cannot record Events")
 		}
@@ -127,7 +139,7 @@ func Run(ctx context.Context, o *Options) error {
 	host, _ := os.Hostname()
 	id := host + "_" + string(uuid.NewUUID())
 	le := o.LeaderElection
-	lock, err := resourcelock.New(le.ResourceLock, le.ResourceNamespace, le.ResourceName, kube.CoreV1(), kube.CoordinationV1(),
+	lock, err := resourcelock.New(le.ResourceLock, le.ResourceNamespace, le.ResourceName, electionKube.CoreV1(), electionKube.CoordinationV1(),
 		resourcelock.ResourceLockConfig{Identity: id})
 	if err != nil {
 		return err

@@ -1,0 +1,77 @@
+package framework
+
+import (
+	"context"
+	"path/filepath"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
+)
+
+// InstallControlCRDs applies artifacts/crds (the CRDs of control.mapper.kcp.io, DESIGN.md "The
+// control plane objects") to cp with kubectl and waits until SyncTargets are served (at most a
+// minute); it fails t otherwise.
+func InstallControlCRDs(t TB, ctx context.Context, cp *ControlPlane) {
+	t.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := RunKubectl(t, cp.AdminKubeconfig(), "apply", "--server-side", "-f", filepath.Join(root, "artifacts", "crds")); err != nil {
+		t.Fatalf("kubectl apply -f artifacts/crds: %v\n%s", err, out)
+	}
+	dyn, err := dynamic.NewForConfig(cp.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := dyn.Resource(synctarget.Resource).List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("SyncTargets not served after installing the CRDs: %v", err)
+	}
+}
+
+// StartMapperController builds cmd/mapper-controller and runs it against cp's source with the
+// admin's kubeconfig, leader election on, no metrics endpoint, the location grace period grace
+// and extraArgs. It returns once the controller leads (its leader election Lease
+// cluster-mapper-system/mapper-controller has a holder; at most a minute). It creates the
+// namespace cluster-mapper-system when it is missing.
+func StartMapperController(t TB, ctx context.Context, cp *ControlPlane, grace time.Duration, extraArgs ...string) *Process {
+	t.Helper()
+	EnsureNamespace(t, ctx, cp, contract.ControlNamespace)
+	bin := BuildBinary(t, "./cmd/mapper-controller")
+	p := StartProcess(t, ProcessSpec{Name: "mapper-controller", Path: bin, Args: append([]string{
+		"--kubeconfig=" + cp.AdminKubeconfig(), "--location-grace-period=" + grace.String(),
+		"--bind-address=0", "--leader-elect=true", "-v=2",
+	}, extraArgs...)})
+	kube := cp.Admin().Client(t)
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		var l *coordinationv1.Lease
+		l, last = kube.CoordinationV1().Leases(contract.ControlNamespace).Get(ctx, "mapper-controller", metav1.GetOptions{})
+		return last == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", nil
+	})
+	if err != nil {
+		t.Fatalf("mapper-controller did not become the leader: %v (last: %v)\n%s", err, last, p.LogTail(logTailLines))
+	}
+	return p
+}
+
+// EnsureNamespace creates the namespace name in cp unless it exists.
+func EnsureNamespace(t TB, ctx context.Context, cp *ControlPlane, name string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := cp.Admin().Client(t).CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating namespace %s: %v", name, err)
+	}
+}
