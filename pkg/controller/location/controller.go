@@ -3,7 +3,6 @@ package location
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
@@ -25,6 +23,7 @@ import (
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/worker"
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
 )
 
@@ -174,36 +173,7 @@ func (c *Controller) Run(ctx context.Context) {
 		return
 	}
 	logger.Info("Starting the location lifecycle controller", "gracePeriod", c.cfg.GracePeriod, "leaseNamespace", c.cfg.LeaseNamespace)
-	var wg sync.WaitGroup
-	for i := 0; i < c.cfg.Workers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wait.UntilWithContext(ctx, func(ctx context.Context) {
-				for c.processNext(ctx) {
-				}
-			}, time.Second)
-		}()
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
-}
-
-// processNext reconciles one location; false once the queue is shut down.
-func (c *Controller) processNext(ctx context.Context) bool {
-	name, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(name)
-	if err := c.reconcile(ctx, name); err != nil {
-		klog.FromContext(ctx).Info("Reconciling the location failed; retrying", "location", name, "err", err)
-		c.queue.AddRateLimited(name)
-		return true
-	}
-	c.queue.Forget(name)
-	return true
+	worker.Run(ctx, c.queue, c.cfg.Workers, "the location", c.reconcile)
 }
 
 // reconcile sets Ready=Unknown on the SyncTarget name when its Lease is missing or expired,

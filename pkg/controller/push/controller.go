@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
@@ -28,6 +25,7 @@ import (
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/worker"
 	mapperapp "github.com/cluster-mapper/cluster-mapper/pkg/mapper/app"
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
 )
@@ -181,37 +179,8 @@ func (c *Controller) Run(ctx context.Context) {
 		return
 	}
 	logger.Info("Starting the push mode controller", "secretNamespace", c.cfg.SecretNamespace)
-	var wg sync.WaitGroup
-	for i := 0; i < c.cfg.Workers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wait.UntilWithContext(ctx, func(ctx context.Context) {
-				for c.processNext(ctx) {
-				}
-			}, time.Second)
-		}()
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
+	worker.Run(ctx, c.queue, c.cfg.Workers, "the push-mode location", c.reconcile)
 	c.mappers.stopAll(klog.NewContext(context.Background(), logger))
-}
-
-// processNext reconciles one SyncTarget; false once the queue is shut down.
-func (c *Controller) processNext(ctx context.Context) bool {
-	name, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(name)
-	if err := c.reconcile(ctx, name); err != nil {
-		klog.FromContext(ctx).Info("Reconciling the push-mode location failed; retrying", "location", name, "err", err)
-		c.queue.AddRateLimited(name)
-		return true
-	}
-	c.queue.Forget(name)
-	return true
 }
 
 // reconcile makes the location's in-process mapper match its SyncTarget and Secret: none
