@@ -75,6 +75,9 @@ func Run(ctx context.Context, o *Options) error {
 		return fmt.Errorf("loading the source kubeconfig: %w", err)
 	}
 	cfg = rest.AddUserAgent(cfg, "mapper-controller")
+	// rest.AddUserAgent changes the config it is given: copy first.
+	electionCfg := rest.AddUserAgent(rest.CopyConfig(cfg), "leader-election") // client-go's default limits: renewals only
+	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -83,11 +86,11 @@ func Run(ctx context.Context, o *Options) error {
 	// their own (as kube-controller-manager's): a burst of Events (1,000 locations becoming
 	// Ready) must neither delay a lease renewal until leadership is lost nor the controllers'
 	// status writes (found by scenario 8 of test/bench).
-	electionKube, err := kubernetes.NewForConfig(rest.AddUserAgent(cfg, "leader-election"))
+	electionKube, err := kubernetes.NewForConfig(electionCfg)
 	if err != nil {
 		return err
 	}
-	eventsKube, err := kubernetes.NewForConfig(rest.AddUserAgent(cfg, "events"))
+	eventsKube, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg), "events"))
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,11 @@ type Options struct {
 	LeaseNamespace string
 	// Workers is the number of concurrent reconciles per controller.
 	Workers int
+	// KubeAPIQPS and KubeAPIBurst limit the controllers' and the Events' clients to the
+	// source (each client its own limiter; leader election has its own client too), as
+	// kube-controller-manager's --kube-api-qps and --kube-api-burst do.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
 	// BindAddress serves /metrics, /healthz and /readyz ("0": nowhere).
 	BindAddress string
 	// LeaderElection is component-base's leader election configuration.
@@ -42,6 +47,8 @@ func NewOptions() *Options {
 		LocationGracePeriod: 40 * time.Second,
 		LeaseNamespace:      contract.ControlNamespace,
 		Workers:             2,
+		KubeAPIQPS:          20,
+		KubeAPIBurst:        30,
 		BindAddress:         ":8081",
 		Push:                NewPushOptions(),
 		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
@@ -62,6 +69,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.LocationGracePeriod, "location-grace-period", o.LocationGracePeriod, "How long a location's Lease may go unrenewed before its SyncTarget's Ready condition becomes Unknown.")
 	fs.StringVar(&o.LeaseNamespace, "lease-namespace", o.LeaseNamespace, "Namespace of the locations' Leases in the source.")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Concurrent reconciles per controller.")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second to the source, per client (the controllers' and the Events'; leader election has its own). A value below zero turns client-side limiting off.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests to the source above --kube-api-qps, per client.")
 	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "Address serving /metrics, /healthz and /readyz; \"0\" turns it off.")
 	options.BindLeaderElectionFlags(&o.LeaderElection, fs)
 	o.Push.AddFlags(fs)
@@ -75,6 +84,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Workers < 1 {
 		errs = append(errs, errors.New("--workers must be at least 1"))
+	}
+	if o.KubeAPIQPS >= 0 && o.KubeAPIBurst < 1 {
+		errs = append(errs, errors.New("--kube-api-burst must be at least 1 when --kube-api-qps is not negative"))
 	}
 	if o.LeaseNamespace == "" {
 		errs = append(errs, errors.New("--lease-namespace must not be empty"))
