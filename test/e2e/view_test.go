@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -635,11 +636,23 @@ func testKubectl(t *testing.T, ctx context.Context, env *viewEnv) {
 	for _, gvr := range []schema.GroupVersionResource{configMapsGVR, deploymentsGVR, widgetsGVR} {
 		total += groundTruth(t, ctx, env.src, gvr, "east", "").Len()
 	}
-	for _, line := range strings.Split(out, "\n") {
+	lines := strings.Split(out, "\n")
+	objects := slices.Index(strings.Fields(lines[0]), "OBJECTS")
+	if objects < 0 {
+		t.Fatalf("kubectl get locations has no OBJECTS column:\n%s", out)
+	}
+	found := false
+	for _, line := range lines[1:] {
 		f := strings.Fields(line)
-		if len(f) >= 2 && f[0] == "east" && f[1] != fmt.Sprint(total) {
-			t.Errorf("kubectl get locations shows %s objects for east, the source assigns %d:\n%s", f[1], total, out)
+		if len(f) > objects && f[0] == "east" {
+			found = true
+			if f[objects] != fmt.Sprint(total) {
+				t.Errorf("kubectl get locations shows %s objects for east, the source assigns %d:\n%s", f[objects], total, out)
+			}
 		}
+	}
+	if !found {
+		t.Errorf("kubectl get locations has no row for east:\n%s", out)
 	}
 }
 
