@@ -19,6 +19,7 @@ func (s *ResourceStore) applyLocked(ev *event, record bool) {
 		oldLocs = ev.prev.locations
 	}
 	delete(s.statusObjects, ev.obj.key)
+	delete(s.withheldObjects, ev.obj.key)
 	if ev.typ != watch.Deleted {
 		setVisibility(ev.prev, ev.obj)
 	}
@@ -38,6 +39,9 @@ func (s *ResourceStore) applyLocked(ev *event, record bool) {
 		}
 		if ev.obj.statusDiffers {
 			s.statusObjects[ev.obj.key] = ev.obj
+		}
+		if len(ev.obj.withheld) > 0 {
+			s.withheldObjects[ev.obj.key] = ev.obj
 		}
 		newLocs = ev.obj.locations
 	}

@@ -172,7 +172,10 @@ func (s *ResourceStore) deleteMovedLocked(moved *Object, rv uint64) {
 // build turns an identified object version into an Object, parsing its assignment once. A
 // malformed annotation leaves the object unassigned, is counted and logged (once per object
 // version, since build runs once per version).
-func (s *ResourceStore) build(id identity) *Object {
+//
+// prev is the stored version before this one (nil for a new object): where location's patch
+// fails on the new version, the view keeps prev's rendering (settleRendering).
+func (s *ResourceStore) build(id identity, prev *Object) *Object {
 	var locs []string
 	if raw, present := id.annotations[contract.AssignedLocationsAnnotation]; present {
 		var err error
@@ -195,6 +198,13 @@ func (s *ResourceStore) build(id identity) *Object {
 	rv, _ := strconv.ParseUint(id.u.GetResourceVersion(), 10, 64)
 	o := newObject(id.key, id.cluster, id.namespace, id.name, locs, rv, id.u)
 	o.source = id.source
+	o.settleRendering(prev, func(location string, err error) {
+		s.metrics.specDiffFailures.Inc()
+		klog.InfoS("A location's patch cannot be applied; its view keeps the last version that rendered, or withholds the object",
+			"resource", s.gvr.GroupResource().String(), "object", contract.Truncate(string(id.key), maxLoggedValue),
+			"location", location, "resourceVersion", contract.Truncate(id.u.GetResourceVersion(), maxLoggedValue),
+			"err", contract.Truncate(err.Error(), maxLoggedValue))
+	})
 	return o
 }
 
@@ -240,7 +250,7 @@ func (s *ResourceStore) upsert(obj interface{}) error {
 	if sameVersion(prev, u) {
 		return nil
 	}
-	o := s.build(id)
+	o := s.build(id, prev)
 	typ := watch.Added
 	if prev != nil {
 		typ = watch.Modified
@@ -303,7 +313,8 @@ func (s *ResourceStore) Delete(obj interface{}) error {
 	if final.GetAnnotations()[contract.ClusterAnnotation] != prev.cluster {
 		final, _ = withAnnotation(final, contract.ClusterAnnotation, prev.cluster)
 	}
-	o := newObject(prev.key, prev.cluster, prev.namespace, prev.name, prev.locations, rv, final)
+	o := newObject(prev.key, prev.cluster, prev.namespace, prev.name, prev.assigned, rv, final)
+	o.locations, o.lastGood, o.withheld = prev.locations, prev.lastGood, prev.withheld
 	s.applyLocked(&event{typ: watch.Deleted, rv: rv, obj: o, prev: prev}, true)
 	s.notifyLocked()
 	return nil
@@ -355,7 +366,7 @@ func (s *ResourceStore) Replace(list []interface{}, resourceVersion string) erro
 		if sameVersion(s.objects[id.key], u) {
 			continue
 		}
-		changed = append(changed, s.build(id))
+		changed = append(changed, s.build(id, s.objects[id.key]))
 	}
 	var vanished []*Object
 	for k, o := range s.objects {

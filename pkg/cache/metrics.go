@@ -18,6 +18,13 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"resource"})
 
+	specDiffFailures = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name: "mapper_apiserver_spec_diff_failures_total",
+		Help: "(object version, location) pairs whose spec-diff.kcp.io/<location> patch could not be applied; " +
+			"the location's view keeps the last version that rendered, or withholds an object that never rendered.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource"})
+
 	invalidClusters = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name:           "mapper_apiserver_invalid_cluster_total",
 		Help:           "Object versions of a kcp source without a valid kcp.io/cluster annotation; such objects are not served.",
@@ -66,7 +73,7 @@ var (
 // registerMetrics registers the package's metrics in the legacy registry (once per process).
 func registerMetrics() {
 	registerMetricsOnce.Do(func() {
-		legacyregistry.MustRegister(malformedAssignments, invalidClusters, slowWatchersClosed, eventsDispatched, currentWatchers, cachedObjects, historyRestarts, sourceListErrors)
+		legacyregistry.MustRegister(malformedAssignments, specDiffFailures, invalidClusters, slowWatchersClosed, eventsDispatched, currentWatchers, cachedObjects, historyRestarts, sourceListErrors)
 	})
 }
 
@@ -75,6 +82,8 @@ func registerMetrics() {
 type storeMetrics struct {
 	resource  string
 	malformed metrics.CounterMetric
+	// specDiffFailures counts (object version, location) pairs whose patch did not apply.
+	specDiffFailures metrics.CounterMetric
 	// invalidCluster counts object versions of a kcp source without a valid cluster.
 	invalidCluster metrics.CounterMetric
 	slowClosed     metrics.CounterMetric
@@ -91,17 +100,18 @@ type storeMetrics struct {
 func newStoreMetrics(resource string) *storeMetrics {
 	registerMetrics()
 	return &storeMetrics{
-		resource:        resource,
-		malformed:       malformedAssignments.WithLabelValues(resource),
-		invalidCluster:  invalidClusters.WithLabelValues(resource),
-		slowClosed:      slowWatchersClosed.WithLabelValues(resource),
-		added:           eventsDispatched.WithLabelValues(resource, string(watch.Added)),
-		modified:        eventsDispatched.WithLabelValues(resource, string(watch.Modified)),
-		deleted:         eventsDispatched.WithLabelValues(resource, string(watch.Deleted)),
-		bookmarks:       eventsDispatched.WithLabelValues(resource, string(watch.Bookmark)),
-		watchers:        currentWatchers.WithLabelValues(resource),
-		objects:         cachedObjects.WithLabelValues(resource),
-		historyRestarts: historyRestarts.WithLabelValues(resource),
+		resource:         resource,
+		malformed:        malformedAssignments.WithLabelValues(resource),
+		specDiffFailures: specDiffFailures.WithLabelValues(resource),
+		invalidCluster:   invalidClusters.WithLabelValues(resource),
+		slowClosed:       slowWatchersClosed.WithLabelValues(resource),
+		added:            eventsDispatched.WithLabelValues(resource, string(watch.Added)),
+		modified:         eventsDispatched.WithLabelValues(resource, string(watch.Modified)),
+		deleted:          eventsDispatched.WithLabelValues(resource, string(watch.Deleted)),
+		bookmarks:        eventsDispatched.WithLabelValues(resource, string(watch.Bookmark)),
+		watchers:         currentWatchers.WithLabelValues(resource),
+		objects:          cachedObjects.WithLabelValues(resource),
+		historyRestarts:  historyRestarts.WithLabelValues(resource),
 	}
 }
 

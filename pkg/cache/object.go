@@ -39,7 +39,18 @@ type Object struct {
 	cluster   string
 	namespace string
 	name      string
+	// locations are the locations whose views show this version: assigned minus those it is
+	// withheld from (render.go).
 	locations []string
+	// assigned are the locations of kcp.io/assigned-locations; the same slice as locations
+	// unless the object is withheld from some.
+	assigned []string
+	// lastGood, when not nil, holds per location whose patch failed on this version the last
+	// rendering of the object that succeeded (render.go).
+	lastGood map[string]*unstructured.Unstructured
+	// withheld, when not nil, holds per location the error that keeps this version out of the
+	// location's view (its patch failed and no earlier version rendered).
+	withheld map[string]error
 	// rv is the resourceVersion the object shows (metadata.resourceVersion of u): the source's,
 	// or for a location's view the location's visible resourceVersion (VisibleResourceVersion).
 	rv       uint64
@@ -98,6 +109,7 @@ func newObject(key contract.Key, cluster, namespace, name string, locations []st
 		namespace: namespace,
 		name:      name,
 		locations: locations,
+		assigned:  locations,
 		rv:        rv,
 		rvString:  u.GetResourceVersion(),
 		sourceRV:  rv,
@@ -118,7 +130,9 @@ func newObject(key contract.Key, cluster, namespace, name string, locations []st
 func (o *Object) withResourceVersion(rv uint64) *Object {
 	u := o.u.DeepCopy()
 	u.SetResourceVersion(strconv.FormatUint(rv, 10))
-	return newObject(o.key, o.cluster, o.namespace, o.name, o.locations, rv, u)
+	c := newObject(o.key, o.cluster, o.namespace, o.name, o.assigned, rv, u)
+	c.locations, c.lastGood, c.withheld = o.locations, o.lastGood, o.withheld
+	return c
 }
 
 // Key returns the object's key ("cluster|namespace/name", see contract.Key).
@@ -135,11 +149,13 @@ func (o *Object) Namespace() string { return o.namespace }
 func (o *Object) Name() string { return o.name }
 
 // Locations returns the sorted, de-duplicated locations the object is assigned to; nil when the
-// object is unassigned or its kcp.io/assigned-locations annotation is malformed. The slice is
-// shared and must not be changed.
-func (o *Object) Locations() []string { return o.locations }
+// object is unassigned or its kcp.io/assigned-locations annotation is malformed. It includes
+// the locations the version is withheld from (Withheld). The slice is shared and must not be
+// changed.
+func (o *Object) Locations() []string { return o.assigned }
 
-// HasLocation reports whether the object is assigned to location.
+// HasLocation reports whether location's view shows the object: it is assigned to location
+// and not withheld from it.
 func (o *Object) HasLocation(location string) bool {
 	return contract.HasLocation(o.locations, location)
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/specdiff"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -42,8 +43,28 @@ func ReflectsStatus(u *unstructured.Unstructured) bool {
 }
 
 // LocationView returns a copy of u (a source object assigned to locations) as location's view
-// shows it, by the rule of Object.ForLocation. The status write path and the cache share it.
+// shows it, by the rule of Object.ForLocation: RenderView, or when location's
+// spec-diff.kcp.io/ patch cannot be applied, the view without it (the status write path, which
+// answers with the object it wrote, uses it; the cache serves Object.ForLocation instead, which
+// keeps the last rendering that succeeded).
 func LocationView(u *unstructured.Unstructured, locations []string, location string) *unstructured.Unstructured {
+	if v, err := RenderView(u, locations, location); err == nil {
+		return v
+	}
+	return baseView(u, locations, location)
+}
+
+// RenderView returns a copy of u (a source object assigned to locations) as location's view
+// shows it: baseView, then location's own patch spec-diff.kcp.io/<location> applied
+// (DESIGN.md, "The control plane objects": after the Customizations). The error is a
+// *specdiff.Error when the patch cannot be applied.
+func RenderView(u *unstructured.Unstructured, locations []string, location string) (*unstructured.Unstructured, error) {
+	return specdiff.Apply(baseView(u, locations, location), location, u.GetAnnotations()[contract.SpecDiffAnnotation(location)])
+}
+
+// baseView returns a copy of u as location's view shows it before any patch: the status rules
+// and the hidden annotations of Object.ForLocation.
+func baseView(u *unstructured.Unstructured, locations []string, location string) *unstructured.Unstructured {
 	u = u.DeepCopy()
 	if ReflectsStatus(u) || len(StatusRecordLocations(u)) > 0 {
 		status, ok, err := StatusRecord(u, location)
@@ -70,11 +91,12 @@ func LocationView(u *unstructured.Unstructured, locations []string, location str
 
 // hiddenAnnotation reports whether location's view drops the annotation k (value v): DESIGN.md
 // "a view never shows another location" — every status record (a location's own record is
-// shown as .status), another location's spec-diff.kcp.io/ patch, kcp.io/status-location unless
-// it names location, and kubectl's last-applied-configuration (a kubectl apply round trip of
-// the source object copies every annotation into it).
+// shown as .status), every spec-diff.kcp.io/ patch (location's own is applied, not shown),
+// kcp.io/status-location unless it names location, and kubectl's last-applied-configuration (a
+// kubectl apply round trip of the source object copies every annotation into it).
 func hiddenAnnotation(k, v, location string) bool {
-	if k == contract.LastAppliedConfigAnnotation || strings.HasPrefix(k, contract.StatusRecordAnnotationPrefix) {
+	if k == contract.LastAppliedConfigAnnotation || strings.HasPrefix(k, contract.StatusRecordAnnotationPrefix) ||
+		strings.HasPrefix(k, contract.SpecDiffAnnotationPrefix) {
 		return true
 	}
 	owner, ok := annotationOwner(k, v)
@@ -172,7 +194,9 @@ func statusDiffers(u *unstructured.Unstructured, locations []string) bool {
 //   - nothing names or shows another location (DESIGN.md "The location view"):
 //     kcp.io/assigned-locations is ["<location>"], kcp.io/status-location is kept only when it
 //     names location, other locations' spec-diff.kcp.io/ patches, metadata.managedFields and
-//     kubectl.kubernetes.io/last-applied-configuration are removed.
+//     kubectl.kubernetes.io/last-applied-configuration are removed;
+//   - location's own spec-diff.kcp.io/<location> patch is applied and removed (RenderView); when
+//     it cannot be applied the view keeps the last rendering that succeeded (see render.go).
 //
 // A record that is not a JSON object counts as no record. Its metadata.resourceVersion is the
 // location's visible resourceVersion (VisibleResourceVersion): the view of a location does not
@@ -186,10 +210,10 @@ func (o *Object) ForLocation(location string) *Object {
 	if v, ok := o.variants.m[location]; ok {
 		return v
 	}
-	u := LocationView(o.u, o.locations, location)
+	u := o.view(location)
 	rv := o.VisibleResourceVersion(location)
-	if rv != o.rv {
-		u.SetResourceVersion(strconv.FormatUint(rv, 10))
+	if s := strconv.FormatUint(rv, 10); u.GetResourceVersion() != s {
+		u.SetResourceVersion(s)
 	}
 	v := newObject(o.key, o.cluster, o.namespace, o.name, o.locations, rv, u)
 	v.sourceRV = o.rv

@@ -79,7 +79,8 @@ func TestLocationView(t *testing.T) {
 }
 
 // TestLocationViewHidesOtherLocations: DESIGN.md "a view never shows another location" (issue
-// 10 item 10). The view of east keeps nothing that names west or holds west's record.
+// 10 item 10). The view of east keeps nothing that names west or holds west's record, and its
+// own spec-diff.kcp.io/east patch is applied, not shown ("already applied").
 func TestLocationViewHidesOtherLocations(t *testing.T) {
 	u := statusObject(map[string]string{
 		contract.AssignedLocationsAnnotation:    `["east","west"]`,
@@ -107,7 +108,6 @@ func TestLocationViewHidesOtherLocations(t *testing.T) {
 	want := map[string]string{
 		contract.AssignedLocationsAnnotation: `["east"]`,
 		contract.StatusPolicyAnnotation:      contract.StatusPolicyReflect,
-		contract.SpecDiffAnnotation("east"):  `[]`,
 		"example.com/kept":                   "yes",
 	}
 	if !reflect.DeepEqual(ann, want) {
@@ -138,7 +138,7 @@ func TestNeedsVariants(t *testing.T) {
 	}{
 		{"one location, canonical annotation", map[string]string{contract.AssignedLocationsAnnotation: `["east"]`}, []string{"east"}, false, false},
 		{"one location, own status-location", map[string]string{contract.AssignedLocationsAnnotation: `["east"]`, contract.StatusLocationAnnotation: "east"}, []string{"east"}, false, false},
-		{"one location, own spec-diff", map[string]string{contract.AssignedLocationsAnnotation: `["east"]`, contract.SpecDiffAnnotation("east"): `[]`}, []string{"east"}, false, false},
+		{"one location, own spec-diff (applied, not shown)", map[string]string{contract.AssignedLocationsAnnotation: `["east"]`, contract.SpecDiffAnnotation("east"): `[]`}, []string{"east"}, false, true},
 		{"one location, managedFields", map[string]string{contract.AssignedLocationsAnnotation: `["east"]`}, []string{"east"}, true, true},
 		{"one location, annotation not canonical", map[string]string{contract.AssignedLocationsAnnotation: `[ "east", "east" ]`}, []string{"east"}, false, true},
 		{"one location, other status-location", map[string]string{contract.AssignedLocationsAnnotation: `["east"]`, contract.StatusLocationAnnotation: "west"}, []string{"east"}, false, true},

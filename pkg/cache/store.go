@@ -127,6 +127,9 @@ type ResourceStore struct {
 	// status reflection across several locations; see Object.ForLocation), for the status
 	// record reconciler, which so visits only them.
 	statusObjects map[contract.Key]*Object
+	// withheldObjects are the objects withheld from some location's view (render.go), so that a
+	// GET of one answers 503 rather than 404 without scanning the store.
+	withheldObjects map[contract.Key]*Object
 	// locs has an entry for every location that holds objects or watchers of this resource.
 	// An entry is freed as soon as it holds neither (releaseLocked), so location names seen
 	// once (in an annotation or a URL) do not stay in memory (issue 10).
@@ -159,21 +162,22 @@ type ResourceStore struct {
 func NewResourceStore(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, namespaced bool, opts StoreOptions) *ResourceStore {
 	opts = opts.withDefaults()
 	return &ResourceStore{
-		gvr:           gvr,
-		gvk:           gvk,
-		namespaced:    namespaced,
-		opts:          opts,
-		clock:         opts.Clock,
-		metrics:       newStoreMetrics(gvr.GroupResource().String()),
-		objects:       map[contract.Key]*Object{},
-		byUID:         map[types.UID]contract.Key{},
-		rejected:      map[types.UID]string{},
-		statusObjects: map[contract.Key]*Object{},
-		locs:          map[string]*locationIndex{},
-		history:       history{size: opts.HistorySize},
-		changed:       make(chan struct{}),
-		snaps:         newSnapshots(opts.SnapshotTTL, opts.MaxSnapshotsPerLocation),
-		created:       opts.Clock.Now(),
+		gvr:             gvr,
+		gvk:             gvk,
+		namespaced:      namespaced,
+		opts:            opts,
+		clock:           opts.Clock,
+		metrics:         newStoreMetrics(gvr.GroupResource().String()),
+		objects:         map[contract.Key]*Object{},
+		byUID:           map[types.UID]contract.Key{},
+		rejected:        map[types.UID]string{},
+		statusObjects:   map[contract.Key]*Object{},
+		withheldObjects: map[contract.Key]*Object{},
+		locs:            map[string]*locationIndex{},
+		history:         history{size: opts.HistorySize},
+		changed:         make(chan struct{}),
+		snaps:           newSnapshots(opts.SnapshotTTL, opts.MaxSnapshotsPerLocation),
+		created:         opts.Clock.Now(),
 	}
 }
 
@@ -281,6 +285,7 @@ func (s *ResourceStore) Close() {
 	s.objects = map[contract.Key]*Object{}
 	s.byUID = map[types.UID]contract.Key{}
 	s.statusObjects = map[contract.Key]*Object{}
+	s.withheldObjects = map[contract.Key]*Object{}
 	s.locs = map[string]*locationIndex{}
 	s.history.reset(s.rv)
 	s.snaps.reset()

@@ -71,6 +71,13 @@ func setVisibility(prev, obj *Object) {
 		return
 	}
 	unchanged := viewsUnchanged(prev, obj)
+	for loc := range obj.lastGood {
+		// Its patch failed: it keeps showing prev's rendering (render.go).
+		if unchanged == nil {
+			unchanged = map[string]bool{}
+		}
+		unchanged[loc] = true
+	}
 	if len(unchanged) == 0 {
 		return
 	}
@@ -110,7 +117,7 @@ func setVisibility(prev, obj *Object) {
 //     the common view, so it sees the change; the owners are rendered and compared (also
 //     everyone when an annotation is owned by "", which the common view shows and no location).
 func viewsUnchanged(prev, obj *Object) map[string]bool {
-	prevCommon, objCommon := LocationView(prev.u, prev.locations, ""), LocationView(obj.u, obj.locations, "")
+	prevCommon, objCommon := baseView(prev.u, prev.assigned, ""), baseView(obj.u, obj.assigned, "")
 	commonSame := sameView(prevCommon, objCommon)
 	if !commonSame && !sameContent(prevCommon, objCommon, true) {
 		// Something every view shows as the common view does (the spec, labels...) changed.
@@ -134,7 +141,7 @@ func viewsUnchanged(prev, obj *Object) map[string]bool {
 			unchanged[loc] = true
 		case !commonSame && !owners[loc] && !owners[""]:
 			// Shows the common view, which changed.
-		case sameView(prev.renderedFor(loc), LocationView(obj.u, obj.locations, loc)):
+		case sameView(prev.renderedFor(loc), obj.view(loc)):
 			unchanged[loc] = true
 		}
 	}
@@ -153,7 +160,7 @@ func (o *Object) renderedFor(location string) *unstructured.Unstructured {
 			return v.u
 		}
 	}
-	return LocationView(o.u, o.locations, location)
+	return o.view(location)
 }
 
 // annotationOwners returns the locations owning (annotationOwner) an annotation of u.

@@ -43,6 +43,9 @@ func (c clusters) find(ctx context.Context, store *cache.ResourceStore, gr schem
 	if cl := c.requestCluster(ctx); cl != "" {
 		obj, _, ok := store.GetInCluster(location, cl, namespace, name)
 		if !ok {
+			if err := store.WithheldError(location, cl, namespace, name); err != nil {
+				return nil, err
+			}
 			return nil, apierrors.NewNotFound(gr, name)
 		}
 		return obj, nil
@@ -50,6 +53,9 @@ func (c clusters) find(ctx context.Context, store *cache.ResourceStore, gr schem
 	objs, _ := store.Lookup(location, namespace, name)
 	switch len(objs) {
 	case 0:
+		if err := store.WithheldError(location, "", namespace, name); err != nil {
+			return nil, err
+		}
 		return nil, apierrors.NewNotFound(gr, name)
 	case 1:
 		return objs[0], nil
