@@ -95,13 +95,15 @@ func (s *ResourceStore) WithheldError(location, cluster, namespace, name string)
 	return nil
 }
 
-// withheldError builds the 503 of a withheld object, with a retry hint: the object shows once
-// its patch is fixed.
+// withheldError builds the 503 of a withheld object. It carries no Retry-After: client-go
+// retries a 503 with Retry-After by itself (up to 10 times), which would hold a mapper's
+// deletion check or kubectl for minutes; the object shows once its patch is fixed, which no
+// retry interval predicts.
 func withheldError(gr schema.GroupResource, name, location string, err error) error {
 	msg := strings.TrimSpace(err.Error())
 	e := apierrors.NewServiceUnavailable(
 		"the " + gr.String() + " \"" + name + "\" is assigned to location \"" + location +
 			"\" but is withheld from its view: " + msg)
-	e.ErrStatus.Details = &metav1.StatusDetails{Name: name, Group: gr.Group, Kind: gr.Resource, RetryAfterSeconds: 10}
+	e.ErrStatus.Details = &metav1.StatusDetails{Name: name, Group: gr.Group, Kind: gr.Resource}
 	return e
 }
