@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,7 +38,7 @@ func replicasIn(t *testing.T, s *ResourceStore, location, name string) (string, 
 	}
 	r, _, _ := unstructured.NestedString(o.Unstructured().Object, "data", "replicas")
 	for k := range o.Unstructured().GetAnnotations() {
-		if len(k) > len(contract.SpecDiffAnnotationPrefix) && k[:len(contract.SpecDiffAnnotationPrefix)] == contract.SpecDiffAnnotationPrefix {
+		if strings.HasPrefix(k, contract.SpecDiffAnnotationPrefix) {
 			return r, true
 		}
 	}
