@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -172,5 +173,38 @@ func TestNeverRenderedIsWithheld(t *testing.T) {
 	expectNothing(t, east)
 	if err := s.WithheldError("east", "", "ns", "p"); err != nil {
 		t.Errorf("a deleted object is still reported withheld: %v", err)
+	}
+}
+
+// BenchmarkForLocation: the cost of building one location's copy of an object assigned to
+// three locations (what the first LIST or the first watch event of a location pays per
+// object), without and with a patch for that location.
+func BenchmarkForLocation(b *testing.B) {
+	data := map[string]interface{}{}
+	for i := 0; i < 20; i++ {
+		data["key-"+strconv.Itoa(i)] = strings.Repeat("v", 60)
+	}
+	for _, c := range []struct {
+		name  string
+		patch string
+	}{{"no patch", ""}, {"own patch", east4}} {
+		b.Run(c.name, func(b *testing.B) {
+			extra := []string{"l:app=web"}
+			if c.patch != "" {
+				extra = append(extra, "a:"+contract.SpecDiffAnnotation("east")+"="+c.patch)
+			}
+			u := cm("ns", "o", 10, locs("east", "north", "west"), extra...)
+			u.Object["data"] = data
+			data["replicas"] = "10"
+			s := newTestStore(b, StoreOptions{})
+			mustReplace(b, s, 10, u)
+			o := s.objects[contract.NewKey(s.opts.DefaultCluster, "ns", "o")]
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				o.variants.m = nil // build the copy again
+				_ = o.ForLocation("east")
+			}
+		})
 	}
 }

@@ -59,7 +59,8 @@ func LocationView(u *unstructured.Unstructured, locations []string, location str
 // (DESIGN.md, "The control plane objects": after the Customizations). The error is a
 // *specdiff.Error when the patch cannot be applied.
 func RenderView(u *unstructured.Unstructured, locations []string, location string) (*unstructured.Unstructured, error) {
-	return specdiff.Apply(baseView(u, locations, location), location, u.GetAnnotations()[contract.SpecDiffAnnotation(location)])
+	patch, _ := specdiff.Patch(u, location)
+	return specdiff.Apply(baseView(u, locations, location), location, patch)
 }
 
 // baseView returns a copy of u as location's view shows it before any patch: the status rules

@@ -43,8 +43,23 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Has reports whether u carries a patch for location.
 func Has(u *unstructured.Unstructured, location string) bool {
-	_, ok := u.GetAnnotations()[contract.SpecDiffAnnotation(location)]
+	_, ok := Patch(u, location)
 	return ok
+}
+
+// Patch returns the value of u's spec-diff.kcp.io/<location> annotation and whether u has it.
+// It reads the annotations in place (Unstructured.GetAnnotations copies the map), since every
+// view rendering asks.
+func Patch(u *unstructured.Unstructured, location string) (string, bool) {
+	v, ok := annotations(u)[contract.SpecDiffAnnotation(location)].(string)
+	return v, ok
+}
+
+// annotations returns u's metadata.annotations map in place (nil when absent); read only.
+func annotations(u *unstructured.Unstructured) map[string]interface{} {
+	m, _, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "annotations")
+	ann, _ := m.(map[string]interface{})
+	return ann
 }
 
 // Apply returns view with the patch patch (the value of spec-diff.kcp.io/<location>, "" for
@@ -108,9 +123,8 @@ func decode(patch string) (jsonpatch.Patch, error) {
 // stripAnnotations removes every spec-diff.kcp.io/ annotation from u, which is copied first
 // unless owned (the caller made it).
 func stripAnnotations(u *unstructured.Unstructured, owned bool) *unstructured.Unstructured {
-	ann := u.GetAnnotations()
 	has := false
-	for k := range ann {
+	for k := range annotations(u) {
 		if strings.HasPrefix(k, contract.SpecDiffAnnotationPrefix) {
 			has = true
 			break
@@ -121,8 +135,8 @@ func stripAnnotations(u *unstructured.Unstructured, owned bool) *unstructured.Un
 	}
 	if !owned {
 		u = u.DeepCopy()
-		ann = u.GetAnnotations()
 	}
+	ann := u.GetAnnotations()
 	for k := range ann {
 		if strings.HasPrefix(k, contract.SpecDiffAnnotationPrefix) {
 			delete(ann, k)
