@@ -19,7 +19,8 @@ limitations under the License.
 
 // Package v1alpha1 holds the CRD types of the control.mapper.kcp.io/v1alpha1 group: the
 // objects users and controllers write in the source (DESIGN.md, "The control plane
-// objects"). Today it holds SyncTarget, the registration of one location. The CRD
+// objects"): SyncTarget, the registration of one location, and Customization, per-location
+// changes of objects rendered by the views. The CRD
 // manifests in artifacts/crds are generated from these types by controller-gen
 // (hack/update-codegen.sh); deepcopy functions by k8s.io/code-generator's deepcopy-gen.
 package v1alpha1

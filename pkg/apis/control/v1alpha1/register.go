@@ -36,7 +36,7 @@ func Resource(resource string) schema.GroupResource {
 var (
 	// SchemeBuilder collects the functions that add the v1alpha1 types to a scheme.
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
-	// AddToScheme adds the v1alpha1 types (SyncTarget, SyncTargetList) to a scheme.
+	// AddToScheme adds the v1alpha1 types (SyncTarget, Customization and their lists) to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
@@ -45,6 +45,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&SyncTarget{},
 		&SyncTargetList{},
+		&Customization{},
+		&CustomizationList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
