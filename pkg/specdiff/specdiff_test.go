@@ -87,3 +87,30 @@ func TestApplyErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestChangedProtected: an unchanged object has no changed protected path; a changed name, a
+// removed uid or a changed status are found, and other changes are not.
+func TestChangedProtected(t *testing.T) {
+	before := deployment(nil)
+	before.SetUID("u1")
+	before.Object["status"] = map[string]interface{}{"replicas": int64(1)}
+	if p, changed := ChangedProtected(before, before.DeepCopy()); changed {
+		t.Fatalf("unchanged object: changed %s", p)
+	}
+	for _, tc := range []struct {
+		want   string
+		change func(u *unstructured.Unstructured)
+	}{
+		{"/metadata/name", func(u *unstructured.Unstructured) { u.SetName("other") }},
+		{"/metadata/uid", func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, "metadata", "uid") }},
+		{"/status", func(u *unstructured.Unstructured) { u.Object["status"] = map[string]interface{}{"replicas": int64(2)} }},
+		{"", func(u *unstructured.Unstructured) { u.Object["spec"] = map[string]interface{}{"replicas": int64(3)} }},
+	} {
+		after := before.DeepCopy()
+		tc.change(after)
+		p, changed := ChangedProtected(before, after)
+		if p != tc.want || changed != (tc.want != "") {
+			t.Errorf("want %q, got %q (changed %v)", tc.want, p, changed)
+		}
+	}
+}

@@ -1,0 +1,243 @@
+package customization
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
+
+	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/specdiff"
+)
+
+// Rules is one immutable snapshot of the per-location rendering rules (Customizations and the
+// locations' SyncTarget labels/annotations) at one source resourceVersion; *Snapshot implements
+// it. It is declared here rather than in pkg/cache because Differs takes a Rules: for *Snapshot
+// to implement pkg/cache's interface, the parameter types must be identical, and pkg/cache
+// imports this package (Empty, RenderError), so pkg/cache uses this type (an alias).
+type Rules interface {
+	// ResourceVersion is the source resourceVersion of the newest change this snapshot holds
+	// (the Customization's or SyncTarget's metadata.resourceVersion, or the DELETED event's).
+	ResourceVersion() uint64
+	// Touches reports whether Render may change obj for location: a Customization selects
+	// (gvr, obj, location), or obj carries spec-diff.kcp.io/<location>. Cheap (no CEL):
+	// selectors only.
+	Touches(gvr schema.GroupVersionResource, cluster string, obj *unstructured.Unstructured, location string) bool
+	// Render returns a new object: obj as customized for location (the Customizations that
+	// select it, in name order, then its spec-diff.kcp.io/<location> RFC 6902 patch). obj is
+	// not modified. The error, when not nil, is a *RenderError naming what failed.
+	Render(ctx context.Context, gvr schema.GroupVersionResource, cluster string, obj *unstructured.Unstructured, location string) (*unstructured.Unstructured, error)
+	// Differs reports whether obj may render differently for location under this snapshot
+	// than under old (selectors and the Customizations' content, and the location's
+	// labels/annotations compared; false means surely the same). A nil old is Empty().
+	Differs(old Rules, gvr schema.GroupVersionResource, cluster string, obj *unstructured.Unstructured, location string) bool
+}
+
+var _ Rules = (*Snapshot)(nil)
+
+// Options configure a Compiler.
+type Options struct {
+	// PlainCluster is the logical cluster of every Customization of a plain source (the
+	// mapper-apiserver's --cluster-name; a kcp.io/cluster annotation on a Customization is
+	// then ignored, as on every object of a plain source). Empty: a kcp source, where a
+	// Customization's cluster is its kcp.io/cluster annotation.
+	PlainCluster string
+	// TypeConverters give the schema of a kind for ApplyConfiguration mutations
+	// (k8s.io/apiserver's patch.NewTypeConverterManager over the source's OpenAPI v3, as
+	// kube-apiserver's MutatingAdmissionPolicy plugin uses). Nil: ApplyConfiguration mutations
+	// fail to render (ReasonMutationFailed, "no schema"); JSONPatch mutations need none.
+	TypeConverters patch.TypeConverterManager
+}
+
+// Compiler builds Snapshots and keeps the compiled Customizations between them, so that a
+// change of one Customization or of a SyncTarget compiles nothing else. Safe for concurrent use.
+type Compiler struct {
+	opts Options
+
+	mu    sync.Mutex
+	cache map[ruleKey]*compiled
+}
+
+// NewCompiler returns a Compiler with opts.
+func NewCompiler(opts Options) *Compiler {
+	return &Compiler{opts: opts, cache: map[ruleKey]*compiled{}}
+}
+
+// Snapshot compiles customizations (reusing what is compiled when the spec is unchanged) and
+// returns the snapshot at resourceVersion rv with these locations, and every compile error. A
+// Customization that does not compile is kept: objects it selects fail to render.
+// Customizations marked for deletion (a deletionTimestamp) are left out. The arguments are not
+// kept; the label and annotation maps of locations are (read only).
+func (c *Compiler) Snapshot(rv uint64, customizations []*controlv1alpha1.Customization, locations []Location) (*Snapshot, []CompileError) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := &Snapshot{rv: rv, opts: c.opts, scopes: map[scope][]*compiled{}, locations: make(map[string]*locationInfo, len(locations))}
+	for _, l := range locations {
+		s.locations[l.Name] = newLocation(l)
+	}
+	var errs []CompileError
+	seen := make(map[ruleKey]bool, len(customizations))
+	for _, cz := range customizations {
+		if cz.DeletionTimestamp != nil {
+			continue
+		}
+		cluster := c.opts.PlainCluster
+		if cluster == "" {
+			cluster = cz.Annotations[contract.ClusterAnnotation]
+		}
+		key, fp := ruleKey{cluster: cluster, namespace: cz.Namespace, name: cz.Name}, fingerprint(&cz.Spec)
+		r := c.cache[key]
+		if r == nil || r.fingerprint != fp {
+			r = compile(cz, key, fp)
+			c.cache[key] = r
+		}
+		seen[r.key] = true
+		errs = append(errs, r.errs...)
+		sc := scope{cluster: r.key.cluster, namespace: r.key.namespace}
+		s.scopes[sc] = append(s.scopes[sc], r)
+	}
+	for k := range c.cache {
+		if !seen[k] {
+			delete(c.cache, k)
+		}
+	}
+	for _, rs := range s.scopes {
+		slices.SortFunc(rs, func(a, b *compiled) int { return strings.Compare(a.key.name, b.key.name) })
+	}
+	return s, errs
+}
+
+// NewSnapshot compiles customizations into the snapshot at resourceVersion rv with these
+// locations, for a kcp source (a Customization's cluster is its kcp.io/cluster annotation, ""
+// when absent) and without schemas for ApplyConfiguration; a Compiler with Options does the
+// rest. See Compiler.Snapshot.
+func NewSnapshot(rv uint64, customizations []*controlv1alpha1.Customization, locations []Location) (*Snapshot, []CompileError) {
+	return NewCompiler(Options{}).Snapshot(rv, customizations, locations)
+}
+
+// empty is the snapshot without Customizations.
+var empty = &Snapshot{}
+
+// Empty returns the snapshot without Customizations or locations, at resourceVersion 0: it
+// renders an object by applying only its spec-diff.kcp.io/<location> patch.
+func Empty() *Snapshot { return empty }
+
+// Snapshot is an immutable set of compiled Customizations and locations at one source
+// resourceVersion. It implements Rules; a nil *Snapshot behaves as Empty().
+type Snapshot struct {
+	rv   uint64
+	opts Options
+	// scopes are the Customizations per namespace (and logical cluster), in name order: a
+	// Customization selects only objects of its own namespace and cluster.
+	scopes    map[scope][]*compiled
+	locations map[string]*locationInfo
+}
+
+// scope is a namespace of a logical cluster.
+type scope struct {
+	cluster, namespace string
+}
+
+// ResourceVersion implements Rules.
+func (s *Snapshot) ResourceVersion() uint64 {
+	if s == nil {
+		return 0
+	}
+	return s.rv
+}
+
+// Location returns the location named name as the snapshot knows it: its SyncTarget's labels
+// and annotations, or only the name when it has no SyncTarget.
+func (s *Snapshot) Location(name string) Location {
+	return s.location(name).Location
+}
+
+// location returns the prepared location named name (a location without SyncTarget has no
+// labels).
+func (s *Snapshot) location(name string) *locationInfo {
+	if s != nil {
+		if l := s.locations[name]; l != nil {
+			return l
+		}
+	}
+	return newLocation(Location{Name: name})
+}
+
+// Touches implements Rules. It allocates nothing for an object no Customization selects.
+func (s *Snapshot) Touches(gvr schema.GroupVersionResource, cluster string, obj *unstructured.Unstructured, location string) bool {
+	if specdiff.Has(obj, location) {
+		return true
+	}
+	if s == nil {
+		return false
+	}
+	rs := s.scopes[scope{cluster: cluster, namespace: obj.GetNamespace()}]
+	if len(rs) == 0 {
+		return false
+	}
+	objLabels := labelsOf(obj)
+	var loc *locationInfo
+	for _, r := range rs {
+		if !r.selectsObject(gvr, cluster, obj.GetNamespace(), objLabels) {
+			continue
+		}
+		if loc == nil {
+			loc = s.location(location)
+		}
+		if r.selectsLocation(loc) {
+			return true
+		}
+	}
+	return false
+}
+
+// selecting returns the Customizations that select (gvr, obj) for loc, in name order.
+func (s *Snapshot) selecting(gvr schema.GroupVersionResource, cluster string, obj *unstructured.Unstructured, loc *locationInfo) []*compiled {
+	if s == nil {
+		return nil
+	}
+	var out []*compiled
+	objLabels := labelsOf(obj)
+	for _, r := range s.scopes[scope{cluster: cluster, namespace: obj.GetNamespace()}] {
+		if r.selectsObject(gvr, cluster, obj.GetNamespace(), objLabels) && r.selectsLocation(loc) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Differs implements Rules: true when the Customizations selecting (gvr, obj, location)
+// differ between old and s (another set, order, or spec), or when some select it and the
+// location's name, labels or annotations differ. An old that is not a *Snapshot (another
+// implementation) always differs. The object's own spec-diff patch is the same under both.
+func (s *Snapshot) Differs(old Rules, gvr schema.GroupVersionResource, cluster string, obj *unstructured.Unstructured, location string) bool {
+	var o *Snapshot
+	switch v := old.(type) {
+	case nil:
+	case *Snapshot:
+		o = v
+	default:
+		return true
+	}
+	if o == s {
+		return false
+	}
+	newLoc, oldLoc := s.location(location), o.location(location)
+	now, before := s.selecting(gvr, cluster, obj, newLoc), o.selecting(gvr, cluster, obj, oldLoc)
+	if !slices.EqualFunc(now, before, (*compiled).sameAs) {
+		return true
+	}
+	return len(now) > 0 && !newLoc.Equal(oldLoc.Location)
+}
+
+// labelsOf returns obj's metadata.labels in place (nil when none).
+func labelsOf(obj *unstructured.Unstructured) map[string]interface{} {
+	m, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", "labels")
+	l, _ := m.(map[string]interface{})
+	return l
+}
