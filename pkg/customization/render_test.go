@@ -237,7 +237,9 @@ func TestSelection(t *testing.T) {
 	c.Spec.LocationNames = []string{"north", "west"}
 	s := snapshot(t, c)
 	ctx := context.Background()
-	replicas := func(u *unstructured.Unstructured) interface{} { return u.Object["spec"].(map[string]interface{})["replicas"] }
+	replicas := func(u *unstructured.Unstructured) interface{} {
+		return u.Object["spec"].(map[string]interface{})["replicas"]
+	}
 
 	for _, tc := range []struct {
 		name    string
@@ -254,7 +256,11 @@ func TestSelection(t *testing.T) {
 		{"other cluster", deploymentsGVR, "other", deployment, "north", false},
 		{"other resource", appsV1.WithResource("statefulsets"), "default", deployment, "north", false},
 		{"other namespace", deploymentsGVR, "default", func() *unstructured.Unstructured { u := deployment(); u.SetNamespace("other"); return u }, "north", false},
-		{"other labels", deploymentsGVR, "default", func() *unstructured.Unstructured { u := deployment(); u.SetLabels(map[string]string{"app": "db"}); return u }, "north", false},
+		{"other labels", deploymentsGVR, "default", func() *unstructured.Unstructured {
+			u := deployment()
+			u.SetLabels(map[string]string{"app": "db"})
+			return u
+		}, "north", false},
 	} {
 		if got := s.Touches(tc.gvr, tc.cluster, tc.obj(), tc.loc); got != tc.want {
 			t.Errorf("%s: Touches = %v, want %v", tc.name, got, tc.want)
