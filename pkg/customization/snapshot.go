@@ -106,10 +106,21 @@ func (c *Compiler) Snapshot(rv uint64, customizations []*controlv1alpha1.Customi
 			delete(c.cache, k)
 		}
 	}
+	s.errs = errs
 	for _, rs := range s.scopes {
 		slices.SortFunc(rs, func(a, b *compiled) int { return strings.Compare(a.key.name, b.key.name) })
 	}
 	return s, errs
+}
+
+// fingerprintOf returns the fingerprint of the compiled Customization key (zero if none).
+func (c *Compiler) fingerprintOf(key ruleKey) [32]byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r := c.cache[key]; r != nil {
+		return r.fingerprint
+	}
+	return [32]byte{}
 }
 
 // NewSnapshot compiles customizations into the snapshot at resourceVersion rv with these
@@ -136,6 +147,15 @@ type Snapshot struct {
 	// Customization selects only objects of its own namespace and cluster.
 	scopes    map[scope][]*compiled
 	locations map[string]*locationInfo
+	errs      []CompileError
+}
+
+// CompileErrors returns the compile errors of the snapshot's Customizations (read only).
+func (s *Snapshot) CompileErrors() []CompileError {
+	if s == nil {
+		return nil
+	}
+	return s.errs
 }
 
 // scope is a namespace of a logical cluster.

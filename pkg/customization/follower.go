@@ -1,0 +1,385 @@
+package customization
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/openapi"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
+)
+
+// Resource is the GroupVersionResource of Customizations.
+var Resource = controlv1alpha1.SchemeGroupVersion.WithResource("customizations")
+
+// FollowerOptions configure a Follower.
+type FollowerOptions struct {
+	// Options are the Compiler's. When TypeConverters is nil and OpenAPI is set, the Follower
+	// builds them from OpenAPI.
+	Options
+	// OpenAPI is the source's OpenAPI v3 client (a discovery client's OpenAPIV3()); the schemas
+	// of ApplyConfiguration mutations come from it through k8s.io/apiserver's
+	// patch.NewTypeConverterManager, which Run runs (it polls the document list every 5 s, as
+	// kube-apiserver's MutatingAdmissionPolicy plugin does with its loopback client).
+	OpenAPI openapi.Client
+}
+
+// Follower keeps a Snapshot of the source's Customizations and SyncTargets current with two
+// informers, and delivers every new snapshot to its OnChange functions in resourceVersion order.
+//
+// A source without the Customization or SyncTarget CRD, or an identity that may not list them,
+// leaves that part empty: the follower counts as synced, logs once per reason, and keeps
+// retrying with client-go's backoff (installing the CRD later is picked up). Updates that
+// change nothing rendering reads (a Customization's status, a SyncTarget's status) make no
+// new snapshot.
+type Follower struct {
+	compiler       *Compiler
+	typeConverters patch.TypeConverterManager
+	runConverters  bool
+
+	customizations, targets toolscache.SharedIndexInformer
+
+	mu sync.Mutex
+	// items are the live Customizations by key, locs the SyncTargets' locations by name.
+	items map[ruleKey]*controlv1alpha1.Customization
+	locs  map[string]Location
+	// rv is the newest resourceVersion applied to items and locs.
+	rv uint64
+	// unavailable holds the informers whose resource cannot be listed (not found, forbidden).
+	unavailable map[toolscache.SharedIndexInformer]bool
+	// logged are the compile errors already logged, by Customization and spec.
+	logged map[ruleKey][32]byte
+
+	changed  chan struct{}
+	current  atomic.Pointer[Snapshot]
+	onChange []func(*Snapshot)
+}
+
+// NewFollower returns a Follower over the source's dynamic client. Register OnChange functions,
+// then call Run.
+func NewFollower(dyn dynamic.Interface, opts FollowerOptions) *Follower {
+	f := &Follower{
+		customizations: dynamicinformer.NewFilteredDynamicInformer(dyn, Resource, "", 0, toolscache.Indexers{}, nil).Informer(),
+		targets:        dynamicinformer.NewFilteredDynamicInformer(dyn, synctarget.Resource, "", 0, toolscache.Indexers{}, nil).Informer(),
+		items:          map[ruleKey]*controlv1alpha1.Customization{},
+		locs:           map[string]Location{},
+		unavailable:    map[toolscache.SharedIndexInformer]bool{},
+		logged:         map[ruleKey][32]byte{},
+		changed:        make(chan struct{}, 1),
+	}
+	if opts.TypeConverters == nil && opts.OpenAPI != nil {
+		opts.TypeConverters = patch.NewTypeConverterManager(nil, opts.OpenAPI)
+		f.runConverters = true
+	}
+	f.typeConverters = opts.TypeConverters
+	f.compiler = NewCompiler(opts.Options)
+	f.current.Store(Empty())
+	// These only fail once the informers run.
+	_ = f.customizations.SetTransform(decodeCustomization)
+	_ = f.targets.SetTransform(decodeSyncTarget)
+	_ = f.customizations.SetWatchErrorHandlerWithContext(f.watchErrors(f.customizations, "Customizations", Resource.GroupResource().String(),
+		"views apply no Customizations (spec-diff patches only)"))
+	_ = f.targets.SetWatchErrorHandlerWithContext(f.watchErrors(f.targets, "SyncTargets", synctarget.Resource.GroupResource().String(),
+		"Customizations see every location without labels"))
+	_, _ = f.customizations.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { f.setCustomization(nil, obj) },
+		UpdateFunc: f.setCustomization,
+		DeleteFunc: f.deleteCustomization,
+	})
+	_, _ = f.targets.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { f.setTarget(nil, obj) },
+		UpdateFunc: f.setTarget,
+		DeleteFunc: f.deleteTarget,
+	})
+	return f
+}
+
+// OnChange registers fn, called with every new snapshot (from one goroutine, in
+// resourceVersion order: never lower than the previous one's; equal when a late event of the
+// other informer was older than the newest change already delivered). Call before Run.
+func (f *Follower) OnChange(fn func(*Snapshot)) { f.onChange = append(f.onChange, fn) }
+
+// Snapshot returns the newest snapshot: Empty() until the follower has synced (HasSynced).
+func (f *Follower) Snapshot() *Snapshot { return f.current.Load() }
+
+// HasSynced reports whether both informers have listed their resource once, or cannot
+// (a missing CRD, no permission). Until then a snapshot may lack Customizations, so rendering
+// with it could put unmodified objects on targets: callers wait for it.
+func (f *Follower) HasSynced() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return (f.customizations.HasSynced() || f.unavailable[f.customizations]) && (f.targets.HasSynced() || f.unavailable[f.targets])
+}
+
+// Run runs the informers and delivers snapshots until ctx ends: the first once synced, then
+// one after each batch of changes.
+func (f *Follower) Run(ctx context.Context) {
+	if f.runConverters {
+		go f.typeConverters.Run(ctx)
+	}
+	go f.customizations.RunWithContext(ctx)
+	go f.targets.RunWithContext(ctx)
+	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+		return f.HasSynced(), nil
+	}); err != nil {
+		return
+	}
+	f.deliver(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-f.changed:
+			f.deliver(ctx)
+		}
+	}
+}
+
+// deliver builds the snapshot of the current items and locations and hands it out.
+func (f *Follower) deliver(ctx context.Context) {
+	f.mu.Lock()
+	rv := f.rv
+	items := make([]*controlv1alpha1.Customization, 0, len(f.items))
+	for _, c := range f.items {
+		items = append(items, c)
+	}
+	locs := make([]Location, 0, len(f.locs))
+	for _, l := range f.locs {
+		locs = append(locs, l)
+	}
+	f.mu.Unlock()
+
+	s, errs := f.compiler.Snapshot(rv, items, locs)
+	f.logCompileErrors(ctx, errs)
+	f.current.Store(s)
+	for _, fn := range f.onChange {
+		fn(s)
+	}
+}
+
+// logCompileErrors logs each Customization's compile errors once per spec (again when it was
+// fixed in between).
+func (f *Follower) logCompileErrors(ctx context.Context, errs []CompileError) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	failing := make(map[ruleKey]bool, len(errs))
+	for _, e := range errs {
+		k := ruleKey{cluster: e.Cluster, namespace: e.Namespace, name: e.Name}
+		failing[k] = true
+		fp := f.compiler.fingerprintOf(k)
+		if logged, ok := f.logged[k]; ok && logged == fp {
+			continue
+		}
+		klog.FromContext(ctx).Info("A Customization does not compile; the objects it selects fail to render (views keep their last rendering)",
+			"customization", k.String(), "field", e.Field, "err", contract.Truncate(e.Err.Error(), 1024))
+	}
+	for _, e := range errs {
+		k := ruleKey{cluster: e.Cluster, namespace: e.Namespace, name: e.Name}
+		f.logged[k] = f.compiler.fingerprintOf(k)
+	}
+	for k := range f.logged {
+		if !failing[k] {
+			delete(f.logged, k)
+		}
+	}
+}
+
+// key returns the key of a Customization: its logical cluster (the configured one of a plain
+// source, else its kcp.io/cluster annotation), namespace and name.
+func (f *Follower) key(c *controlv1alpha1.Customization) ruleKey {
+	cluster := f.compiler.opts.PlainCluster
+	if cluster == "" {
+		cluster = c.Annotations[contract.ClusterAnnotation]
+	}
+	return ruleKey{cluster: cluster, namespace: c.Namespace, name: c.Name}
+}
+
+// setCustomization records an added or updated Customization when its spec or deletion
+// changed (old is nil for an add).
+func (f *Follower) setCustomization(old, obj interface{}) {
+	c, ok := obj.(*controlv1alpha1.Customization)
+	if !ok {
+		return
+	}
+	if o, ok := old.(*controlv1alpha1.Customization); ok && apiequality.Semantic.DeepEqual(o.Spec, c.Spec) &&
+		(o.DeletionTimestamp == nil) == (c.DeletionTimestamp == nil) {
+		return
+	}
+	f.mu.Lock()
+	f.items[f.key(c)] = c
+	f.advance(c)
+	f.mu.Unlock()
+	f.signal()
+}
+
+// deleteCustomization forgets a deleted Customization.
+func (f *Follower) deleteCustomization(obj interface{}) {
+	obj, rv := f.deleted(f.customizations, obj)
+	c, ok := obj.(*controlv1alpha1.Customization)
+	if !ok {
+		return
+	}
+	f.mu.Lock()
+	delete(f.items, f.key(c))
+	f.advanceTo(rv)
+	f.mu.Unlock()
+	f.signal()
+}
+
+// setTarget records an added SyncTarget, or an updated one whose labels or annotations changed.
+func (f *Follower) setTarget(old, obj interface{}) {
+	st, ok := obj.(*controlv1alpha1.SyncTarget)
+	if !ok {
+		return
+	}
+	l := LocationFromSyncTarget(st)
+	if o, ok := old.(*controlv1alpha1.SyncTarget); ok && LocationFromSyncTarget(o).Equal(l) {
+		return
+	}
+	f.mu.Lock()
+	f.locs[l.Name] = l
+	f.advance(st)
+	f.mu.Unlock()
+	f.signal()
+}
+
+// deleteTarget forgets a deleted SyncTarget (its location then has no labels).
+func (f *Follower) deleteTarget(obj interface{}) {
+	obj, rv := f.deleted(f.targets, obj)
+	st, ok := obj.(*controlv1alpha1.SyncTarget)
+	if !ok {
+		return
+	}
+	f.mu.Lock()
+	delete(f.locs, st.Name)
+	f.advanceTo(rv)
+	f.mu.Unlock()
+	f.signal()
+}
+
+// deleted unwraps a deletion the informer only learnt by relisting, whose resourceVersion is
+// then that of the relist (the deletion happened before it), and returns the object and the
+// resourceVersion of the deletion.
+func (f *Follower) deleted(inf toolscache.SharedIndexInformer, obj interface{}) (interface{}, uint64) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		return d.Obj, parseRV(inf.LastSyncResourceVersion())
+	}
+	if m, err := meta.Accessor(obj); err == nil {
+		return obj, parseRV(m.GetResourceVersion())
+	}
+	return obj, 0
+}
+
+// advance moves rv to obj's resourceVersion if newer. Called with mu held.
+func (f *Follower) advance(obj metaObject) { f.advanceTo(parseRV(obj.GetResourceVersion())) }
+
+// advanceTo moves rv to v if newer. Called with mu held.
+func (f *Follower) advanceTo(v uint64) {
+	if v > f.rv {
+		f.rv = v
+	}
+}
+
+// metaObject is what advance reads.
+type metaObject interface{ GetResourceVersion() string }
+
+// signal asks Run for a new snapshot (coalescing).
+func (f *Follower) signal() {
+	select {
+	case f.changed <- struct{}{}:
+	default:
+	}
+}
+
+// parseRV parses a resourceVersion; 0 when it is not a number.
+func parseRV(s string) uint64 {
+	v, _ := strconv.ParseUint(s, 10, 64)
+	return v
+}
+
+// watchErrors returns the watch error handler of inf: a failure to list or watch whose reason
+// (the API Status reason: NotFound for a missing CRD, Forbidden ...) differs from the previous
+// one is logged once, repeats at level 4; NotFound and Forbidden mark the resource unavailable
+// (the follower counts as synced without it); consequence says what that means for views.
+// Ordinary ends of a watch go to client-go's
+// default handler.
+func (f *Follower) watchErrors(inf toolscache.SharedIndexInformer, what, resource, consequence string) toolscache.WatchErrorHandlerWithContext {
+	var last string
+	return func(ctx context.Context, r *toolscache.Reflector, err error) {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			toolscache.DefaultWatchErrorHandler(ctx, r, err)
+			return
+		}
+		reason := string(apierrors.ReasonForError(err))
+		if reason == "" {
+			reason = "Unknown"
+		}
+		unavailable := apierrors.IsNotFound(err) || apierrors.IsForbidden(err)
+		f.mu.Lock()
+		changed := reason != last
+		last = reason
+		wasUnavailable := f.unavailable[inf]
+		f.unavailable[inf] = unavailable
+		f.mu.Unlock()
+		if unavailable && !wasUnavailable {
+			f.signal()
+		}
+		if changed {
+			klog.FromContext(ctx).Error(nil, "Cannot list or watch "+what+" of the source; until it works, "+consequence,
+				"resource", resource, "reason", reason, "err", contract.Truncate(err.Error(), 512))
+			return
+		}
+		klog.FromContext(ctx).V(4).Info("Still cannot list or watch "+what+" of the source", "resource", resource, "reason", reason, "err", err)
+	}
+}
+
+// decodeCustomization is the Customization informer's transform: the Go type, decoded once
+// per change, without managedFields. One that does not decode is logged and dropped (the
+// CRD's schema makes that unlikely); it then customizes nothing.
+func decodeCustomization(obj interface{}) (interface{}, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	c := &controlv1alpha1.Customization{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, c); err != nil {
+		klog.ErrorS(err, "Ignoring a Customization that does not decode", "customization", u.GetNamespace()+"/"+u.GetName())
+		return obj, nil
+	}
+	c.ManagedFields = nil
+	return c, nil
+}
+
+// decodeSyncTarget is the SyncTarget informer's transform (synctarget.FromUnstructured),
+// without managedFields; one that does not decode is logged and dropped.
+func decodeSyncTarget(obj interface{}) (interface{}, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	st, err := synctarget.FromUnstructured(u)
+	if err != nil {
+		klog.ErrorS(err, "Ignoring a SyncTarget that does not decode", "syncTarget", u.GetName())
+		return obj, nil
+	}
+	st.ManagedFields = nil
+	return st, nil
+}
