@@ -82,6 +82,7 @@ func TestMatchConditions(t *testing.T) {
 	c := customization("edge-only", jsonPatch(`[JSONPatch{op: "replace", path: "/spec/replicas", value: 1}]`))
 	c.Spec.MatchConditions = []admissionregistrationv1.MatchCondition{
 		{Name: "edge", Expression: `"tier" in location.metadata.labels && location.metadata.labels["tier"] == "edge"`},
+		{Name: "edge-optional", Expression: `location.metadata.labels[?"tier"].orValue("") == "edge"`},
 		{Name: "scaled", Expression: `object.spec.replicas > 1`},
 	}
 	s := snapshot(t, c)
