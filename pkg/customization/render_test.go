@@ -293,3 +293,26 @@ func TestRenderNeverPanics(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderConcurrently: one snapshot renders from several goroutines at once (views render
+// in parallel); run with -race.
+func TestRenderConcurrently(t *testing.T) {
+	s := snapshot(t, customization("env", jsonPatch(regionEnvJSONPatch)), customization("ac", applyConfiguration(regionEnvApply)))
+	in := deployment()
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		loc := locations[i%len(locations)].Name
+		go func() {
+			var err error
+			for j := 0; j < 20 && err == nil; j++ {
+				_, err = s.Render(context.Background(), deploymentsGVR, "default", in, loc)
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < 8; i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
