@@ -39,6 +39,10 @@ type Config struct {
 	// there, not on the wildcard endpoint that Dynamic reads. nil for a plain source, whose one
 	// cluster is Dynamic's.
 	ClusterDynamic func(cluster string) (dynamic.Interface, error)
+	// WaitForRules makes Run wait for the first SetRules before it mirrors anything, so that no
+	// view ever shows an object rendered without the Customizations (the server sets it when it
+	// follows Customizations).
+	WaitForRules bool
 }
 
 // Cache mirrors the selected resources of one source: one client-go Reflector per resource
@@ -58,6 +62,13 @@ type Cache struct {
 
 	rvMu       sync.Mutex
 	rvBatchers map[schema.GroupVersionResource]*rvBatcher
+
+	// rules are the rules new stores start with (SetRules); rulesMu serializes SetRules.
+	rules     storeRules
+	rulesMu   sync.Mutex
+	rulesOnce sync.Once
+	// rulesSet is closed by the first SetRules.
+	rulesSet chan struct{}
 }
 
 // mirror is one mirrored resource: its store and its running reflector.
@@ -83,6 +94,7 @@ func New(cfg Config) (*Cache, error) {
 		cfg:        cfg,
 		mirrors:    map[schema.GroupVersionResource]*mirror{},
 		rvBatchers: map[schema.GroupVersionResource]*rvBatcher{},
+		rulesSet:   make(chan struct{}),
 	}, nil
 }
 
@@ -92,6 +104,13 @@ func New(cfg Config) (*Cache, error) {
 // returns when ctx ends, after stopping every reflector and closing every store.
 func (c *Cache) Run(ctx context.Context) {
 	defer c.stopAll()
+	if c.cfg.WaitForRules {
+		select {
+		case <-c.rulesSet:
+		case <-ctx.Done():
+			return
+		}
+	}
 	t := time.NewTicker(c.cfg.DiscoveryInterval)
 	defer t.Stop()
 	for {

@@ -19,8 +19,9 @@ func (s *ResourceStore) applyLocked(ev *event, record bool) {
 		oldLocs = ev.prev.locations
 	}
 	delete(s.statusObjects, ev.obj.key)
-	delete(s.withheldObjects, ev.obj.key)
-	if ev.typ != watch.Deleted {
+	delete(s.failingObjects, ev.obj.key)
+	if ev.typ != watch.Deleted && ev.rerendered == nil {
+		// A re-rendering's visibility is set by SetRules.
 		setVisibility(ev.prev, ev.obj)
 	}
 	if ev.typ == watch.Deleted {
@@ -40,8 +41,8 @@ func (s *ResourceStore) applyLocked(ev *event, record bool) {
 		if ev.obj.statusDiffers {
 			s.statusObjects[ev.obj.key] = ev.obj
 		}
-		if len(ev.obj.withheld) > 0 {
-			s.withheldObjects[ev.obj.key] = ev.obj
+		if len(ev.obj.failed) > 0 {
+			s.failingObjects[ev.obj.key] = ev.obj
 		}
 		newLocs = ev.obj.locations
 	}
@@ -73,6 +74,9 @@ func (s *ResourceStore) applyLocked(ev *event, record bool) {
 			li.remove(ev.prev)
 		}
 		li.lastChangeRV = ev.rv
+		if ev.rerendered[loc] {
+			li.rerenderedRV = ev.rv
+		}
 		if len(li.watchers) > 0 && ev.changesView(loc, inOld, inNew) {
 			s.dispatchLocked(li, ev, inOld, inNew, &counts)
 		}

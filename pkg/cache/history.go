@@ -19,6 +19,11 @@ type event struct {
 	obj *Object
 	// prev is the object version before the event; nil for Added.
 	prev *Object
+	// rerendered, when not nil, marks a re-rendering after a change of the rules
+	// (ResourceStore.SetRules), not a change of the source: obj is prev's source version
+	// rendered anew, and the event changes the view of exactly these locations. It is ordered
+	// after the source's events at rv, and a watch resumed from rv replays it.
+	rerendered map[string]bool
 
 	deletedPrevOnce sync.Once
 	deletedPrevObj  *Object
@@ -82,6 +87,9 @@ func (e *event) forLocation(location string, pred func(*Object) bool) (watch.Eve
 // changed (Object.VisibleResourceVersion). The live fan-out and the history replay both ask
 // this, so a watch and a resume from any resourceVersion show the same events.
 func (e *event) changesView(location string, inOld, inNew bool) bool {
+	if e.rerendered != nil {
+		return e.rerendered[location]
+	}
 	return e.typ == watch.Deleted || !inOld || !inNew || e.obj.viewChangedFor(location)
 }
 
@@ -104,8 +112,14 @@ type history struct {
 func (h *history) add(e *event) {
 	if len(h.events) >= h.size {
 		n := len(h.events) - h.size + 1
-		if h.events[n-1].rv > h.start {
-			h.start = h.events[n-1].rv
+		last := h.events[n-1]
+		start := last.rv
+		if last.rerendered != nil {
+			// A resume from last.rv would need the evicted re-rendering (resumeFrom).
+			start++
+		}
+		if start > h.start {
+			h.start = start
 		}
 		// Evicted elements are not cleared: a watcher may still be replaying a view that
 		// includes them. The backing array is dropped when append next reallocates.
@@ -118,6 +132,17 @@ func (h *history) add(e *event) {
 func (h *history) reset(rv uint64) {
 	h.events = nil
 	h.start = rv
+}
+
+// resumeFrom returns the events a watch resumed from rv must replay (a shared, read-only
+// view): those with RV > rv, and the re-renderings at rv, which follow the source's events at
+// rv (event.rerendered).
+func (h *history) resumeFrom(rv uint64) []*event {
+	i := sort.Search(len(h.events), func(i int) bool {
+		e := h.events[i]
+		return e.rv > rv || (e.rv == rv && e.rerendered != nil)
+	})
+	return h.events[i:len(h.events):len(h.events)]
 }
 
 // since returns the events with RV > rv (a shared, read-only view).

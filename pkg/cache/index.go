@@ -45,6 +45,10 @@ type locationIndex struct {
 	// lastChangeRV is the resourceVersion of the last event that changed the location's
 	// content. The live tree equals the location's state at every RV >= lastChangeRV.
 	lastChangeRV uint64
+	// rerenderedRV is the resourceVersion of the last re-rendering (ResourceStore.SetRules)
+	// that changed the location's content: its content at that RV changed without the RV
+	// moving, so a paginated list at that RV or older cannot continue without its snapshot.
+	rerenderedRV uint64
 
 	// watchers are the location's registered watchers; watcher.pos is the position in it.
 	watchers []*watcher

@@ -173,8 +173,9 @@ func (s *ResourceStore) deleteMovedLocked(moved *Object, rv uint64) {
 // malformed annotation leaves the object unassigned, is counted and logged (once per object
 // version, since build runs once per version).
 //
-// prev is the stored version before this one (nil for a new object): where location's patch
-// fails on the new version, the view keeps prev's rendering (settleRendering).
+// prev is the stored version before this one (nil for a new object): where location's
+// rendering (its Customizations and its own patch) fails on the new version, the view keeps
+// prev's rendering (settleRendering).
 func (s *ResourceStore) build(id identity, prev *Object) *Object {
 	var locs []string
 	if raw, present := id.annotations[contract.AssignedLocationsAnnotation]; present {
@@ -198,9 +199,13 @@ func (s *ResourceStore) build(id identity, prev *Object) *Object {
 	rv, _ := strconv.ParseUint(id.u.GetResourceVersion(), 10, 64)
 	o := newObject(id.key, id.cluster, id.namespace, id.name, locs, rv, id.u)
 	o.source = id.source
-	o.settleRendering(prev, func(location string, err error) {
-		s.metrics.specDiffFailures.Inc()
-		klog.InfoS("A location's patch cannot be applied; its view keeps the last version that rendered, or withholds the object",
+	o.settleRendering(s.rules.load(), s.gvr, prev, func(location string, err error) {
+		if (RenderFailure{Err: err}).isCustomization() {
+			s.metrics.customizationFailures.Inc()
+		} else {
+			s.metrics.specDiffFailures.Inc()
+		}
+		klog.InfoS("An object cannot be rendered for a location; its view keeps the last version that rendered, or withholds the object",
 			"resource", s.gvr.GroupResource().String(), "object", contract.Truncate(string(id.key), maxLoggedValue),
 			"location", location, "resourceVersion", contract.Truncate(id.u.GetResourceVersion(), maxLoggedValue),
 			"err", contract.Truncate(err.Error(), maxLoggedValue))
@@ -314,7 +319,7 @@ func (s *ResourceStore) Delete(obj interface{}) error {
 		final, _ = withAnnotation(final, contract.ClusterAnnotation, prev.cluster)
 	}
 	o := newObject(prev.key, prev.cluster, prev.namespace, prev.name, prev.assigned, rv, final)
-	o.locations, o.lastGood, o.withheld = prev.locations, prev.lastGood, prev.withheld
+	o.locations, o.rendered, o.lastGood, o.failed = prev.locations, prev.rendered, prev.lastGood, prev.failed
 	s.applyLocked(&event{typ: watch.Deleted, rv: rv, obj: o, prev: prev}, true)
 	s.notifyLocked()
 	return nil

@@ -25,6 +25,13 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"resource"})
 
+	customizationFailures = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name: "mapper_apiserver_customization_failures_total",
+		Help: "(object version, location) pairs on which a Customization's mutation failed (CEL error, cost limit, a result the schema rejects); " +
+			"the location's view keeps the last version that rendered, or withholds an object that never rendered.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource"})
+
 	invalidClusters = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name:           "mapper_apiserver_invalid_cluster_total",
 		Help:           "Object versions of a kcp source without a valid kcp.io/cluster annotation; such objects are not served.",
@@ -73,7 +80,7 @@ var (
 // registerMetrics registers the package's metrics in the legacy registry (once per process).
 func registerMetrics() {
 	registerMetricsOnce.Do(func() {
-		legacyregistry.MustRegister(malformedAssignments, specDiffFailures, invalidClusters, slowWatchersClosed, eventsDispatched, currentWatchers, cachedObjects, historyRestarts, sourceListErrors)
+		legacyregistry.MustRegister(malformedAssignments, specDiffFailures, customizationFailures, invalidClusters, slowWatchersClosed, eventsDispatched, currentWatchers, cachedObjects, historyRestarts, sourceListErrors)
 	})
 }
 
@@ -84,6 +91,8 @@ type storeMetrics struct {
 	malformed metrics.CounterMetric
 	// specDiffFailures counts (object version, location) pairs whose patch did not apply.
 	specDiffFailures metrics.CounterMetric
+	// customizationFailures counts (object version, location) pairs a Customization failed on.
+	customizationFailures metrics.CounterMetric
 	// invalidCluster counts object versions of a kcp source without a valid cluster.
 	invalidCluster metrics.CounterMetric
 	slowClosed     metrics.CounterMetric
@@ -103,6 +112,7 @@ func newStoreMetrics(resource string) *storeMetrics {
 		resource:         resource,
 		malformed:        malformedAssignments.WithLabelValues(resource),
 		specDiffFailures: specDiffFailures.WithLabelValues(resource),
+		customizationFailures: customizationFailures.WithLabelValues(resource),
 		invalidCluster:   invalidClusters.WithLabelValues(resource),
 		slowClosed:       slowWatchersClosed.WithLabelValues(resource),
 		added:            eventsDispatched.WithLabelValues(resource, string(watch.Added)),

@@ -45,12 +45,15 @@ type Object struct {
 	// assigned are the locations of kcp.io/assigned-locations; the same slice as locations
 	// unless the object is withheld from some.
 	assigned []string
-	// lastGood, when not nil, holds per location whose patch failed on this version the last
-	// rendering of the object that succeeded (render.go).
+	// rendered, when not nil, holds per location that a Customization or the object's own
+	// spec-diff.kcp.io/<location> patch touches the rendering of this version (render.go).
+	rendered map[string]*unstructured.Unstructured
+	// lastGood, when not nil, holds per location whose rendering failed on this version the
+	// last rendering of the object that succeeded (render.go).
 	lastGood map[string]*unstructured.Unstructured
-	// withheld, when not nil, holds per location the error that keeps this version out of the
-	// location's view (its patch failed and no earlier version rendered).
-	withheld map[string]error
+	// failed, when not nil, holds per location whose rendering failed on this version the
+	// error; a failing location without a lastGood rendering is withheld from its view.
+	failed map[string]error
 	// rv is the resourceVersion the object shows (metadata.resourceVersion of u): the source's,
 	// or for a location's view the location's visible resourceVersion (VisibleResourceVersion).
 	rv       uint64
@@ -131,7 +134,7 @@ func (o *Object) withResourceVersion(rv uint64) *Object {
 	u := o.u.DeepCopy()
 	u.SetResourceVersion(strconv.FormatUint(rv, 10))
 	c := newObject(o.key, o.cluster, o.namespace, o.name, o.assigned, rv, u)
-	c.locations, c.lastGood, c.withheld = o.locations, o.lastGood, o.withheld
+	c.locations, c.rendered, c.lastGood, c.failed = o.locations, o.rendered, o.lastGood, o.failed
 	return c
 }
 

@@ -65,7 +65,7 @@ func (s *ResourceStore) List(location string, opts ListOptions) (ListResult, err
 		rv = opts.SnapshotRV
 		if t, ok := s.snaps.get(location, opts.SnapshotRV, now); ok {
 			tree, live = t, false
-		} else if opts.SnapshotRV > s.rv || (li != nil && li.lastChangeRV > opts.SnapshotRV) || (li == nil && s.freedChangeRV > opts.SnapshotRV) {
+		} else if opts.SnapshotRV > s.rv || (li != nil && (li.lastChangeRV > opts.SnapshotRV || li.rerenderedRV >= opts.SnapshotRV)) || (li == nil && s.freedChangeRV > opts.SnapshotRV) {
 			s.mu.RUnlock()
 			return ListResult{}, apierrors.NewResourceExpired("the provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
 		}

@@ -29,6 +29,7 @@ var sourceBackoff = wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Ji
 // kube-apiserver's cacher feeds its watch cache.
 func (c *Cache) startMirror(parent context.Context, info ResourceInfo) *mirror {
 	store := NewResourceStore(info.GVR, info.GVK(), info.Namespaced, c.cfg.Store)
+	store.rules.p.Store(&rulesHolder{rules: c.rules.load()})
 	ctx, cancel := context.WithCancel(parent)
 	ri := c.cfg.Dynamic.Resource(info.GVR)
 	lw := &toolscache.ListWatch{

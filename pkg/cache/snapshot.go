@@ -98,6 +98,14 @@ func (s *snapshots) sweepLocked(now time.Time) {
 	}
 }
 
+// drop drops the snapshots of location (its content changed at the RV they were taken at: a
+// re-rendering, ResourceStore.SetRules), so that continuing a list taken before answers 410.
+func (s *snapshots) drop(location string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.byLoc, location)
+}
+
 // reset drops every snapshot.
 func (s *snapshots) reset() {
 	s.mu.Lock()

@@ -7,8 +7,8 @@ import (
 	"sync"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
-	"github.com/cluster-mapper/cluster-mapper/pkg/specdiff"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // StatusRecord returns the status recorded for location on u (the JSON of
@@ -43,10 +43,10 @@ func ReflectsStatus(u *unstructured.Unstructured) bool {
 }
 
 // LocationView returns a copy of u (a source object assigned to locations) as location's view
-// shows it, by the rule of Object.ForLocation: RenderView, or when location's
-// spec-diff.kcp.io/ patch cannot be applied, the view without it (the status write path, which
-// answers with the object it wrote, uses it; the cache serves Object.ForLocation instead, which
-// keeps the last rendering that succeeded).
+// shows it without Customizations: RenderView, or when location's spec-diff.kcp.io/ patch
+// cannot be applied, the view without it. ResourceStore.LocationView adds the store's
+// Customizations; the cache serves Object.ForLocation, which keeps the last rendering that
+// succeeded.
 func LocationView(u *unstructured.Unstructured, locations []string, location string) *unstructured.Unstructured {
 	if v, err := RenderView(u, locations, location); err == nil {
 		return v
@@ -55,17 +55,22 @@ func LocationView(u *unstructured.Unstructured, locations []string, location str
 }
 
 // RenderView returns a copy of u (a source object assigned to locations) as location's view
-// shows it: baseView, then location's own patch spec-diff.kcp.io/<location> applied
-// (DESIGN.md, "The control plane objects": after the Customizations). The error is a
+// shows it without Customizations: baseView, then location's own patch
+// spec-diff.kcp.io/<location> applied (DESIGN.md, "The control plane objects"). The error is a
 // *specdiff.Error when the patch cannot be applied.
 func RenderView(u *unstructured.Unstructured, locations []string, location string) (*unstructured.Unstructured, error) {
-	patch, _ := specdiff.Patch(u, location)
-	return specdiff.Apply(baseView(u, locations, location), location, patch)
+	return renderFor(nil, schema.GroupVersionResource{}, "", u, locations, location)
 }
 
-// baseView returns a copy of u as location's view shows it before any patch: the status rules
-// and the hidden annotations of Object.ForLocation.
+// baseView returns a copy of u as location's view shows it before any rendering: the status
+// rules and the hidden annotations of Object.ForLocation.
 func baseView(u *unstructured.Unstructured, locations []string, location string) *unstructured.Unstructured {
+	return viewOf(u, locations, location, false)
+}
+
+// viewOf is baseView, keeping location's own spec-diff.kcp.io/<location> annotation when
+// keepOwnPatch is set (the input of a rendering, which applies and then removes it).
+func viewOf(u *unstructured.Unstructured, locations []string, location string, keepOwnPatch bool) *unstructured.Unstructured {
 	u = u.DeepCopy()
 	if ReflectsStatus(u) || len(StatusRecordLocations(u)) > 0 {
 		status, ok, err := StatusRecord(u, location)
@@ -79,7 +84,7 @@ func baseView(u *unstructured.Unstructured, locations []string, location string)
 	unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
 	ann := u.GetAnnotations()
 	for k, v := range ann {
-		if hiddenAnnotation(k, v, location) {
+		if hiddenAnnotation(k, v, location) && !(keepOwnPatch && k == contract.SpecDiffAnnotationPrefix+location) {
 			delete(ann, k)
 		}
 	}

@@ -127,9 +127,10 @@ type ResourceStore struct {
 	// status reflection across several locations; see Object.ForLocation), for the status
 	// record reconciler, which so visits only them.
 	statusObjects map[contract.Key]*Object
-	// withheldObjects are the objects withheld from some location's view (render.go), so that a
-	// GET of one answers 503 rather than 404 without scanning the store.
-	withheldObjects map[contract.Key]*Object
+	// failingObjects are the objects whose rendering fails for some location (render.go): a
+	// GET of one withheld from the view answers 503 rather than 404, and RenderFailures
+	// reports them, without scanning the store.
+	failingObjects map[contract.Key]*Object
 	// locs has an entry for every location that holds objects or watchers of this resource.
 	// An entry is freed as soon as it holds neither (releaseLocked), so location names seen
 	// once (in an annotation or a URL) do not stay in memory (issue 10).
@@ -154,6 +155,9 @@ type ResourceStore struct {
 	waiters int
 
 	snaps *snapshots
+
+	// rules are the Customizations and locations the store renders with (rules.go).
+	rules storeRules
 }
 
 // NewResourceStore returns an empty store for the resource gvr of kind gvk. namespaced says
@@ -172,7 +176,7 @@ func NewResourceStore(gvr schema.GroupVersionResource, gvk schema.GroupVersionKi
 		byUID:           map[types.UID]contract.Key{},
 		rejected:        map[types.UID]string{},
 		statusObjects:   map[contract.Key]*Object{},
-		withheldObjects: map[contract.Key]*Object{},
+		failingObjects: map[contract.Key]*Object{},
 		locs:            map[string]*locationIndex{},
 		history:         history{size: opts.HistorySize},
 		changed:         make(chan struct{}),
@@ -285,7 +289,7 @@ func (s *ResourceStore) Close() {
 	s.objects = map[contract.Key]*Object{}
 	s.byUID = map[types.UID]contract.Key{}
 	s.statusObjects = map[contract.Key]*Object{}
-	s.withheldObjects = map[contract.Key]*Object{}
+	s.failingObjects = map[contract.Key]*Object{}
 	s.locs = map[string]*locationIndex{}
 	s.history.reset(s.rv)
 	s.snaps.reset()

@@ -110,7 +110,9 @@ func setVisibility(prev, obj *Object) {
 // Every view is "the common view" (LocationView for the location "", which is no location:
 // it shows nothing that belongs to one) with what belongs to the location itself added: its
 // status record, shown as .status, a kcp.io/status-location naming it, its spec-diff.kcp.io/
-// patch (annotationOwner). So only locations owning an annotation need rendering:
+// patch (annotationOwner), and the Customizations that select it (which render that view,
+// the same rules for prev and obj, from nothing else). So only locations owning an annotation
+// or rendered by a Customization need rendering:
 //   - when the common view did not change, a location sees a change only if an annotation it
 //     owns changed (a status write of another location changes nothing else);
 //   - when it did change, a location that owns no annotation in either version sees exactly
@@ -130,6 +132,15 @@ func viewsUnchanged(prev, obj *Object) map[string]bool {
 		owners = annotationOwners(prev.u)
 		for loc := range annotationOwners(obj.u) {
 			owners[loc] = true
+		}
+		// A location a Customization renders sees its own rendering, not the common view.
+		for _, o := range []*Object{prev, obj} {
+			for loc := range o.rendered {
+				owners[loc] = true
+			}
+			for loc := range o.failed {
+				owners[loc] = true
+			}
 		}
 	}
 	unchanged := map[string]bool{}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // shared is a ConfigMap assigned to east and west that reflects status, with the given status
@@ -104,7 +105,7 @@ func TestViewsUnchangedMatchesRendering(t *testing.T) {
 				extra = append(extra, "a:"+contract.StatusRecordAnnotationPrefix+l+"="+pick(`{"p":1}`, `{"p":2}`, `bad`))
 			}
 			if rng.Intn(4) == 0 {
-				extra = append(extra, "a:"+contract.SpecDiffAnnotationPrefix+l+"="+pick(`[]`, `[{}]`))
+				extra = append(extra, "a:"+contract.SpecDiffAnnotationPrefix+l+"="+pick(`[]`, `[{}]`, `[{"op":"add","path":"/data/x","value":"1"}]`, `[{"op":"add","path":"/data/x","value":"2"}]`))
 			}
 		}
 		if rng.Intn(3) == 0 {
@@ -129,17 +130,30 @@ func TestViewsUnchangedMatchesRendering(t *testing.T) {
 		sort.Strings(ls)
 		return newObject("root|ns/o", "root", "ns", "o", ls, rv, u)
 	}
+	// rendering is what location's view shows of o: the last rendering that succeeded where o
+	// fails (settleRendering), else LocationView.
+	rendering := func(o *Object, loc string) *unstructured.Unstructured {
+		if lg := o.lastGood[loc]; lg != nil {
+			return lg
+		}
+		return LocationView(o.u, o.assigned, loc)
+	}
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	ignore := func(string, error) {}
 	shortcuts := 0
 	for i := 0; i < 5000; i++ {
 		prev, obj := random(1), random(2)
+		prev.settleRendering(nil, gvr, nil, ignore)
+		obj.settleRendering(nil, gvr, prev, ignore)
 		if rng.Intn(2) == 0 {
 			for _, l := range prev.locations {
 				prev.ForLocation(l) // compared from the cached variant
 			}
 		}
-		got := viewsUnchanged(prev, obj)
+		setVisibility(prev, obj) // viewsUnchanged, and lastGood locations unchanged
 		for _, loc := range obj.locations {
-			want := prev.HasLocation(loc) && sameView(LocationView(prev.u, prev.locations, loc), LocationView(obj.u, obj.locations, loc))
+			got := map[string]bool{loc: !obj.viewChangedFor(loc)}
+			want := prev.HasLocation(loc) && sameView(rendering(prev, loc), rendering(obj, loc))
 			if got[loc] != want {
 				t.Fatalf("location %s: unchanged=%v, rendering says %v\nprev %v %v\nobj  %v %v", loc, got[loc], want, prev.locations, prev.u.Object, obj.locations, obj.u.Object)
 			}

@@ -87,12 +87,15 @@ func (s *ResourceStore) Watch(ctx context.Context, location string, opts WatchOp
 	} else {
 		from := opts.ResourceVersion
 		if from == 0 {
+			// From now on: nothing to replay.
 			from = s.rv
+			init.replay = s.history.since(from)
+		} else {
+			if from < s.history.start {
+				return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, s.history.start))
+			}
+			init.replay = s.history.resumeFrom(from)
 		}
-		if from < s.history.start {
-			return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, s.history.start))
-		}
-		init.replay = s.history.since(from)
 		init.replayFrom = from
 	}
 

@@ -38,20 +38,21 @@ type CompileError struct {
 
 // Error implements error.
 func (e CompileError) Error() string {
-	return fmt.Sprintf("Customization %s: %s: %v", ruleKey{e.Cluster, e.Namespace, e.Name}, e.Field, e.Err)
+	return fmt.Sprintf("Customization %s: %s: %v", RuleKey{e.Cluster, e.Namespace, e.Name}, e.Field, e.Err)
 }
 
-// ruleKey identifies a Customization in the source.
-type ruleKey struct {
-	cluster, namespace, name string
+// RuleKey identifies a Customization in the source: its logical cluster ("" on a plain source
+// without one configured), namespace and name.
+type RuleKey struct {
+	Cluster, Namespace, Name string
 }
 
 // String returns cluster|namespace/name, or namespace/name on a plain source.
-func (k ruleKey) String() string {
-	if k.cluster == "" {
-		return k.namespace + "/" + k.name
+func (k RuleKey) String() string {
+	if k.Cluster == "" {
+		return k.Namespace + "/" + k.Name
 	}
-	return k.cluster + "|" + k.namespace + "/" + k.name
+	return k.Cluster + "|" + k.Namespace + "/" + k.Name
 }
 
 // compiled is one compiled Customization, independent of the locations: its selectors, its
@@ -59,7 +60,7 @@ func (k ruleKey) String() string {
 // immutable after compile (gvrs is a concurrency-safe memo) and shared by the snapshots whose
 // Customization has the same spec.
 type compiled struct {
-	key ruleKey
+	key RuleKey
 	// fingerprint is the SHA-256 of the spec's JSON: two compiled with equal keys and
 	// fingerprints render alike.
 	fingerprint [sha256.Size]byte
@@ -93,10 +94,10 @@ func fingerprint(spec *controlv1alpha1.CustomizationSpec) [sha256.Size]byte {
 // compile compiles c, identified by key, whose spec has fingerprint fp. It never fails: what does not compile
 // is recorded in errs. A label selector that does not parse selects everything (so the
 // objects it was meant to select fail to render rather than silently render unchanged).
-func compile(c *controlv1alpha1.Customization, key ruleKey, fp [sha256.Size]byte) *compiled {
+func compile(c *controlv1alpha1.Customization, key RuleKey, fp [sha256.Size]byte) *compiled {
 	r := &compiled{key: key, fingerprint: fp, objects: labels.Everything()}
 	fail := func(field string, err error) {
-		r.errs = append(r.errs, CompileError{Cluster: key.cluster, Namespace: key.namespace, Name: key.name, Field: field, Err: err})
+		r.errs = append(r.errs, CompileError{Cluster: key.Cluster, Namespace: key.Namespace, Name: key.Name, Field: field, Err: err})
 	}
 	for _, rr := range c.Spec.Resources {
 		r.resources = append(r.resources, admissionregistrationv1.RuleWithOperations{
@@ -212,7 +213,7 @@ func (r *compiled) selectsLocation(loc *locationInfo) bool {
 // selectsObject reports whether the Customization selects an object of gvr in cluster and
 // namespace with these labels (read in place: a map[string]interface{} of strings).
 func (r *compiled) selectsObject(gvr schema.GroupVersionResource, cluster, namespace string, objLabels map[string]interface{}) bool {
-	return r.key.cluster == cluster && r.key.namespace == namespace && r.matchesResource(gvr) &&
+	return r.key.Cluster == cluster && r.key.Namespace == namespace && r.matchesResource(gvr) &&
 		r.objects.Matches(unstructuredLabels(objLabels))
 }
 

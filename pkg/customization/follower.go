@@ -59,14 +59,14 @@ type Follower struct {
 
 	mu sync.Mutex
 	// items are the live Customizations by key, locs the SyncTargets' locations by name.
-	items map[ruleKey]*controlv1alpha1.Customization
+	items map[RuleKey]*controlv1alpha1.Customization
 	locs  map[string]Location
 	// rv is the newest resourceVersion applied to items and locs.
 	rv uint64
 	// unavailable holds the informers whose resource cannot be listed (not found, forbidden).
 	unavailable map[toolscache.SharedIndexInformer]bool
 	// logged are the compile errors already logged, by Customization and spec.
-	logged map[ruleKey][32]byte
+	logged map[RuleKey][32]byte
 
 	changed  chan struct{}
 	current  atomic.Pointer[Snapshot]
@@ -79,10 +79,10 @@ func NewFollower(dyn dynamic.Interface, opts FollowerOptions) *Follower {
 	f := &Follower{
 		customizations: dynamicinformer.NewFilteredDynamicInformer(dyn, Resource, "", 0, toolscache.Indexers{}, nil).Informer(),
 		targets:        dynamicinformer.NewFilteredDynamicInformer(dyn, synctarget.Resource, "", 0, toolscache.Indexers{}, nil).Informer(),
-		items:          map[ruleKey]*controlv1alpha1.Customization{},
+		items:          map[RuleKey]*controlv1alpha1.Customization{},
 		locs:           map[string]Location{},
 		unavailable:    map[toolscache.SharedIndexInformer]bool{},
-		logged:         map[ruleKey][32]byte{},
+		logged:         map[RuleKey][32]byte{},
 		changed:        make(chan struct{}, 1),
 	}
 	if opts.TypeConverters == nil && opts.OpenAPI != nil {
@@ -180,9 +180,9 @@ func (f *Follower) deliver(ctx context.Context) {
 func (f *Follower) logCompileErrors(ctx context.Context, errs []CompileError) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	failing := make(map[ruleKey]bool, len(errs))
+	failing := make(map[RuleKey]bool, len(errs))
 	for _, e := range errs {
-		k := ruleKey{cluster: e.Cluster, namespace: e.Namespace, name: e.Name}
+		k := RuleKey{Cluster: e.Cluster, Namespace: e.Namespace, Name: e.Name}
 		failing[k] = true
 		fp := f.compiler.fingerprintOf(k)
 		if logged, ok := f.logged[k]; ok && logged == fp {
@@ -192,7 +192,7 @@ func (f *Follower) logCompileErrors(ctx context.Context, errs []CompileError) {
 			"customization", k.String(), "field", e.Field, "err", contract.Truncate(e.Err.Error(), 1024))
 	}
 	for _, e := range errs {
-		k := ruleKey{cluster: e.Cluster, namespace: e.Namespace, name: e.Name}
+		k := RuleKey{Cluster: e.Cluster, Namespace: e.Namespace, Name: e.Name}
 		f.logged[k] = f.compiler.fingerprintOf(k)
 	}
 	for k := range f.logged {
@@ -204,12 +204,12 @@ func (f *Follower) logCompileErrors(ctx context.Context, errs []CompileError) {
 
 // key returns the key of a Customization: its logical cluster (the configured one of a plain
 // source, else its kcp.io/cluster annotation), namespace and name.
-func (f *Follower) key(c *controlv1alpha1.Customization) ruleKey {
+func (f *Follower) key(c *controlv1alpha1.Customization) RuleKey {
 	cluster := f.compiler.opts.PlainCluster
 	if cluster == "" {
 		cluster = c.Annotations[contract.ClusterAnnotation]
 	}
-	return ruleKey{cluster: cluster, namespace: c.Namespace, name: c.Name}
+	return RuleKey{Cluster: cluster, Namespace: c.Namespace, Name: c.Name}
 }
 
 // setCustomization records an added or updated Customization when its spec or deletion

@@ -59,7 +59,7 @@ func (e *RenderError) Error() string {
 	if e.Customization == "" {
 		return fmt.Sprintf("%s: %v", e.Reason, e.Err)
 	}
-	where := ruleKey{cluster: e.Cluster, namespace: e.Namespace, name: e.Customization}.String()
+	where := RuleKey{Cluster: e.Cluster, Namespace: e.Namespace, Name: e.Customization}.String()
 	if e.Field != "" {
 		where += " " + e.Field
 	}
@@ -112,7 +112,7 @@ func (s *Snapshot) Render(ctx context.Context, gvr schema.GroupVersionResource, 
 // its matchConditions do not all hold.
 func (s *Snapshot) apply(ctx context.Context, r *compiled, gvr schema.GroupVersionResource, in *unstructured.Unstructured) (out *unstructured.Unstructured, err error) {
 	fail := func(field, reason string, err error) error {
-		return &RenderError{Customization: r.key.name, Namespace: r.key.namespace, Cluster: r.key.cluster, Field: field, Reason: reason, Err: err}
+		return &RenderError{Customization: r.key.Name, Namespace: r.key.Namespace, Cluster: r.key.Cluster, Field: field, Reason: reason, Err: err}
 	}
 	defer func() {
 		if p := recover(); p != nil {

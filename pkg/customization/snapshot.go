@@ -60,12 +60,12 @@ type Compiler struct {
 	opts Options
 
 	mu    sync.Mutex
-	cache map[ruleKey]*compiled
+	cache map[RuleKey]*compiled
 }
 
 // NewCompiler returns a Compiler with opts.
 func NewCompiler(opts Options) *Compiler {
-	return &Compiler{opts: opts, cache: map[ruleKey]*compiled{}}
+	return &Compiler{opts: opts, cache: map[RuleKey]*compiled{}}
 }
 
 // Snapshot compiles customizations (reusing what is compiled when the spec is unchanged) and
@@ -81,7 +81,7 @@ func (c *Compiler) Snapshot(rv uint64, customizations []*controlv1alpha1.Customi
 		s.locations[l.Name] = newLocation(l)
 	}
 	var errs []CompileError
-	seen := make(map[ruleKey]bool, len(customizations))
+	seen := make(map[RuleKey]bool, len(customizations))
 	for _, cz := range customizations {
 		if cz.DeletionTimestamp != nil {
 			continue
@@ -90,7 +90,7 @@ func (c *Compiler) Snapshot(rv uint64, customizations []*controlv1alpha1.Customi
 		if cluster == "" {
 			cluster = cz.Annotations[contract.ClusterAnnotation]
 		}
-		key, fp := ruleKey{cluster: cluster, namespace: cz.Namespace, name: cz.Name}, fingerprint(&cz.Spec)
+		key, fp := RuleKey{Cluster: cluster, Namespace: cz.Namespace, Name: cz.Name}, fingerprint(&cz.Spec)
 		r := c.cache[key]
 		if r == nil || r.fingerprint != fp {
 			r = compile(cz, key, fp)
@@ -98,7 +98,7 @@ func (c *Compiler) Snapshot(rv uint64, customizations []*controlv1alpha1.Customi
 		}
 		seen[r.key] = true
 		errs = append(errs, r.errs...)
-		sc := scope{cluster: r.key.cluster, namespace: r.key.namespace}
+		sc := scope{cluster: r.key.Cluster, namespace: r.key.Namespace}
 		s.scopes[sc] = append(s.scopes[sc], r)
 	}
 	for k := range c.cache {
@@ -108,13 +108,13 @@ func (c *Compiler) Snapshot(rv uint64, customizations []*controlv1alpha1.Customi
 	}
 	s.errs = errs
 	for _, rs := range s.scopes {
-		slices.SortFunc(rs, func(a, b *compiled) int { return strings.Compare(a.key.name, b.key.name) })
+		slices.SortFunc(rs, func(a, b *compiled) int { return strings.Compare(a.key.Name, b.key.Name) })
 	}
 	return s, errs
 }
 
 // fingerprintOf returns the fingerprint of the compiled Customization key (zero if none).
-func (c *Compiler) fingerprintOf(key ruleKey) [32]byte {
+func (c *Compiler) fingerprintOf(key RuleKey) [32]byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if r := c.cache[key]; r != nil {

@@ -1,0 +1,194 @@
+package cache
+
+import (
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
+)
+
+// Rules are the Customizations and locations the views render with (issue 14):
+// customization.Rules, whose snapshots the customization.Follower delivers.
+type Rules = customization.Rules
+
+// rulesHolder boxes a Rules value (which may be nil) for an atomic.Pointer.
+type rulesHolder struct{ rules Rules }
+
+// storeRules is the store's current Rules, read by ingest (under writeMu) and by the status
+// write path (any goroutine).
+type storeRules struct{ p atomic.Pointer[rulesHolder] }
+
+func (r *storeRules) load() Rules {
+	if h := r.p.Load(); h != nil {
+		return h.rules
+	}
+	return nil
+}
+
+// Rules returns the rules the store renders with (nil: none set).
+func (s *ResourceStore) Rules() Rules { return s.rules.load() }
+
+// LocationView returns a copy of u, a source object of the store's resource assigned to
+// locations, as location's view shows it under the store's current rules; when the rendering
+// fails, the view without Customizations or patch (baseView). The status write path answers
+// with it; reads are served by Object.ForLocation, which keeps the last rendering that
+// succeeded instead.
+func (s *ResourceStore) LocationView(u *unstructured.Unstructured, cluster string, locations []string, location string) *unstructured.Unstructured {
+	if v, err := renderFor(s.rules.load(), s.gvr, cluster, u, locations, location); err == nil {
+		return v
+	}
+	return baseView(u, locations, location)
+}
+
+// SetRules makes the store render with rules from now on and re-renders the stored objects
+// whose rendering may differ (customization.Rules.Differs) for one of their locations (issue 14
+// item 3: a change of a Customization or of a SyncTarget's labels).
+//
+// resourceVersion semantics (docs/views.md, "Customizations and resourceVersions"): a
+// re-rendering is not a change of the source, so it has no resourceVersion of its own. It is
+// an event at the store's current resourceVersion R (the last one the store handed out),
+// ordered after the events at R: the locations whose view of an object changed get a MODIFIED
+// (or an ADDED, for an object withheld until now) whose object shows resourceVersion R. A watch
+// resumed from R replays the re-renderings made at R, so a client that saw R before the
+// re-rendering never misses it; a client that saw them live gets them again once, unchanged
+// (an identical MODIFIED, not an invented change). A watch without a resourceVersion and
+// every resume from above R do not replay them. Continue tokens of lists taken before are
+// answered 410 for the locations whose views changed.
+//
+// A rendering that fails under the new rules keeps the location's last rendering (never a
+// deletion), as at ingest. The renderings are made before the store's read lock is taken:
+// readers are blocked only while the events are applied.
+func (s *ResourceStore) SetRules(rules Rules) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	old := s.rules.load()
+	s.rules.p.Store(&rulesHolder{rules: rules})
+	if old == rules {
+		return
+	}
+	type rerender struct {
+		prev, obj *Object
+		changed   map[string]bool
+	}
+	var work []rerender
+	// Holding writeMu, the writer may read s.objects without mu.
+	for _, o := range s.objects {
+		var affected []string
+		for _, loc := range o.assigned {
+			if rulesDiffer(rules, old, s.gvr, o.cluster, o.u, loc) {
+				affected = append(affected, loc)
+			}
+		}
+		if len(affected) == 0 {
+			continue
+		}
+		n := s.build(identityOf(o), o)
+		changed := map[string]bool{}
+		for _, loc := range affected {
+			switch {
+			case !n.HasLocation(loc):
+				// Withheld before and still: nothing to show.
+			case !o.HasLocation(loc):
+				changed[loc] = true // withheld until now: ADDED
+			case n.lastGood[loc] != nil:
+				// Fails under the new rules: keeps showing the last rendering.
+			case !sameView(o.renderedFor(loc), n.view(loc)):
+				changed[loc] = true
+			}
+		}
+		work = append(work, rerender{prev: o, obj: n, changed: changed})
+	}
+	if len(work) == 0 {
+		return
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	events := 0
+	for _, w := range work {
+		w.obj.visible = rerenderedVisibility(w.prev, w.obj, s.rv, w.changed)
+		if w.obj.variants == nil {
+			w.obj.variants = &locationVariants{}
+		}
+		for loc := range w.changed {
+			s.snaps.drop(loc)
+		}
+		events += len(w.changed)
+		s.applyLocked(&event{typ: watch.Modified, rv: s.rv, obj: w.obj, prev: w.prev, rerendered: w.changed}, len(w.changed) > 0)
+	}
+	s.notifyLocked()
+	klog.V(2).InfoS("Re-rendered the views of a resource after a change of the Customizations or locations",
+		"resource", s.gvr.GroupResource().String(), "objects", len(work), "viewChanges", events, "resourceVersion", s.rv)
+}
+
+// identityOf returns the identity a stored object was built from, to build it again.
+func identityOf(o *Object) identity {
+	id := identity{u: o.u, key: o.key, cluster: o.cluster, namespace: o.namespace, name: o.name, source: o.source}
+	if a, found, err := unstructured.NestedFieldNoCopy(o.u.Object, "metadata", "annotations"); found && err == nil {
+		id.annotations, _ = a.(map[string]interface{})
+	}
+	return id
+}
+
+// rerenderedVisibility returns the visible resourceVersions of obj, a re-rendering at rv of
+// prev (same source version): rv for the locations whose view changed (changed) or that did not
+// show prev, prev's visible resourceVersion for every other location.
+func rerenderedVisibility(prev, obj *Object, rv uint64, changed map[string]bool) *visibleVersions {
+	base := prev.rv
+	if prev.visible != nil {
+		base = prev.visible.base
+	}
+	vis := &visibleVersions{base: base, byLocation: make(map[string]uint64, len(obj.locations))}
+	for _, loc := range obj.locations {
+		if changed[loc] || !prev.HasLocation(loc) {
+			vis.byLocation[loc] = rv
+		} else {
+			vis.byLocation[loc] = prev.VisibleResourceVersion(loc)
+		}
+	}
+	return vis
+}
+
+// SetRules makes every store of the cache, and every store created later, render with rules
+// (ResourceStore.SetRules). The first call also releases Run when Config.WaitForRules is set.
+// Calls are serialized; each store is re-rendered in turn, without holding the cache's lock.
+func (c *Cache) SetRules(rules Rules) {
+	c.rulesMu.Lock()
+	defer c.rulesMu.Unlock()
+	c.mu.Lock()
+	c.rules.p.Store(&rulesHolder{rules: rules})
+	stores := make([]*ResourceStore, 0, len(c.mirrors))
+	for _, m := range c.mirrors {
+		stores = append(stores, m.store)
+	}
+	c.mu.Unlock()
+	c.rulesOnce.Do(func() { close(c.rulesSet) })
+	slices.SortFunc(stores, func(a, b *ResourceStore) int { return strings.Compare(a.gvr.String(), b.gvr.String()) })
+	for _, s := range stores {
+		s.SetRules(rules)
+	}
+}
+
+// RenderFailures returns the (object, location) pairs of every store whose current version does
+// not render (ResourceStore.RenderFailures).
+func (c *Cache) RenderFailures() []RenderFailure {
+	c.mu.RLock()
+	stores := make([]*ResourceStore, 0, len(c.mirrors))
+	for _, m := range c.mirrors {
+		stores = append(stores, m.store)
+	}
+	c.mu.RUnlock()
+	var out []RenderFailure
+	for _, s := range stores {
+		out = append(out, s.RenderFailures()...)
+	}
+	return out
+}
