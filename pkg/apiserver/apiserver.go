@@ -15,6 +15,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/apis/mapper"
 	"github.com/cluster-mapper/cluster-mapper/pkg/apis/mapper/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
+	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/location"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/view"
 	"github.com/cluster-mapper/cluster-mapper/pkg/statusrecords"
@@ -28,6 +29,11 @@ const statusRecordsInterval = 2 * time.Second
 type ExtraConfig struct {
 	// Cache is the indexed cache of the source that views serve from.
 	Cache *cache.Cache
+	// Rules follows the source's Customizations and SyncTargets and hands each snapshot to
+	// Cache.SetRules; nil renders no Customizations (the cache must then not wait for rules).
+	Rules *customization.Follower
+	// RulesStatus writes the status of Customizations; nil writes none.
+	RulesStatus *customization.StatusWriter
 	// View tunes the location views.
 	View view.Options
 	// Registrations follows the source's SyncTargets and location Leases for `locations`;
@@ -96,7 +102,14 @@ func (c completedConfig) New() (*Server, error) {
 	}
 
 	sourceCache, registrations := c.ExtraConfig.Cache, c.ExtraConfig.Registrations
+	rules, rulesStatus := c.ExtraConfig.Rules, c.ExtraConfig.RulesStatus
 	s.GenericAPIServer.AddPostStartHookOrDie("start-source-cache", func(ctx genericapiserver.PostStartHookContext) error {
+		if rules != nil {
+			go rules.Run(ctx)
+		}
+		if rulesStatus != nil {
+			go rulesStatus.Run(ctx)
+		}
 		go sourceCache.Run(ctx)
 		if registrations != nil {
 			registrations.Run(ctx)

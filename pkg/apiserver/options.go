@@ -27,6 +27,7 @@ import (
 	locationauthorizer "github.com/cluster-mapper/cluster-mapper/pkg/authorizer"
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
 	generatedopenapi "github.com/cluster-mapper/cluster-mapper/pkg/generated/openapi"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/location"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/view"
@@ -242,15 +243,27 @@ func (o *Options) Config() (*Config, error) {
 			BookmarkInterval:      o.BookmarkInterval,
 		},
 		DiscoveryInterval: o.DiscoveryInterval,
+		WaitForRules:      true,
 	})
 	if err != nil {
 		return nil, err
+	}
+	rules := customization.NewFollower(dyn, customization.FollowerOptions{
+		Options: customization.Options{PlainCluster: viewOpts.PlainCluster},
+		OpenAPI: disc.OpenAPIV3(),
+	})
+	rules.OnChange(func(s *customization.Snapshot) { c.SetRules(s) })
+	writeClient := func(string) (dynamic.Interface, error) { return dyn, nil }
+	if clusterDynamic != nil {
+		writeClient = clusterDynamic
 	}
 	return &Config{
 		GenericConfig: serverConfig,
 		ExtraConfig: ExtraConfig{
 			Cache:         c,
 			Registrations: location.NewRegistrations(kube, dyn, LeaseNamespace),
+			Rules:         rules,
+			RulesStatus:   customization.NewStatusWriter(rules, customizationFailures(c), writeClient, customizationStatusInterval),
 			View: view.Options{
 				PlainCluster:       viewOpts.PlainCluster,
 				FreshnessTimeout:   o.FreshnessTimeout,

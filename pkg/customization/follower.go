@@ -202,6 +202,18 @@ func (f *Follower) logCompileErrors(ctx context.Context, errs []CompileError) {
 	}
 }
 
+// Customizations returns the Customizations the informer holds (the newest version of each,
+// status included). Shared: READ-ONLY.
+func (f *Follower) Customizations() []*controlv1alpha1.Customization {
+	var out []*controlv1alpha1.Customization
+	for _, obj := range f.customizations.GetStore().List() {
+		if c, ok := obj.(*controlv1alpha1.Customization); ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // key returns the key of a Customization: its logical cluster (the configured one of a plain
 // source, else its kcp.io/cluster annotation), namespace and name.
 func (f *Follower) key(c *controlv1alpha1.Customization) RuleKey {

@@ -155,7 +155,7 @@ func (s *statusStorage) updateOnce(ctx context.Context, client dynamic.ResourceI
 	if !cache.ReflectsStatus(current) {
 		return nil, false, apierrors.NewForbidden(gr, name, fmt.Errorf("status write-back is not enabled for this object: set the annotation %s: %s on the source object to let locations write its status", contract.StatusPolicyAnnotation, contract.StatusPolicyReflect))
 	}
-	viewed := withClusterAnnotation(cache.LocationView(current, locations, location), cluster)
+	viewed := withClusterAnnotation(s.store.LocationView(current, cluster, locations, location), cluster)
 	updated, err := objInfo.UpdatedObject(ctx, viewed)
 	if err != nil {
 		return nil, false, err
@@ -186,7 +186,7 @@ func (s *statusStorage) updateOnce(ctx context.Context, client dynamic.ResourceI
 		}
 		return nil, false, sourceError(err)
 	}
-	answer := withClusterAnnotation(cache.LocationView(written, locations, location), cluster)
+	answer := withClusterAnnotation(s.store.LocationView(written, cluster, locations, location), cluster)
 	s.answerResourceVersion(ctx, answer, current, written, location, cluster)
 	return answer, false, nil
 }

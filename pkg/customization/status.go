@@ -1,0 +1,149 @@
+package customization
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/klog/v2"
+
+	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+)
+
+// Failure is one (object, location) whose rendering a Customization's mutation failed on.
+type Failure struct {
+	// Customization is the Customization whose mutation failed.
+	Customization RuleKey
+	// Resource is the object's resource ("deployments.apps"); Namespace and Name its identity.
+	Resource, Namespace, Name string
+	// Location is the location whose rendering failed.
+	Location string
+	// Reason is RenderError.Reason (MutationFailed, ...); Message says what failed.
+	Reason, Message string
+}
+
+// maxFailureMessage bounds the message of one failure in a Customization's status.
+const maxFailureMessage = 256
+
+// StatusWriter keeps the status of every Customization current (issue 14 item 4): the Compiled
+// condition from the compile errors of the Follower's snapshot, the Ready condition, the count
+// and the first few (controlv1alpha1.MaxCustomizationFailures) of the failing (object,
+// location) pairs that failures reports, and observedGeneration. A status is written (with
+// the Customization's resourceVersion as precondition) only when it differs from the one the
+// source holds; a conflict is retried on the next round.
+//
+// Every replica of mapper-apiserver computes the same status from the same source, so several
+// writers converge on one value.
+type StatusWriter struct {
+	follower *Follower
+	failures func() []Failure
+	client   func(cluster string) (dynamic.Interface, error)
+	interval time.Duration
+	now      func() time.Time
+}
+
+// NewStatusWriter returns a StatusWriter for the Customizations of follower, with the failures
+// failures returns (the cache's, in mapper-apiserver), writing through client(cluster) (the
+// source's client of that logical cluster), every interval.
+func NewStatusWriter(follower *Follower, failures func() []Failure, client func(cluster string) (dynamic.Interface, error), interval time.Duration) *StatusWriter {
+	return &StatusWriter{follower: follower, failures: failures, client: client, interval: interval, now: time.Now}
+}
+
+// Run writes statuses every interval until ctx ends, once the follower has synced.
+func (w *StatusWriter) Run(ctx context.Context) {
+	wait.UntilWithContext(ctx, w.Sync, w.interval)
+}
+
+// Sync writes the status of each Customization whose status changed; it returns after one round.
+func (w *StatusWriter) Sync(ctx context.Context) {
+	if !w.follower.HasSynced() {
+		return
+	}
+	compileErrs := map[RuleKey][]CompileError{}
+	for _, e := range w.follower.Snapshot().CompileErrors() {
+		k := RuleKey{Cluster: e.Cluster, Namespace: e.Namespace, Name: e.Name}
+		compileErrs[k] = append(compileErrs[k], e)
+	}
+	failures := map[RuleKey][]Failure{}
+	for _, f := range w.failures() {
+		failures[f.Customization] = append(failures[f.Customization], f)
+	}
+	for _, c := range w.follower.Customizations() {
+		k := w.follower.key(c)
+		status := desiredStatus(c, compileErrs[k], failures[k], metav1.NewTime(w.now()))
+		if apiequality.Semantic.DeepEqual(c.Status, status) {
+			continue
+		}
+		if err := w.write(ctx, k, c, status); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			klog.FromContext(ctx).Info("Writing a Customization's status failed; retrying", "customization", k.String(), "err", err)
+		}
+	}
+}
+
+// write updates c's status subresource to status.
+func (w *StatusWriter) write(ctx context.Context, k RuleKey, c *controlv1alpha1.Customization, status controlv1alpha1.CustomizationStatus) error {
+	client, err := w.client(k.Cluster)
+	if err != nil {
+		return err
+	}
+	updated := c.DeepCopy()
+	updated.Status = status
+	updated.SetGroupVersionKind(controlv1alpha1.SchemeGroupVersion.WithKind("Customization"))
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(updated)
+	if err != nil {
+		return err
+	}
+	_, err = client.Resource(Resource).Namespace(c.Namespace).UpdateStatus(ctx, &unstructured.Unstructured{Object: obj}, metav1.UpdateOptions{FieldManager: "mapper-apiserver"})
+	return err
+}
+
+// desiredStatus returns c's status given its compile errors and failures; conditions keep their
+// lastTransitionTime unless their status changes (meta.SetStatusCondition).
+func desiredStatus(c *controlv1alpha1.Customization, compileErrs []CompileError, failures []Failure, now metav1.Time) controlv1alpha1.CustomizationStatus {
+	s := *c.Status.DeepCopy()
+	s.ObservedGeneration = c.Generation
+	compiled := metav1.Condition{Type: controlv1alpha1.CustomizationCompiled, Status: metav1.ConditionTrue,
+		Reason: controlv1alpha1.ReasonCompiled, Message: "every expression compiled", ObservedGeneration: c.Generation, LastTransitionTime: now}
+	ready := metav1.Condition{Type: controlv1alpha1.CustomizationReady, Status: metav1.ConditionTrue,
+		Reason: controlv1alpha1.ReasonAllObjectsRendered, Message: "every selected object rendered for every selected location",
+		ObservedGeneration: c.Generation, LastTransitionTime: now}
+	if len(compileErrs) > 0 {
+		msgs := make([]string, 0, len(compileErrs))
+		for _, e := range compileErrs {
+			msgs = append(msgs, e.Field+": "+e.Err.Error())
+		}
+		compiled.Status, compiled.Reason = metav1.ConditionFalse, controlv1alpha1.ReasonCompilationFailed
+		compiled.Message = contract.Truncate(strings.Join(msgs, "; "), 1024)
+		ready.Status, ready.Reason = metav1.ConditionFalse, controlv1alpha1.ReasonCompilationFailed
+		ready.Message = "the Customization does not compile; the views keep the last rendering of the objects it selects, and withhold objects that never rendered"
+	}
+	slices.SortFunc(failures, func(a, b Failure) int {
+		return strings.Compare(a.Resource+"/"+a.Namespace+"/"+a.Name+"/"+a.Location, b.Resource+"/"+b.Namespace+"/"+b.Name+"/"+b.Location)
+	})
+	s.FailingObjects = int64(len(failures))
+	s.Failures = nil
+	for _, f := range failures[:min(len(failures), controlv1alpha1.MaxCustomizationFailures)] {
+		s.Failures = append(s.Failures, controlv1alpha1.CustomizationFailure{
+			Resource: f.Resource, Name: f.Namespace + "/" + f.Name, Location: f.Location,
+			Reason: f.Reason, Message: contract.Truncate(f.Message, maxFailureMessage),
+		})
+	}
+	if len(failures) > 0 && len(compileErrs) == 0 {
+		ready.Status, ready.Reason = metav1.ConditionFalse, controlv1alpha1.ReasonRenderFailed
+		ready.Message = fmt.Sprintf("%d (object, location) pairs failed to render; their views keep the last rendering that succeeded, or withhold objects that never rendered", len(failures))
+	}
+	meta.SetStatusCondition(&s.Conditions, compiled)
+	meta.SetStatusCondition(&s.Conditions, ready)
+	return s
+}
