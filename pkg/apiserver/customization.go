@@ -22,13 +22,17 @@ func customizationFailures(c *cache.Cache) func() []customization.Failure {
 			if !ok {
 				continue
 			}
-			reason := customization.ReasonInternalError
+			reason, msg := customization.ReasonInternalError, f.Err.Error()
 			var re *customization.RenderError
 			if errors.As(f.Err, &re) {
-				reason = re.Reason
+				// The status names the Customization already.
+				reason, msg = re.Reason, re.Err.Error()
+				if re.Field != "" {
+					msg = re.Field + ": " + msg
+				}
 			}
 			out = append(out, customization.Failure{Customization: key, Resource: f.GVR.GroupResource().String(),
-				Namespace: f.Namespace, Name: f.Name, Location: f.Location, Reason: reason, Message: f.Err.Error()})
+				Namespace: f.Namespace, Name: f.Name, Location: f.Location, Reason: reason, Message: msg})
 		}
 		return out
 	}

@@ -24,6 +24,9 @@ type event struct {
 	// rendered anew, and the event changes the view of exactly these locations. It is ordered
 	// after the source's events at rv, and a watch resumed from rv replays it.
 	rerendered map[string]bool
+	// sharedRV marks a re-rendering that shares rv with earlier events (no fresh
+	// resourceVersion was available): a watch resumed from rv replays it.
+	sharedRV bool
 
 	deletedPrevOnce sync.Once
 	deletedPrevObj  *Object
@@ -114,7 +117,7 @@ func (h *history) add(e *event) {
 		n := len(h.events) - h.size + 1
 		last := h.events[n-1]
 		start := last.rv
-		if last.rerendered != nil {
+		if last.sharedRV {
 			// A resume from last.rv would need the evicted re-rendering (resumeFrom).
 			start++
 		}
@@ -135,12 +138,12 @@ func (h *history) reset(rv uint64) {
 }
 
 // resumeFrom returns the events a watch resumed from rv must replay (a shared, read-only
-// view): those with RV > rv, and the re-renderings at rv, which follow the source's events at
-// rv (event.rerendered).
+// view): those with RV > rv, and the re-renderings that share rv, which follow the source's
+// events at rv (event.sharedRV).
 func (h *history) resumeFrom(rv uint64) []*event {
 	i := sort.Search(len(h.events), func(i int) bool {
 		e := h.events[i]
-		return e.rv > rv || (e.rv == rv && e.rerendered != nil)
+		return e.rv > rv || (e.rv == rv && e.sharedRV)
 	})
 	return h.events[i:len(h.events):len(h.events)]
 }

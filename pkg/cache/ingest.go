@@ -266,10 +266,14 @@ func (s *ResourceStore) upsert(obj interface{}) error {
 	if s.closed {
 		return nil
 	}
+	late := s.noteStreamLocked(o.rv)
 	if moved != nil {
 		s.deleteMovedLocked(moved, o.rv)
 	}
-	s.applyLocked(&event{typ: typ, rv: max(o.rv, s.rv), obj: o, prev: prev}, true)
+	s.applyLocked(&event{typ: typ, rv: max(o.rv, s.rv), obj: o, prev: prev}, !late)
+	if late {
+		s.restartHistoryLocked()
+	}
 	s.notifyLocked()
 	return nil
 }
@@ -307,6 +311,7 @@ func (s *ResourceStore) Delete(obj interface{}) error {
 		return nil
 	}
 	rv, _ := strconv.ParseUint(u.GetResourceVersion(), 10, 64)
+	late := s.noteStreamLocked(rv)
 	rv = max(rv, s.rv)
 	final := id.u // on a plain source, with kcp.io/cluster set
 	if u.GetResourceVersion() != strconv.FormatUint(rv, 10) {
@@ -320,9 +325,34 @@ func (s *ResourceStore) Delete(obj interface{}) error {
 	}
 	o := newObject(prev.key, prev.cluster, prev.namespace, prev.name, prev.assigned, rv, final)
 	o.locations, o.rendered, o.lastGood, o.failed = prev.locations, prev.rendered, prev.lastGood, prev.failed
-	s.applyLocked(&event{typ: watch.Deleted, rv: rv, obj: o, prev: prev}, true)
+	s.applyLocked(&event{typ: watch.Deleted, rv: rv, obj: o, prev: prev}, !late)
+	if late {
+		s.restartHistoryLocked()
+	}
 	s.notifyLocked()
 	return nil
+}
+
+// noteStreamLocked records that the source's stream reached rv (an event's resourceVersion) and
+// reports whether the event is late: the store handed out a fresh resourceVersion above the
+// stream for a re-rendering (SetRules) and this event of the source, older than it, arrives
+// only now, so it cannot be placed in the history in order. Called with s.mu held for writing.
+func (s *ResourceStore) noteStreamLocked(rv uint64) bool {
+	late := s.rv > s.streamRV && rv <= s.rv
+	s.streamRV = max(s.streamRV, rv)
+	return late
+}
+
+// restartHistoryLocked ends every watch of the store and restarts the history at the store's
+// resourceVersion, as a relist that lost events does (Replace): after a late event, a client
+// resuming from before it gets 410 Gone and relists. Called with s.mu held for writing.
+func (s *ResourceStore) restartHistoryLocked() {
+	s.endWatchersLocked()
+	s.history.reset(s.rv)
+	s.snaps.reset()
+	s.metrics.historyRestarts.Inc()
+	klog.InfoS("A source event older than a re-rendering's resourceVersion arrived after it; the resource's watches were ended and resumes from before answer 410",
+		"resource", s.gvr.GroupResource().String(), "resourceVersion", s.rv)
 }
 
 // Replace implements cache.ReflectorStore: list is the complete content of the source at
@@ -407,6 +437,7 @@ func (s *ResourceStore) Replace(list []interface{}, resourceVersion string) erro
 		s.applyLocked(&event{typ: watch.Deleted, rv: s.rv, obj: prev, prev: prev}, false)
 	}
 	s.rv = max(s.rv, listRV)
+	s.streamRV = max(s.streamRV, listRV)
 	if restart {
 		s.history.reset(s.rv)
 		if s.synced {
@@ -451,7 +482,11 @@ func (s *ResourceStore) UpdateResourceVersion(resourceVersion string) {
 	defer s.writeMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || !s.synced || rv <= s.rv {
+	if s.closed || !s.synced {
+		return
+	}
+	s.streamRV = max(s.streamRV, rv)
+	if rv <= s.rv {
 		return
 	}
 	s.rv = rv

@@ -109,19 +109,19 @@ type storeMetrics struct {
 func newStoreMetrics(resource string) *storeMetrics {
 	registerMetrics()
 	return &storeMetrics{
-		resource:         resource,
-		malformed:        malformedAssignments.WithLabelValues(resource),
-		specDiffFailures: specDiffFailures.WithLabelValues(resource),
+		resource:              resource,
+		malformed:             malformedAssignments.WithLabelValues(resource),
+		specDiffFailures:      specDiffFailures.WithLabelValues(resource),
 		customizationFailures: customizationFailures.WithLabelValues(resource),
-		invalidCluster:   invalidClusters.WithLabelValues(resource),
-		slowClosed:       slowWatchersClosed.WithLabelValues(resource),
-		added:            eventsDispatched.WithLabelValues(resource, string(watch.Added)),
-		modified:         eventsDispatched.WithLabelValues(resource, string(watch.Modified)),
-		deleted:          eventsDispatched.WithLabelValues(resource, string(watch.Deleted)),
-		bookmarks:        eventsDispatched.WithLabelValues(resource, string(watch.Bookmark)),
-		watchers:         currentWatchers.WithLabelValues(resource),
-		objects:          cachedObjects.WithLabelValues(resource),
-		historyRestarts:  historyRestarts.WithLabelValues(resource),
+		invalidCluster:        invalidClusters.WithLabelValues(resource),
+		slowClosed:            slowWatchersClosed.WithLabelValues(resource),
+		added:                 eventsDispatched.WithLabelValues(resource, string(watch.Added)),
+		modified:              eventsDispatched.WithLabelValues(resource, string(watch.Modified)),
+		deleted:               eventsDispatched.WithLabelValues(resource, string(watch.Deleted)),
+		bookmarks:             eventsDispatched.WithLabelValues(resource, string(watch.Bookmark)),
+		watchers:              currentWatchers.WithLabelValues(resource),
+		objects:               cachedObjects.WithLabelValues(resource),
+		historyRestarts:       historyRestarts.WithLabelValues(resource),
 	}
 }
 

@@ -1,14 +1,17 @@
 package cache
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
 )
 
@@ -50,20 +53,28 @@ func (s *ResourceStore) LocationView(u *unstructured.Unstructured, cluster strin
 // item 3: a change of a Customization or of a SyncTarget's labels).
 //
 // resourceVersion semantics (docs/views.md, "Customizations and resourceVersions"): a
-// re-rendering is not a change of the source, so it has no resourceVersion of its own. It is
-// an event at the store's current resourceVersion R (the last one the store handed out),
-// ordered after the events at R: the locations whose view of an object changed get a MODIFIED
-// (or an ADDED, for an object withheld until now) whose object shows resourceVersion R. A watch
-// resumed from R replays the re-renderings made at R, so a client that saw R before the
-// re-rendering never misses it; a client that saw them live gets them again once, unchanged
-// (an identical MODIFIED, not an invented change). A watch without a resourceVersion and
-// every resume from above R do not replay them. Continue tokens of lists taken before are
-// answered 410 for the locations whose views changed.
+// re-rendering is not a change of the resource in the source, so it has no resourceVersion of
+// its own. fresh is the source's current resourceVersion, read after the rules changed (a
+// consistent LIST, Cache.SourceResourceVersion); 0 when it could not be read.
+//   - fresh above the store's resourceVersion: the re-rendering is an event at fresh, and the
+//     store's resourceVersion moves to fresh. The locations whose view of an object changed get
+//     a MODIFIED (an ADDED for an object withheld until now) whose object shows fresh, a
+//     resourceVersion no client has seen before, so clients that skip updates with an
+//     unchanged resourceVersion (informer resyncs) see it. An event of the source between the
+//     store's old resourceVersion and fresh that arrives afterwards (the resource's stream was
+//     behind) cannot be placed in order: the store then ends its watches and restarts its
+//     history (noteStreamLocked), and clients relist.
+//   - otherwise the re-rendering shares the store's resourceVersion R, ordered after the
+//     events at R; a watch resumed from R replays it (a client that saw R before it never
+//     misses it; one that saw it gets it again, unchanged). Its objects show R, which a client
+//     that last saw the object at R does not recognise as a change until the next one.
+//
+// Continue tokens of lists taken before answer 410 for the locations whose views changed.
 //
 // A rendering that fails under the new rules keeps the location's last rendering (never a
 // deletion), as at ingest. The renderings are made before the store's read lock is taken:
 // readers are blocked only while the events are applied.
-func (s *ResourceStore) SetRules(rules Rules) {
+func (s *ResourceStore) SetRules(rules Rules, fresh uint64) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	old := s.rules.load()
@@ -112,9 +123,13 @@ func (s *ResourceStore) SetRules(rules Rules) {
 	if s.closed {
 		return
 	}
+	rv, shared := s.rv, true
+	if fresh > s.rv && s.synced {
+		rv, shared = fresh, false
+	}
 	events := 0
 	for _, w := range work {
-		w.obj.visible = rerenderedVisibility(w.prev, w.obj, s.rv, w.changed)
+		w.obj.visible = rerenderedVisibility(w.prev, w.obj, rv, w.changed)
 		if w.obj.variants == nil {
 			w.obj.variants = &locationVariants{}
 		}
@@ -122,11 +137,11 @@ func (s *ResourceStore) SetRules(rules Rules) {
 			s.snaps.drop(loc)
 		}
 		events += len(w.changed)
-		s.applyLocked(&event{typ: watch.Modified, rv: s.rv, obj: w.obj, prev: w.prev, rerendered: w.changed}, len(w.changed) > 0)
+		s.applyLocked(&event{typ: watch.Modified, rv: rv, obj: w.obj, prev: w.prev, rerendered: w.changed, sharedRV: shared}, len(w.changed) > 0)
 	}
 	s.notifyLocked()
 	klog.V(2).InfoS("Re-rendered the views of a resource after a change of the Customizations or locations",
-		"resource", s.gvr.GroupResource().String(), "objects", len(work), "viewChanges", events, "resourceVersion", s.rv)
+		"resource", s.gvr.GroupResource().String(), "objects", len(work), "viewChanges", events, "resourceVersion", rv, "sharedResourceVersion", shared)
 }
 
 // identityOf returns the identity a stored object was built from, to build it again.
@@ -158,8 +173,10 @@ func rerenderedVisibility(prev, obj *Object, rv uint64, changed map[string]bool)
 }
 
 // SetRules makes every store of the cache, and every store created later, render with rules
-// (ResourceStore.SetRules). The first call also releases Run when Config.WaitForRules is set.
-// Calls are serialized; each store is re-rendered in turn, without holding the cache's lock.
+// (ResourceStore.SetRules, with the source's current resourceVersion of the store's resource
+// read first, within rulesProbeTimeout). The first call also releases Run when
+// Config.WaitForRules is set. Calls are serialized; each store is re-rendered in turn, without
+// holding the cache's lock.
 func (c *Cache) SetRules(rules Rules) {
 	c.rulesMu.Lock()
 	defer c.rulesMu.Unlock()
@@ -173,9 +190,23 @@ func (c *Cache) SetRules(rules Rules) {
 	c.rulesOnce.Do(func() { close(c.rulesSet) })
 	slices.SortFunc(stores, func(a, b *ResourceStore) int { return strings.Compare(a.gvr.String(), b.gvr.String()) })
 	for _, s := range stores {
-		s.SetRules(rules)
+		var fresh uint64
+		if s.HasSynced() {
+			ctx, cancel := context.WithTimeout(context.Background(), rulesProbeTimeout)
+			rv, err := c.SourceResourceVersion(ctx, s.gvr)
+			cancel()
+			if err != nil {
+				klog.InfoS("Reading the source's resourceVersion for a re-rendering failed; re-rendering at the store's resourceVersion",
+					"resource", s.gvr.GroupResource().String(), "err", contract.Truncate(err.Error(), maxLoggedValue))
+			}
+			fresh = rv
+		}
+		s.SetRules(rules, fresh)
 	}
 }
+
+// rulesProbeTimeout bounds the read of the source's resourceVersion before a re-rendering.
+const rulesProbeTimeout = 10 * time.Second
 
 // RenderFailures returns the (object, location) pairs of every store whose current version does
 // not render (ResourceStore.RenderFailures).

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -55,12 +56,13 @@ func regionIn(t *testing.T, s *ResourceStore, location, name string) string {
 
 // TestCustomizationRendersViews (issue 14 items 1-3): each location's view shows the object as
 // its Customizations render it, and a change of the rules (a SyncTarget relabelled) is a
-// MODIFIED for the locations whose view changed, at the store's resourceVersion, replayed by
-// a resume from that resourceVersion and by no other watch.
+// MODIFIED for the locations whose view changed, at the fresh resourceVersion read from the
+// source (or, without one, at the store's, replayed by a resume from it); a source event older
+// than a fresh resourceVersion that arrives late restarts the history.
 func TestCustomizationRendersViews(t *testing.T) {
 	c := customization.NewCompiler(customization.Options{PlainCluster: "root"})
 	s := newTestStore(t, StoreOptions{})
-	s.SetRules(rules(t, c, 1, "us", regionRule("")))
+	s.SetRules(rules(t, c, 1, "us", regionRule("")), 0)
 	mustReplace(t, s, 10, cm("ns", "o", 10, locs("east", "west"), "d:replicas=10"))
 	if got := regionIn(t, s, "east", "o"); got != "eu" {
 		t.Errorf("east's view: region %q, want eu", got)
@@ -71,8 +73,8 @@ func TestCustomizationRendersViews(t *testing.T) {
 
 	east := mustWatch(t, s, "east", WatchOptions{ResourceVersion: 10})
 	west := mustWatch(t, s, "west", WatchOptions{ResourceVersion: 10})
-	s.SetRules(rules(t, c, 2, "ap", regionRule(""))) // west relabelled
-	expect(t, west, "MODIFIED o@10")
+	s.SetRules(rules(t, c, 2, "ap", regionRule("")), 15) // west relabelled; the source is at 15
+	expect(t, west, "MODIFIED o@15")
 	expectNothing(t, east)
 	if got := regionIn(t, s, "west", "o"); got != "ap" {
 		t.Errorf("west's view after the relabel: region %q, want ap", got)
@@ -80,30 +82,47 @@ func TestCustomizationRendersViews(t *testing.T) {
 	if got := regionIn(t, s, "east", "o"); got != "eu" {
 		t.Errorf("east's view after west's relabel: region %q, want eu", got)
 	}
-
-	// A client that saw resourceVersion 10 before the re-rendering resumes from 10: it gets it.
-	resumed := mustWatch(t, s, "west", WatchOptions{ResourceVersion: 10})
-	expect(t, resumed, "MODIFIED o@10")
-	// A watch from now replays nothing.
-	fresh := mustWatch(t, s, "west", WatchOptions{})
-	expectNothing(t, fresh)
+	if rv := s.ResourceVersion(); rv != 15 {
+		t.Errorf("the store's resourceVersion after the re-rendering: %d, want 15", rv)
+	}
+	// A client that saw 10 resumes: it gets the re-rendering; from 15 or from now: nothing.
+	expect(t, mustWatch(t, s, "west", WatchOptions{ResourceVersion: 10}), "MODIFIED o@15")
+	expectNothing(t, mustWatch(t, s, "west", WatchOptions{ResourceVersion: 15}))
+	expectNothing(t, mustWatch(t, s, "west", WatchOptions{}))
 
 	// The next source event is seen by both, with the new rendering.
-	mustUpdate(t, s, cm("ns", "o", 11, locs("east", "west"), "d:replicas=11"))
-	expect(t, east, "MODIFIED o@11")
-	expect(t, west, "MODIFIED o@11")
-	expect(t, resumed, "MODIFIED o@11")
-	expect(t, fresh, "MODIFIED o@11")
+	mustUpdate(t, s, cm("ns", "o", 16, locs("east", "west"), "d:replicas=16"))
+	expect(t, east, "MODIFIED o@16")
+	expect(t, west, "MODIFIED o@16")
 	if got := regionIn(t, s, "west", "o"); got != "ap" {
 		t.Errorf("west's view after an update: region %q, want ap", got)
 	}
 
+	// Without a fresh resourceVersion the re-rendering shares the store's, and a resume from it
+	// replays it.
+	s.SetRules(rules(t, c, 3, "sa", regionRule("")), 0)
+	expect(t, west, "MODIFIED o@16")
+	expectNothing(t, east)
+	expect(t, mustWatch(t, s, "west", WatchOptions{ResourceVersion: 16}), "MODIFIED o@16")
+	expectNothing(t, mustWatch(t, s, "west", WatchOptions{}))
+
 	// Rules that no longer select the object: its views show it as it is.
-	s.SetRules(rules(t, c, 3, "ap"))
-	expect(t, east, "MODIFIED o@11")
-	expect(t, west, "MODIFIED o@11")
+	s.SetRules(rules(t, c, 4, "sa"), 20)
+	expect(t, east, "MODIFIED o@20")
+	expect(t, west, "MODIFIED o@20")
 	if got := regionIn(t, s, "east", "o"); got != "" {
 		t.Errorf("east's view without Customizations: region %q, want none", got)
+	}
+
+	// A source event between 16 and 20 arriving now cannot be placed in order: the watches
+	// end and resumes from before 20 answer 410.
+	mustAdd(t, s, cm("ns", "p", 18, locs("east")))
+	expectClosed(t, east)
+	if _, err := s.Watch(context.Background(), "east", WatchOptions{ResourceVersion: 16}); !apierrors.IsResourceExpired(err) {
+		t.Errorf("resume from before a late event: %v, want 410 Expired", err)
+	}
+	if res, err := s.List("east", ListOptions{}); err != nil || len(res.Items) != 2 || res.ResourceVersion != 20 {
+		t.Errorf("east's list after the late event: %d items at %d (%v), want o and p at 20", len(res.Items), res.ResourceVersion, err)
 	}
 }
 
@@ -113,12 +132,12 @@ func TestCustomizationRendersViews(t *testing.T) {
 func TestFailingCustomizationNeverDeletes(t *testing.T) {
 	c := customization.NewCompiler(customization.Options{PlainCluster: "root"})
 	s := newTestStore(t, StoreOptions{})
-	s.SetRules(rules(t, c, 1, "us", regionRule("")))
+	s.SetRules(rules(t, c, 1, "us", regionRule("")), 0)
 	mustReplace(t, s, 10, cm("ns", "o", 10, locs("east", "west"), "d:replicas=10"))
 	east := mustWatch(t, s, "east", WatchOptions{ResourceVersion: 10})
 
 	// A runtime error: the label does not exist.
-	s.SetRules(rules(t, c, 2, "us", regionRule(`location.metadata.labels["zone"]`)))
+	s.SetRules(rules(t, c, 2, "us", regionRule(`location.metadata.labels["zone"]`)), 0)
 	expectNothing(t, east)
 	if got := regionIn(t, s, "east", "o"); got != "eu" {
 		t.Errorf("east's view under failing rules: region %q, want the last rendering (eu)", got)
@@ -146,8 +165,8 @@ func TestFailingCustomizationNeverDeletes(t *testing.T) {
 		}
 	}
 
-	s.SetRules(rules(t, c, 3, "us", regionRule("")))
-	expect(t, east, "ADDED p@11")
+	s.SetRules(rules(t, c, 3, "us", regionRule("")), 12)
+	expect(t, east, "ADDED p@12")
 	if len(s.RenderFailures()) != 0 {
 		t.Errorf("failures left after the fix: %+v", s.RenderFailures())
 	}

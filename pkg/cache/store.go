@@ -142,6 +142,11 @@ type ResourceStore struct {
 	// after a churn of names releaseLocked moves the entries left into a new map.
 	locsPeak int
 	rv       uint64
+	// streamRV is the highest resourceVersion the source's stream (events, lists, bookmarks)
+	// reached. rv is above it only after a re-rendering took a fresh resourceVersion from the
+	// source (SetRules); an event of the stream at or below rv then is late
+	// (noteStreamLocked).
+	streamRV uint64
 	synced   bool
 	closed   bool
 	// created is when the store was made (how long it has been unsynced, for Retry-After).
@@ -166,22 +171,22 @@ type ResourceStore struct {
 func NewResourceStore(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, namespaced bool, opts StoreOptions) *ResourceStore {
 	opts = opts.withDefaults()
 	return &ResourceStore{
-		gvr:             gvr,
-		gvk:             gvk,
-		namespaced:      namespaced,
-		opts:            opts,
-		clock:           opts.Clock,
-		metrics:         newStoreMetrics(gvr.GroupResource().String()),
-		objects:         map[contract.Key]*Object{},
-		byUID:           map[types.UID]contract.Key{},
-		rejected:        map[types.UID]string{},
-		statusObjects:   map[contract.Key]*Object{},
+		gvr:            gvr,
+		gvk:            gvk,
+		namespaced:     namespaced,
+		opts:           opts,
+		clock:          opts.Clock,
+		metrics:        newStoreMetrics(gvr.GroupResource().String()),
+		objects:        map[contract.Key]*Object{},
+		byUID:          map[types.UID]contract.Key{},
+		rejected:       map[types.UID]string{},
+		statusObjects:  map[contract.Key]*Object{},
 		failingObjects: map[contract.Key]*Object{},
-		locs:            map[string]*locationIndex{},
-		history:         history{size: opts.HistorySize},
-		changed:         make(chan struct{}),
-		snaps:           newSnapshots(opts.SnapshotTTL, opts.MaxSnapshotsPerLocation),
-		created:         opts.Clock.Now(),
+		locs:           map[string]*locationIndex{},
+		history:        history{size: opts.HistorySize},
+		changed:        make(chan struct{}),
+		snaps:          newSnapshots(opts.SnapshotTTL, opts.MaxSnapshotsPerLocation),
+		created:        opts.Clock.Now(),
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -108,6 +109,19 @@ func (w *StatusWriter) write(ctx context.Context, k RuleKey, c *controlv1alpha1.
 	return err
 }
 
+// tail returns s, or when it is longer than max bytes "…" and its last max bytes (on a rune
+// boundary): an evaluation error names the cause last, after the expression it quotes.
+func tail(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	i := len(s) - max
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return "…" + s[i:]
+}
+
 // desiredStatus returns c's status given its compile errors and failures; conditions keep their
 // lastTransitionTime unless their status changes (meta.SetStatusCondition).
 func desiredStatus(c *controlv1alpha1.Customization, compileErrs []CompileError, failures []Failure, now metav1.Time) controlv1alpha1.CustomizationStatus {
@@ -136,7 +150,7 @@ func desiredStatus(c *controlv1alpha1.Customization, compileErrs []CompileError,
 	for _, f := range failures[:min(len(failures), controlv1alpha1.MaxCustomizationFailures)] {
 		s.Failures = append(s.Failures, controlv1alpha1.CustomizationFailure{
 			Resource: f.Resource, Name: f.Namespace + "/" + f.Name, Location: f.Location,
-			Reason: f.Reason, Message: contract.Truncate(f.Message, maxFailureMessage),
+			Reason: f.Reason, Message: tail(f.Message, maxFailureMessage),
 		})
 	}
 	if len(failures) > 0 && len(compileErrs) == 0 {

@@ -71,6 +71,13 @@ type locationsEnv struct {
 // the source's aggregator, so the mapper finds its Lease and SyncTarget on the same host.
 func startLocationsEnv(t *testing.T, ctx context.Context, locations ...string) *locationsEnv {
 	t.Helper()
+	return startLocationsEnvFor(t, ctx, "configmaps", locations...)
+}
+
+// startLocationsEnvFor is startLocationsEnv with mapper-apiserver mirroring resources (its
+// --resources value).
+func startLocationsEnvFor(t *testing.T, ctx context.Context, resources string, locations ...string) *locationsEnv {
+	t.Helper()
 	opts := []framework.ControlPlaneOptions{{Name: "source"}}
 	shared := framework.StartEtcd(t)
 	for _, l := range locations {
@@ -85,7 +92,7 @@ func startLocationsEnv(t *testing.T, ctx context.Context, locations ...string) *
 	env.src = dynamicClientFor(t, env.source)
 	env.dyn = env.src
 	installControlCRDs(t, ctx, env.source, env.dyn)
-	env.api = framework.StartAggregatedMapperAPIServer(t, env.source, "--resources=configmaps", "--source-discovery-interval=1s", "--bookmark-interval=1s")
+	env.api = framework.StartAggregatedMapperAPIServer(t, env.source, "--resources="+resources, "--source-discovery-interval=1s", "--bookmark-interval=1s")
 	env.server = env.api.Server
 	apiserverBin := framework.BuildBinary(t, "./cmd/mapper-apiserver")
 	for i, l := range locations {
