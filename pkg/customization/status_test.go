@@ -3,6 +3,7 @@ package customization
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,5 +63,11 @@ func TestDesiredStatus(t *testing.T) {
 	}
 	if ready := meta.FindStatusCondition(broken.Conditions, controlv1alpha1.CustomizationReady); ready == nil || ready.Reason != controlv1alpha1.ReasonCompilationFailed {
 		t.Errorf("Ready with a compile error: %+v", ready)
+	}
+
+	long := []Failure{{Resource: "deployments.apps", Namespace: "apps", Name: "web", Location: "east", Reason: ReasonMutationFailed,
+		Message: "spec.mutations[0]: expression '" + strings.Repeat("x", 400) + "' resulted in error: no such key: zone"}}
+	if m := desiredStatus(c, nil, long, t1).Failures[0].Message; len(m) > maxFailureMessage+len("…") || !strings.HasSuffix(m, "no such key: zone") {
+		t.Errorf("a long message is kept as %q (%d bytes), want its last %d bytes with the cause", m, len(m), maxFailureMessage)
 	}
 }
