@@ -38,6 +38,8 @@ type Cache interface {
 // Reconciler visits, every interval, the cached objects that carry status records or reflect
 // status across several locations (cache.ResourceStore.StatusObjects, not the whole cache),
 // and for each:
+//   - a replica kind with kcp.io/status-policy: Summarize assigned to several locations: sets
+//     .status to the summary of the locations' records (Summarize);
 //   - assigned to several locations: sets .status to the record of the location named by
 //     kcp.io/status-location, when that location is assigned and has a record that differs;
 //   - assigned to one location with a record: folds the record into .status (the view shows
@@ -88,6 +90,14 @@ func (r *Reconciler) reconcile(ctx context.Context, info cache.ResourceInfo, o *
 	var want map[string]interface{}
 	var fold string
 	switch {
+	case len(locations) > 1 && u.GetAnnotations()[contract.StatusPolicyAnnotation] == contract.StatusPolicySummarize && Summarizes(info.GVK().GroupKind()):
+		records := map[string]map[string]interface{}{}
+		for _, loc := range locations {
+			if rec, ok, err := cache.StatusRecord(u, loc); ok && err == nil {
+				records[loc] = rec
+			}
+		}
+		want = Summarize(u.GetGeneration(), locations, records)
 	case len(locations) == 1:
 		if rec, ok, err := cache.StatusRecord(u, locations[0]); ok && err == nil {
 			want, fold = rec, locations[0]

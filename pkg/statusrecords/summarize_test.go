@@ -1,0 +1,80 @@
+package statusrecords
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// record parses a status record as the cache does (JSON numbers as int64, via unstructured).
+func record(t *testing.T, s string) map[string]interface{} {
+	t.Helper()
+	var m map[string]interface{}
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestSummarize: the rules of docs/status.md "Summarize": counters summed, observedGeneration
+// the lowest (a location without a record counts as 0), a condition True only when every
+// location reports it True, its reason and message from the first location that is not.
+func TestSummarize(t *testing.T) {
+	east := record(t, `{"observedGeneration":3,"replicas":4,"readyReplicas":4,"availableReplicas":4,"updatedReplicas":4,
+		"collisionCount":1,"conditions":[
+		{"type":"Available","status":"True","reason":"MinimumReplicasAvailable","message":"ok","lastTransitionTime":"2026-11-24T10:00:00Z"},
+		{"type":"Progressing","status":"True","reason":"NewReplicaSetAvailable","message":"done","lastTransitionTime":"2026-11-24T10:00:01Z"}]}`)
+	west := record(t, `{"observedGeneration":3,"replicas":3,"readyReplicas":1,"availableReplicas":1,"updatedReplicas":3,"unavailableReplicas":2,
+		"conditions":[
+		{"type":"Available","status":"False","reason":"MinimumReplicasUnavailable","message":"Deployment does not have minimum availability.","lastTransitionTime":"2026-11-24T10:00:05Z"},
+		{"type":"Progressing","status":"True","reason":"ReplicaSetUpdated","message":"progressing","lastTransitionTime":"2026-11-24T10:00:02Z"}]}`)
+
+	got := Summarize(3, []string{"west", "east"}, map[string]map[string]interface{}{"east": east, "west": west})
+	want := record(t, `{"observedGeneration":3,"replicas":7,"readyReplicas":5,"availableReplicas":5,"updatedReplicas":7,"unavailableReplicas":2,
+		"conditions":[
+		{"type":"Available","status":"False","reason":"MinimumReplicasUnavailable","message":"west: Deployment does not have minimum availability.","lastTransitionTime":"2026-11-24T10:00:05Z"},
+		{"type":"Progressing","status":"True","reason":"NewReplicaSetAvailable","message":"east: done","lastTransitionTime":"2026-11-24T10:00:02Z"}]}`)
+	if g, w := mustJSON(t, got), mustJSON(t, want); g != w {
+		t.Errorf("summary of east and west:\n got %s\nwant %s", g, w)
+	}
+
+	// A third location that has not reported: observedGeneration is not the source's, and the
+	// conditions are not True.
+	got = Summarize(3, []string{"west", "east", "north"}, map[string]map[string]interface{}{"east": east, "west": west})
+	if _, ok := got["observedGeneration"]; ok {
+		t.Errorf("observedGeneration %v with a location that reported nothing", got["observedGeneration"])
+	}
+	progressing := got["conditions"].([]interface{})[1].(map[string]interface{})
+	if progressing["status"] != "Unknown" || progressing["message"] != "north: the location reports no Progressing condition" {
+		t.Errorf("Progressing with a silent location: %v", progressing)
+	}
+
+	// A location behind the source's generation.
+	behind := record(t, `{"observedGeneration":2,"replicas":4}`)
+	got = Summarize(3, []string{"east", "west"}, map[string]map[string]interface{}{"east": behind, "west": west})
+	if got["observedGeneration"] != int64(2) {
+		t.Errorf("observedGeneration with a location behind: %v, want 2", got["observedGeneration"])
+	}
+	if !reflect.DeepEqual(Summarize(3, []string{"east"}, nil), map[string]interface{}{}) {
+		t.Errorf("summary of no records: %v, want empty", Summarize(3, []string{"east"}, nil))
+	}
+	for gk, want := range map[schema.GroupKind]bool{
+		{Group: "apps", Kind: "Deployment"}: true, {Group: "apps", Kind: "StatefulSet"}: true,
+		{Group: "apps", Kind: "ReplicaSet"}: true, {Group: "", Kind: "ConfigMap"}: false,
+	} {
+		if Summarizes(gk) != want {
+			t.Errorf("Summarizes(%v) = %v", gk, !want)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v interface{}) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
