@@ -30,6 +30,7 @@ import (
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/location"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/push"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/statuscollector"
 	"github.com/cluster-mapper/cluster-mapper/pkg/healthserver"
 )
 
@@ -120,7 +121,11 @@ func Run(ctx context.Context, o *Options) error {
 		recorder := broadcaster.NewRecorder(scheme, "mapper-controller")
 		o.Push.Complete(o.LeaseNamespace)
 		var wg sync.WaitGroup
-		wg.Add(1)
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			statuscollector.New(statuscollector.Config{Dynamic: dyn}).Run(ctx)
+		}()
 		go func() {
 			defer wg.Done()
 			push.New(push.Config{

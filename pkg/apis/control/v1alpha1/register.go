@@ -47,6 +47,10 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&SyncTargetList{},
 		&Customization{},
 		&CustomizationList{},
+		&StatusCollector{},
+		&StatusCollectorList{},
+		&StatusSummary{},
+		&StatusSummaryList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
