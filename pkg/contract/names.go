@@ -32,10 +32,6 @@ const (
 	SourceNamespaceAnnotation = "kcp.io/source-namespace"
 	SourceNameAnnotation      = "kcp.io/source-name"
 	SourceUIDAnnotation       = "kcp.io/source-uid"
-	// SourceGenerationAnnotation on a target copy is the metadata.generation of the source
-	// object version it was made from: a status written back reports as observedGeneration the
-	// source generation that the target's controller has observed (docs/status.md).
-	SourceGenerationAnnotation = "kcp.io/source-generation"
 
 	// ControlNamespace is the namespace of the source that holds the control plane's Leases,
 	// one per location, named after it.

@@ -3,7 +3,6 @@ package mapper
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,8 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
-
-	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // targetChanged enqueues the status write-back of a managed target object whose status
@@ -31,31 +28,6 @@ func (m *Mapper) targetChanged(r *resource, old, obj interface{}) {
 		return
 	}
 	m.statusQueue.Add(keyOf(r.gvr, ref))
-}
-
-// StatusForSource returns a copy of the .status of live, a target copy, as its source records
-// it: an integer status.observedGeneration counts the target's generations, so it is replaced
-// by the source generation the copy was made from (contract.SourceGenerationAnnotation) when
-// the target's controller has observed the copy's current generation, and by the one before
-// it otherwise. Without the annotation (a copy made by an older mapper) the status is kept as
-// it is. nil when live has no status.
-func StatusForSource(live *unstructured.Unstructured) map[string]interface{} {
-	status, _ := live.Object["status"].(map[string]interface{})
-	if len(status) == 0 {
-		return nil
-	}
-	out := runtime.DeepCopyJSONValue(status).(map[string]interface{})
-	observed, ok := out["observedGeneration"].(int64)
-	source, err := strconv.ParseInt(live.GetAnnotations()[contract.SourceGenerationAnnotation], 10, 64)
-	if !ok || err != nil || source < 1 {
-		return out
-	}
-	if observed >= live.GetGeneration() {
-		out["observedGeneration"] = source
-	} else {
-		out["observedGeneration"] = source - 1
-	}
-	return out
 }
 
 // reflectStatus writes the status of the target copy of key back to its source through the
@@ -82,8 +54,8 @@ func (m *Mapper) reflectStatus(ctx context.Context, key itemKey) error {
 	if ref, _, ok := MarkedSource(live, m.cfg.Location, r.namespaced); !ok || ref != key.source() {
 		return nil
 	}
-	status := StatusForSource(live)
-	if len(status) == 0 || equality.Semantic.DeepEqual(obj.Object["status"], status) {
+	status, _ := live.Object["status"].(map[string]interface{})
+	if len(status) == 0 || equality.Semantic.DeepEqual(obj.Object["status"], live.Object["status"]) {
 		return nil
 	}
 
@@ -106,7 +78,7 @@ func (m *Mapper) reflectStatus(ctx context.Context, key itemKey) error {
 			}
 			cur = fresh
 		}
-		if !Reflects(cur) || equality.Semantic.DeepEqual(cur.Object["status"], status) {
+		if !Reflects(cur) || equality.Semantic.DeepEqual(cur.Object["status"], live.Object["status"]) {
 			return nil
 		}
 		write := cur.DeepCopy()

@@ -192,32 +192,3 @@ func TestReserved(t *testing.T) {
 		}
 	}
 }
-
-// TestStatusForSource: a status written back reports the source generation the target's
-// controller has observed (the copy's kcp.io/source-generation when the target observed its
-// current generation, the one before otherwise); without the annotation it is kept as it is.
-func TestStatusForSource(t *testing.T) {
-	live := &unstructured.Unstructured{Object: map[string]interface{}{
-		"metadata": map[string]interface{}{"generation": int64(7),
-			"annotations": map[string]interface{}{contract.SourceGenerationAnnotation: "3"}},
-		"status": map[string]interface{}{"observedGeneration": int64(7), "replicas": int64(2)},
-	}}
-	if got := StatusForSource(live); got["observedGeneration"] != int64(3) || got["replicas"] != int64(2) {
-		t.Errorf("observed copy: %v, want observedGeneration 3", got)
-	}
-	if live.Object["status"].(map[string]interface{})["observedGeneration"] != int64(7) {
-		t.Error("StatusForSource changed its input")
-	}
-	live.Object["status"].(map[string]interface{})["observedGeneration"] = int64(6)
-	if got := StatusForSource(live); got["observedGeneration"] != int64(2) {
-		t.Errorf("copy not observed yet: %v, want observedGeneration 2", got)
-	}
-	live.SetAnnotations(nil)
-	if got := StatusForSource(live); got["observedGeneration"] != int64(6) {
-		t.Errorf("copy without the annotation: %v, want the target's 6", got)
-	}
-	if got := Transform(&unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]interface{}{"name": "a", "generation": int64(4)}}}, TargetObject{Location: "east", Source: SourceRef{Name: "a"}}); got.GetAnnotations()[contract.SourceGenerationAnnotation] != "4" {
-		t.Errorf("Transform annotations %v, want %s: 4", got.GetAnnotations(), contract.SourceGenerationAnnotation)
-	}
-}

@@ -97,7 +97,7 @@ func (r *Reconciler) reconcile(ctx context.Context, info cache.ResourceInfo, o *
 				records[loc] = rec
 			}
 		}
-		want = Summarize(u.GetGeneration(), locations, records)
+		want = Summarize(locations, records)
 	case len(locations) == 1:
 		if rec, ok, err := cache.StatusRecord(u, locations[0]); ok && err == nil {
 			want, fold = rec, locations[0]

@@ -25,24 +25,25 @@ var summedFields = []string{
 }
 
 // Summarize returns the summary of the per-location statuses of a replica kind (issue 14 item
-// 6), for an object of source generation generation assigned to locations. records maps a
+// 6), for an object assigned to locations. records maps a
 // location to its status (its status.kcp.io/<location> record, or the one location's
 // .status); a location without one reports nothing yet.
 //
 //   - Each replica counter (replicas, readyReplicas, availableReplicas, updatedReplicas,
 //     unavailableReplicas, currentReplicas, fullyLabeledReplicas, terminatingReplicas) is the sum
 //     over the locations that report it; a counter no location reports is left out.
-//   - observedGeneration is the lowest observedGeneration of the locations, a location without
-//     a record counting as 0, so it equals generation only when every location has observed
-//     the source's generation (the mapper writes the source's generation there: see
-//     docs/status.md). It is left out when it is 0.
+//   - observedGeneration is left out: a location's observedGeneration counts its target copy's
+//     generations, not the source's, and a source Deployment's generation moves with every
+//     annotation write (kube-apiserver bumps it when annotations change), so with every status
+//     record written; no location can report having observed the source's generation
+//     (docs/status.md, "Summarize").
 //   - A condition type reported by some location is True only when every location reports it
 //     True; False when some location reports False; Unknown otherwise (a location that does
 //     not report it, or reports Unknown). Its reason and message are those of the first
 //     location, in name order, that is not True ("<location>: <message>"), or of the first
 //     location when all are True; its lastTransitionTime is the latest of the locations'.
 //   - Nothing else is kept (revisions, collisionCount, selectors are per cluster).
-func Summarize(generation int64, locations []string, records map[string]map[string]interface{}) map[string]interface{} {
+func Summarize(locations []string, records map[string]map[string]interface{}) map[string]interface{} {
 	locs := slices.Clone(locations)
 	slices.Sort(locs)
 	out := map[string]interface{}{}
@@ -58,16 +59,6 @@ func Summarize(generation int64, locations []string, records map[string]map[stri
 		if seen {
 			out[f] = sum
 		}
-	}
-	observed := int64(-1)
-	for _, l := range locs {
-		v, _ := asInt(records[l]["observedGeneration"])
-		if observed < 0 || v < observed {
-			observed = v
-		}
-	}
-	if observed > 0 {
-		out["observedGeneration"] = min(observed, generation)
 	}
 	if conds := summarizeConditions(locs, records); len(conds) > 0 {
 		out["conditions"] = conds

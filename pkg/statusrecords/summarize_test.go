@@ -19,8 +19,8 @@ func record(t *testing.T, s string) map[string]interface{} {
 }
 
 // TestSummarize: the rules of docs/status.md "Summarize": counters summed, observedGeneration
-// the lowest (a location without a record counts as 0), a condition True only when every
-// location reports it True, its reason and message from the first location that is not.
+// and other fields left out, a condition True only when every location reports it True, its
+// reason and message from the first location that is not.
 func TestSummarize(t *testing.T) {
 	east := record(t, `{"observedGeneration":3,"replicas":4,"readyReplicas":4,"availableReplicas":4,"updatedReplicas":4,
 		"collisionCount":1,"conditions":[
@@ -31,8 +31,8 @@ func TestSummarize(t *testing.T) {
 		{"type":"Available","status":"False","reason":"MinimumReplicasUnavailable","message":"Deployment does not have minimum availability.","lastTransitionTime":"2026-11-24T10:00:05Z"},
 		{"type":"Progressing","status":"True","reason":"ReplicaSetUpdated","message":"progressing","lastTransitionTime":"2026-11-24T10:00:02Z"}]}`)
 
-	got := Summarize(3, []string{"west", "east"}, map[string]map[string]interface{}{"east": east, "west": west})
-	want := record(t, `{"observedGeneration":3,"replicas":7,"readyReplicas":5,"availableReplicas":5,"updatedReplicas":7,"unavailableReplicas":2,
+	got := Summarize([]string{"west", "east"}, map[string]map[string]interface{}{"east": east, "west": west})
+	want := record(t, `{"replicas":7,"readyReplicas":5,"availableReplicas":5,"updatedReplicas":7,"unavailableReplicas":2,
 		"conditions":[
 		{"type":"Available","status":"False","reason":"MinimumReplicasUnavailable","message":"west: Deployment does not have minimum availability.","lastTransitionTime":"2026-11-24T10:00:05Z"},
 		{"type":"Progressing","status":"True","reason":"NewReplicaSetAvailable","message":"east: done","lastTransitionTime":"2026-11-24T10:00:02Z"}]}`)
@@ -40,25 +40,15 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("summary of east and west:\n got %s\nwant %s", g, w)
 	}
 
-	// A third location that has not reported: observedGeneration is not the source's, and the
-	// conditions are not True.
-	got = Summarize(3, []string{"west", "east", "north"}, map[string]map[string]interface{}{"east": east, "west": west})
-	if _, ok := got["observedGeneration"]; ok {
-		t.Errorf("observedGeneration %v with a location that reported nothing", got["observedGeneration"])
-	}
+	// A third location that has not reported: the conditions are not True.
+	got = Summarize([]string{"west", "east", "north"}, map[string]map[string]interface{}{"east": east, "west": west})
 	progressing := got["conditions"].([]interface{})[1].(map[string]interface{})
 	if progressing["status"] != "Unknown" || progressing["message"] != "north: the location reports no Progressing condition" {
 		t.Errorf("Progressing with a silent location: %v", progressing)
 	}
 
-	// A location behind the source's generation.
-	behind := record(t, `{"observedGeneration":2,"replicas":4}`)
-	got = Summarize(3, []string{"east", "west"}, map[string]map[string]interface{}{"east": behind, "west": west})
-	if got["observedGeneration"] != int64(2) {
-		t.Errorf("observedGeneration with a location behind: %v, want 2", got["observedGeneration"])
-	}
-	if !reflect.DeepEqual(Summarize(3, []string{"east"}, nil), map[string]interface{}{}) {
-		t.Errorf("summary of no records: %v, want empty", Summarize(3, []string{"east"}, nil))
+	if !reflect.DeepEqual(Summarize([]string{"east"}, nil), map[string]interface{}{}) {
+		t.Errorf("summary of no records: %v, want empty", Summarize([]string{"east"}, nil))
 	}
 	for gk, want := range map[schema.GroupKind]bool{
 		{Group: "apps", Kind: "Deployment"}: true, {Group: "apps", Kind: "StatefulSet"}: true,

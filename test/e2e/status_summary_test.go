@@ -20,7 +20,7 @@ import (
 // TestStatusSummaries (issue 14 items 5 and 6) on real servers with three mappers and
 // mapper-controller: a Deployment with kcp.io/status-policy: Summarize assigned to three
 // locations gets as .status the sum of the statuses its targets report (written back by the
-// mappers through their views), with observedGeneration in the source's terms and the
+// mappers through their views), without observedGeneration (docs/status.md says why), and the
 // Available condition False while one location is not available; a StatusCollector sums
 // available replicas per region into its StatusSummary, shown by kubectl, and follows a change.
 func TestStatusSummaries(t *testing.T) {
@@ -91,10 +91,9 @@ func TestStatusSummaries(t *testing.T) {
 				return false, err.Error()
 			}
 			st, _ := src.Object["status"].(map[string]interface{})
-			got := fmt.Sprintf("replicas=%v available=%v ready=%v updated=%v observedGeneration=%v/%d",
-				st["replicas"], st["availableReplicas"], st["readyReplicas"], st["updatedReplicas"], st["observedGeneration"], src.GetGeneration())
-			want := fmt.Sprintf("replicas=9 available=6 ready=6 updated=9 observedGeneration=%d/%d", src.GetGeneration(), src.GetGeneration())
-			return got == want, got
+			got := fmt.Sprintf("replicas=%v available=%v ready=%v updated=%v observedGeneration=%v",
+				st["replicas"], st["availableReplicas"], st["readyReplicas"], st["updatedReplicas"], st["observedGeneration"])
+			return got == "replicas=9 available=6 ready=6 updated=9 observedGeneration=<nil>", got
 		})
 		src, err := deployments.Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
