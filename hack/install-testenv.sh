@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # install-testenv.sh builds the real control-plane binaries the tests run against: etcd,
-# kube-apiserver and kubectl. Release downloads are not reachable here, so they are built from
+# kube-apiserver, kubectl and kube-controller-manager (the deployment controller on targets). Release downloads are not reachable here, so they are built from
 # the Go module proxy inside throwaway wrapper modules (go install refuses modules whose go.mod
 # carries replace directives; k8s.io/kubernetes replaces every k8s.io/<staging> module with
 # ./staging/..., so the wrapper replaces each with its published v0.x.y instead).
@@ -17,7 +17,7 @@ VERSION_DIR="kube-${KUBE_VERSION}_etcd-${ETCD_VERSION}"
 DEST=${CLUSTER_MAPPER_TESTENV:-${XDG_CACHE_HOME:-$HOME/.cache}/cluster-mapper/testenv/${VERSION_DIR}}
 
 have_all() {
-  [ -x "$DEST/etcd" ] && [ -x "$DEST/kube-apiserver" ] && [ -x "$DEST/kubectl" ]
+  [ -x "$DEST/etcd" ] && [ -x "$DEST/kube-apiserver" ] && [ -x "$DEST/kubectl" ] && [ -x "$DEST/kube-controller-manager" ]
 }
 
 if have_all; then
@@ -70,7 +70,8 @@ hack_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
   cd "$work/kube"
   printf 'module testenv.local/kube\n\ngo 1.26\n\nrequire k8s.io/kubernetes %s\n' "$KUBE_VERSION" > go.mod
   KUBE_VERSION="$KUBE_VERSION" bash "$hack_dir/update-kube-replaces.sh"
-  go get "k8s.io/kubernetes/cmd/kube-apiserver@${KUBE_VERSION}" "k8s.io/kubernetes/cmd/kubectl@${KUBE_VERSION}" >"$work/kube-get.log" 2>&1 || { cat "$work/kube-get.log" >&2; exit 1; }
+  go get "k8s.io/kubernetes/cmd/kube-apiserver@${KUBE_VERSION}" "k8s.io/kubernetes/cmd/kubectl@${KUBE_VERSION}" \
+    "k8s.io/kubernetes/cmd/kube-controller-manager@${KUBE_VERSION}" >"$work/kube-get.log" 2>&1 || { cat "$work/kube-get.log" >&2; exit 1; }
 ) || exit 1
 
 pids=()
@@ -79,6 +80,7 @@ build kube-apiserver "$work/kube" k8s.io/kubernetes/cmd/kube-apiserver "$KUBE_LD
 fail=0
 for p in "${pids[@]}"; do wait "$p" || fail=1; done
 build kubectl "$work/kube" k8s.io/kubernetes/cmd/kubectl "$KUBE_LDFLAGS" || fail=1
+build kube-controller-manager "$work/kube" k8s.io/kubernetes/cmd/kube-controller-manager "$KUBE_LDFLAGS" || fail=1
 [ "$fail" = 0 ] || exit 1
 
 have_all || { echo "!! binaries missing in $DEST after build" >&2; exit 1; }

@@ -24,6 +24,9 @@ const (
 	EtcdBinary          = "etcd"
 	KubeAPIServerBinary = "kube-apiserver"
 	KubectlBinary       = "kubectl"
+	// KubeControllerManagerBinary runs the deployment and replicaset controllers on test
+	// clusters ([ControlPlane.StartControllerManager]).
+	KubeControllerManagerBinary = "kube-controller-manager"
 )
 
 // DefaultTestenvDir returns the directory hack/install-testenv.sh installs into when
@@ -63,7 +66,7 @@ func BinDir(t TB) string {
 	if err != nil {
 		msg := fmt.Sprintf("control-plane binaries not available; build them with `make testenv` "+
 			"(hack/install-testenv.sh) or point $%s at a directory holding %s, %s and %s:\n%v",
-			TestenvEnv, EtcdBinary, KubeAPIServerBinary, KubectlBinary, err)
+			TestenvEnv, EtcdBinary, KubeAPIServerBinary, KubectlBinary+", "+KubeControllerManagerBinary, err)
 		if testing.Testing() && testing.Short() {
 			t.Skip(msg)
 		}
@@ -75,7 +78,7 @@ func BinDir(t TB) string {
 // checkBinaries returns an error naming every binary that is missing or not executable in dir.
 func checkBinaries(dir string) error {
 	var errs []error
-	for _, name := range []string{EtcdBinary, KubeAPIServerBinary, KubectlBinary} {
+	for _, name := range []string{EtcdBinary, KubeAPIServerBinary, KubectlBinary, KubeControllerManagerBinary} {
 		fi, err := os.Stat(filepath.Join(dir, name))
 		switch {
 		case err != nil:
