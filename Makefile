@@ -17,7 +17,7 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: testenv
-testenv: ## Build etcd, kube-apiserver and kubectl for the tests (once; cached, see hack/install-testenv.sh).
+testenv: ## Build etcd, kube-apiserver, kubectl and kube-controller-manager for the tests (once; cached, see hack/install-testenv.sh).
 	@bash hack/install-testenv.sh
 
 .PHONY: test
