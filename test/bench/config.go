@@ -62,8 +62,8 @@ type Config struct {
 	// LocationGracePeriod is mapper-controller's --location-grace-period in scenario 8 (and the
 	// heartbeats' Lease duration).
 	LocationGracePeriod time.Duration `json:"locationGracePeriod"`
-	// Scenarios are the scenarios to run; empty: all. Scenarios 1-7 share one data set and
-	// run together (all or none); 8 needs no data set. A run of a subset merges its scenarios
+	// Scenarios are the scenarios to run; empty: all. Scenarios 1-7 and 9 share one data set
+	// and run together (all or none); 8 needs no data set. A run of a subset merges its scenarios
 	// into the report already in OutDir.
 	Scenarios []int `json:"scenarios,omitempty"`
 
@@ -187,7 +187,7 @@ func ParseFlags(fs *flag.FlagSet, args []string) (Config, error) {
 	fs.BoolVar(&skipMapper, "skip-mapper", false, "Skip scenario 6 (mapper initial sync).")
 	fs.DurationVar(&locWindow, "locations-window", 0, "Measured window of scenario 8 (location heartbeats).")
 	fs.DurationVar(&locGrace, "location-grace-period", 0, "mapper-controller's --location-grace-period in scenario 8.")
-	fs.StringVar(&scenarios, "scenarios", "", "Comma-separated scenarios to run (default all); 1-7 run together, e.g. --scenarios=8. A subset is merged into the report in --out.")
+	fs.StringVar(&scenarios, "scenarios", "", "Comma-separated scenarios to run (default all); 1-7 and 9 run together, e.g. --scenarios=8. A subset is merged into the report in --out.")
 	fs.BoolVar(&micro, "micro", false, "Run the Go micro-benchmarks of pkg/cache into the report.")
 	fs.StringVar(&benchtime, "micro-benchtime", "", "-benchtime of the micro-benchmarks.")
 	fs.BoolVar(&profiles, "profiles", false, "Capture server CPU and heap profiles during the scenarios.")
@@ -350,4 +350,4 @@ func (c Config) runs(id int) bool {
 
 // partial reports whether the run covers a subset of the scenarios (and is merged into an
 // existing report).
-func (c Config) partial() bool { return len(c.Scenarios) > 0 && len(c.Scenarios) < 8 }
+func (c Config) partial() bool { return len(c.Scenarios) > 0 && len(c.Scenarios) < 9 }

@@ -13,7 +13,8 @@ import (
 // and produce numbers, every correctness check of the run must pass (scenario 1: the view, the
 // label-selector LIST and the naive list-all-and-filter list exactly the objects the data set
 // assigns to each sampled location; scenario 6: the mapper maps every object of its location;
-// scenario 8: mapper-controller keeps every heartbeating location Ready and marks a stopped one),
+// scenario 8: mapper-controller keeps every heartbeating location Ready and marks a stopped one;
+// scenario 9: every customized ConfigMap shows its location in each view, no other does),
 // and the report files must be written. It asserts no timings (they belong in bench/RESULTS.md,
 // not in a pass/fail test on a shared CI machine).
 func TestQuickPreset(t *testing.T) {
@@ -25,12 +26,12 @@ func TestQuickPreset(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.OutDir = t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	r := Run(ctx, t, cfg, "go test ./test/bench -run TestQuickPreset")
 
-	if len(r.Scenarios) != 8 {
-		t.Fatalf("%d scenarios in the report, want 8", len(r.Scenarios))
+	if len(r.Scenarios) != 9 {
+		t.Fatalf("%d scenarios in the report, want 9", len(r.Scenarios))
 	}
 	for i, s := range r.Scenarios {
 		if s.ID != i+1 {
@@ -58,7 +59,8 @@ func TestQuickPreset(t *testing.T) {
 	}
 	// The scenarios whose figures depend on a correct result carry checks; a run that lost them
 	// would pass without proving anything.
-	for id, name := range map[int]string{1: "lists agree", 6: "mapper finished", 8: "locations stay Ready; a stopped one becomes Unknown"} {
+	for id, name := range map[int]string{1: "lists agree", 6: "mapper finished", 8: "locations stay Ready; a stopped one becomes Unknown",
+		9: "customized views show their location"} {
 		if s := r.Scenarios[id-1]; s.Ran && len(s.Checks) == 0 {
 			t.Errorf("scenario %d (%s) recorded no correctness check (%s)", id, s.Title, name)
 		}
