@@ -119,7 +119,7 @@ func (e *env) scenarioCustomized(ctx context.Context, list, fanout *Scenario, be
 			var l struct {
 				Items []struct {
 					Metadata struct{ Namespace, Name string } `json:"metadata"`
-					Data     map[string]string             `json:"data"`
+					Data     map[string]string                `json:"data"`
 				} `json:"items"`
 			}
 			if err := json.Unmarshal(res.Body, &l); err != nil {
