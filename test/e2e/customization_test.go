@@ -41,6 +41,29 @@ func regionEnvRegistryCustomization(regionExpr string) *unstructured.Unstructure
 	}}
 }
 
+// startRegionsEnv starts the environment of issue 14's tests: mapper-apiserver mirroring
+// Deployments, the source namespace apps, and three locations whose SyncTargets are labelled
+// region=eu (east, north) or region=us (west). It returns the environment and the regions.
+func startRegionsEnv(t *testing.T, ctx context.Context) (*locationsEnv, map[string]string) {
+	t.Helper()
+	env := startLocationsEnvFor(t, ctx, "deployments.apps", "east", "north", "west")
+	ensureNamespace(t, ctx, env.src, "apps")
+	regions := map[string]string{"east": "eu", "north": "eu", "west": "us"}
+	for l, r := range regions {
+		setRegion(t, ctx, env, l, r)
+	}
+	return env, regions
+}
+
+// setRegion labels location's SyncTarget region=region.
+func setRegion(t *testing.T, ctx context.Context, env *locationsEnv, location, region string) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"labels":{"region":%q}}}`, region)
+	if _, err := env.dyn.Resource(synctarget.Resource).Patch(ctx, location, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("labelling %s region=%s: %v", location, region, err)
+	}
+}
+
 // TestCustomization (issue 14, "Tests"): three SyncTargets labelled region=eu or us, a
 // Customization that sets REGION from the location's region label and rewrites image
 // registries per region, on real servers with three mappers:
@@ -52,15 +75,7 @@ func regionEnvRegistryCustomization(regionExpr string) *unstructured.Unstructure
 func TestCustomization(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	env := startLocationsEnvFor(t, ctx, "deployments.apps", "east", "north", "west")
-	ensureNamespace(t, ctx, env.src, "apps")
-	regions := map[string]string{"east": "eu", "north": "eu", "west": "us"}
-	for l, r := range regions {
-		patch := fmt.Sprintf(`{"metadata":{"labels":{"region":%q}}}`, r)
-		if _, err := env.dyn.Resource(synctarget.Resource).Patch(ctx, l, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-			t.Fatalf("labelling %s: %v", l, err)
-		}
-	}
+	env, regions := startRegionsEnv(t, ctx)
 	custs := env.src.Resource(customization.Resource).Namespace("apps")
 	if _, err := custs.Create(ctx, regionEnvRegistryCustomization(`location.metadata.labels["region"]`), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -126,9 +141,7 @@ func TestCustomization(t *testing.T) {
 	})
 
 	t.Run("relabelling a SyncTarget re-renders its view and target", func(t *testing.T) {
-		if _, err := env.dyn.Resource(synctarget.Resource).Patch(ctx, "west", types.MergePatchType, []byte(`{"metadata":{"labels":{"region":"ap"}}}`), metav1.PatchOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		setRegion(t, ctx, env, "west", "ap")
 		start := time.Now()
 		waitTarget("west", want("ap"))
 		t.Logf("west's target followed the relabel in %v", time.Since(start).Round(100*time.Millisecond))

@@ -13,7 +13,6 @@ import (
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	ctrlstatuscollector "github.com/cluster-mapper/cluster-mapper/pkg/controller/statuscollector"
-	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
 	"github.com/cluster-mapper/cluster-mapper/test/framework"
 )
 
@@ -32,24 +31,11 @@ import (
 func TestStatusSummaries(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	env := startLocationsEnvFor(t, ctx, "deployments.apps", "east", "north", "west")
-	ensureNamespace(t, ctx, env.src, "apps")
-	regions := map[string]string{"east": "eu", "north": "eu", "west": "us"}
-	for l, r := range regions {
-		patch := fmt.Sprintf(`{"metadata":{"labels":{"region":%q}}}`, r)
-		if _, err := env.dyn.Resource(synctarget.Resource).Patch(ctx, l, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-			t.Fatalf("labelling %s: %v", l, err)
-		}
+	env, regions := startRegionsEnv(t, ctx)
+	for l := range regions {
 		env.targets[l].StartControllerManager(t)
 	}
-	ctrlBin := framework.BuildBinary(t, "./cmd/mapper-controller")
-	port, err := framework.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	framework.StartProcess(t, framework.ProcessSpec{Name: "mapper-controller", Path: ctrlBin, Args: []string{
-		"--kubeconfig=" + env.source.AdminKubeconfig(), fmt.Sprintf("--bind-address=127.0.0.1:%d", port), "--leader-elect=false", "-v=2",
-	}})
+	framework.StartMapperController(t, ctx, env.source, 40*time.Second)
 
 	web := newDeployment("apps", "web", "east", "north", "west")
 	web.Object["spec"].(map[string]interface{})["replicas"] = int64(3)
