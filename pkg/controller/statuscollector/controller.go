@@ -7,7 +7,6 @@ package statuscollector
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -25,10 +24,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/tools/cache"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/statuscollector"
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
@@ -59,11 +59,11 @@ type Controller struct {
 	interval time.Duration
 	factory  dynamicinformer.DynamicSharedInformerFactory
 
-	collectors, targets cache.SharedIndexInformer
+	collectors, targets toolscache.SharedIndexInformer
 
 	mu sync.Mutex
 	// objects are the informers of the collected resources, started on first use.
-	objects map[schema.GroupVersionResource]cache.SharedIndexInformer
+	objects map[schema.GroupVersionResource]toolscache.SharedIndexInformer
 	// written are the last results written per collector UID, to write only on change.
 	written map[string]controlv1alpha1.StatusSummaryResults
 	// programs are the compiled collectors per UID and generation.
@@ -87,7 +87,7 @@ func New(cfg Config) *Controller {
 		dyn: cfg.Dynamic, interval: cfg.Interval, factory: f,
 		collectors: f.ForResource(CollectorsResource).Informer(),
 		targets:    f.ForResource(synctarget.Resource).Informer(),
-		objects:    map[schema.GroupVersionResource]cache.SharedIndexInformer{},
+		objects:    map[schema.GroupVersionResource]toolscache.SharedIndexInformer{},
 		written:    map[string]controlv1alpha1.StatusSummaryResults{},
 		programs:   map[string]compiled{},
 	}
@@ -101,7 +101,7 @@ func (c *Controller) Run(ctx context.Context) {
 	c.mu.Unlock()
 	c.factory.Start(ctx.Done())
 	defer c.factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.collectors.HasSynced, c.targets.HasSynced) {
+	if !toolscache.WaitForCacheSync(ctx.Done(), c.collectors.HasSynced, c.targets.HasSynced) {
 		return
 	}
 	wait.UntilWithContext(ctx, c.syncAll, c.interval)
@@ -166,7 +166,7 @@ func (c *Controller) sync(ctx context.Context, sc *controlv1alpha1.StatusCollect
 		if !inf.HasSynced() {
 			return nil
 		}
-		objs, _ := inf.GetIndexer().ByIndex(cache.NamespaceIndex, sc.Namespace)
+		objs, _ := inf.GetIndexer().ByIndex(toolscache.NamespaceIndex, sc.Namespace)
 		for _, obj := range objs {
 			u, ok := obj.(*unstructured.Unstructured)
 			if !ok || !selector.Matches(labels.Set(u.GetLabels())) || u.GetAnnotations()[contract.ClusterAnnotation] != cluster {
@@ -203,12 +203,11 @@ func rowsOf(u *unstructured.Unstructured, locs map[string]*unstructured.Unstruct
 	}
 	var out []statuscollector.Row
 	for _, loc := range assigned {
-		var status map[string]interface{}
-		if rec, ok := u.GetAnnotations()[contract.StatusRecordAnnotation(loc)]; ok {
-			if json.Unmarshal([]byte(rec), &status) != nil {
-				continue
-			}
-		} else if len(assigned) == 1 {
+		status, recorded, err := cache.StatusRecord(u, loc)
+		if err != nil {
+			continue
+		}
+		if !recorded && len(assigned) == 1 {
 			status, _ = u.Object["status"].(map[string]interface{})
 		}
 		if status == nil {
@@ -242,7 +241,7 @@ func resources(rules []controlv1alpha1.ResourceRule) ([]schema.GroupVersionResou
 }
 
 // informer returns the informer of gvr, starting it on first use.
-func (c *Controller) informer(gvr schema.GroupVersionResource) cache.SharedIndexInformer {
+func (c *Controller) informer(gvr schema.GroupVersionResource) toolscache.SharedIndexInformer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if inf, ok := c.objects[gvr]; ok {
