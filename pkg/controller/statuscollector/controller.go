@@ -150,7 +150,7 @@ func (c *Controller) sync(ctx context.Context, sc *controlv1alpha1.StatusCollect
 		}
 		return c.writeStatus(ctx, sc, metav1.ConditionFalse, "CompilationFailed", contract.Truncate(strings.Join(msgs, "; "), 1024))
 	}
-	gvrs, err := resources(sc.Spec.Resources)
+	gvrs, err := controlv1alpha1.ExactResources(sc.Spec.Resources)
 	if err != nil {
 		return c.writeStatus(ctx, sc, metav1.ConditionFalse, "InvalidResources", err.Error())
 	}
@@ -220,24 +220,6 @@ func rowsOf(u *unstructured.Unstructured, locs map[string]*unstructured.Unstruct
 		out = append(out, row)
 	}
 	return out
-}
-
-// resources returns the GroupVersionResources named by rules; wildcards are refused.
-func resources(rules []controlv1alpha1.ResourceRule) ([]schema.GroupVersionResource, error) {
-	var out []schema.GroupVersionResource
-	for _, r := range rules {
-		for _, g := range r.APIGroups {
-			for _, v := range r.APIVersions {
-				for _, res := range r.Resources {
-					if g == "*" || v == "*" || res == "*" || strings.Contains(res, "/") {
-						return nil, fmt.Errorf("a StatusCollector names its resources exactly: no \"*\" and no subresources (got %s/%s %s)", g, v, res)
-					}
-					out = append(out, schema.GroupVersionResource{Group: g, Version: v, Resource: res})
-				}
-			}
-		}
-	}
-	return out, nil
 }
 
 // informer returns the informer of gvr, starting it on first use.
