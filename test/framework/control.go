@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -50,7 +51,7 @@ func StartMapperController(t TB, ctx context.Context, cp *ControlPlane, grace ti
 	t.Helper()
 	EnsureNamespace(t, ctx, cp, contract.ControlNamespace)
 	bin := BuildBinary(t, "./cmd/mapper-controller")
-	p := StartProcess(t, ProcessSpec{Name: "mapper-controller", Path: bin, Args: append([]string{
+	p := StartProcess(t, ProcessSpec{Name: "mapper-controller", Path: bin, LogDir: os.Getenv("MAPPER_E2E_LOGDIR"), Args: append([]string{
 		"--kubeconfig=" + cp.AdminKubeconfig(), "--location-grace-period=" + grace.String(),
 		"--bind-address=0", "--leader-elect=true", "-v=2",
 	}, extraArgs...)})

@@ -28,7 +28,9 @@ import (
 	"k8s.io/klog/v2"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/informers"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/location"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/placement"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/push"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/statuscollector"
 	"github.com/cluster-mapper/cluster-mapper/pkg/healthserver"
@@ -120,11 +122,17 @@ func Run(ctx context.Context, o *Options) error {
 		defer broadcaster.Shutdown()
 		recorder := broadcaster.NewRecorder(scheme, "mapper-controller")
 		o.Push.Complete(o.LeaseNamespace)
+		shared := informers.NewSet(dyn)
+		defer shared.Shutdown()
 		var wg sync.WaitGroup
-		wg.Add(2)
+		wg.Add(3)
 		go func() {
 			defer wg.Done()
-			statuscollector.New(statuscollector.Config{Dynamic: dyn}).Run(ctx)
+			statuscollector.New(statuscollector.Config{Dynamic: dyn, Informers: shared}).Run(ctx)
+		}()
+		go func() {
+			defer wg.Done()
+			placement.New(placement.Config{Dynamic: dyn, Informers: shared, Workers: o.Workers, Recorder: recorder}).Run(ctx)
 		}()
 		go func() {
 			defer wg.Done()

@@ -20,16 +20,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/informers"
 	"github.com/cluster-mapper/cluster-mapper/pkg/statuscollector"
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
 )
@@ -49,26 +48,25 @@ const fieldManager = "mapper-controller-status-collector"
 type Config struct {
 	// Dynamic is the source's client.
 	Dynamic dynamic.Interface
+	// Informers are the process's shared informers over the source.
+	Informers *informers.Set
 	// Interval is how often every summary is recomputed; default 2s.
 	Interval time.Duration
 }
 
 // Controller keeps the StatusSummaries of the source's StatusCollectors.
 type Controller struct {
-	dyn      dynamic.Interface
-	interval time.Duration
-	factory  dynamicinformer.DynamicSharedInformerFactory
+	dyn       dynamic.Interface
+	interval  time.Duration
+	informers *informers.Set
 
 	collectors, targets toolscache.SharedIndexInformer
 
 	mu sync.Mutex
-	// objects are the informers of the collected resources, started on first use.
-	objects map[schema.GroupVersionResource]toolscache.SharedIndexInformer
 	// written are the last results written per collector UID, to write only on change.
 	written map[string]controlv1alpha1.StatusSummaryResults
 	// programs are the compiled collectors per UID and generation.
 	programs map[string]compiled
-	ctx      context.Context
 }
 
 type compiled struct {
@@ -82,12 +80,10 @@ func New(cfg Config) *Controller {
 	if cfg.Interval <= 0 {
 		cfg.Interval = 2 * time.Second
 	}
-	f := dynamicinformer.NewDynamicSharedInformerFactory(cfg.Dynamic, 0)
 	return &Controller{
-		dyn: cfg.Dynamic, interval: cfg.Interval, factory: f,
-		collectors: f.ForResource(CollectorsResource).Informer(),
-		targets:    f.ForResource(synctarget.Resource).Informer(),
-		objects:    map[schema.GroupVersionResource]toolscache.SharedIndexInformer{},
+		dyn: cfg.Dynamic, interval: cfg.Interval, informers: cfg.Informers,
+		collectors: cfg.Informers.Informer(CollectorsResource),
+		targets:    cfg.Informers.Informer(synctarget.Resource),
 		written:    map[string]controlv1alpha1.StatusSummaryResults{},
 		programs:   map[string]compiled{},
 	}
@@ -96,11 +92,7 @@ func New(cfg Config) *Controller {
 // Run runs the informers and recomputes every summary every interval until ctx ends. Without
 // the StatusCollector CRD it waits (the informer retries).
 func (c *Controller) Run(ctx context.Context) {
-	c.mu.Lock()
-	c.ctx = ctx
-	c.mu.Unlock()
-	c.factory.Start(ctx.Done())
-	defer c.factory.Shutdown()
+	c.informers.Start(ctx)
 	if !toolscache.WaitForCacheSync(ctx.Done(), c.collectors.HasSynced, c.targets.HasSynced) {
 		return
 	}
@@ -162,7 +154,7 @@ func (c *Controller) sync(ctx context.Context, sc *controlv1alpha1.StatusCollect
 	}
 	var rows []statuscollector.Row
 	for _, gvr := range gvrs {
-		inf := c.informer(gvr)
+		inf := c.informers.Informer(gvr)
 		if !inf.HasSynced() {
 			return nil
 		}
@@ -220,19 +212,6 @@ func rowsOf(u *unstructured.Unstructured, locs map[string]*unstructured.Unstruct
 		out = append(out, row)
 	}
 	return out
-}
-
-// informer returns the informer of gvr, starting it on first use.
-func (c *Controller) informer(gvr schema.GroupVersionResource) toolscache.SharedIndexInformer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if inf, ok := c.objects[gvr]; ok {
-		return inf
-	}
-	inf := c.factory.ForResource(gvr).Informer()
-	c.objects[gvr] = inf
-	c.factory.Start(c.ctx.Done())
-	return inf
 }
 
 // writeSummary creates or updates the StatusSummary of sc (owned by sc) when res changed.

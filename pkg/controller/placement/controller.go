@@ -1,0 +1,142 @@
+package placement
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/dynamic"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+
+	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/informers"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/worker"
+	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
+)
+
+// Resource is the GroupVersionResource of Placements.
+var Resource = controlv1alpha1.SchemeGroupVersion.WithResource("placements")
+
+// Finalizer is kept on a Placement until the assignments it wrote are removed.
+const Finalizer = "control.mapper.kcp.io/placement"
+
+// Config configures a Controller.
+type Config struct {
+	// Dynamic is the source's client.
+	Dynamic dynamic.Interface
+	// Informers are the process's shared informers over the source.
+	Informers *informers.Set
+	// Workers is the number of namespaces reconciled at once; default 2.
+	Workers int
+	// Recorder records Events on Placements (objects moved off a location); optional.
+	Recorder events.EventRecorder
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Controller places the objects that Placements select.
+type Controller struct {
+	dyn       dynamic.Interface
+	informers *informers.Set
+	workers   int
+	recorder  events.EventRecorder
+	now       func() time.Time
+	queue     workqueue.TypedRateLimitingInterface[string]
+
+	placements, targets toolscache.SharedIndexInformer
+
+	mu sync.Mutex
+	// watched are the resources whose informers have this controller's event handler.
+	watched sets.Set[schema.GroupVersionResource]
+}
+
+// New returns a Controller; Run starts it.
+func New(cfg Config) *Controller {
+	registerMetrics()
+	if cfg.Workers <= 0 {
+		cfg.Workers = 2
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	c := &Controller{
+		dyn: cfg.Dynamic, informers: cfg.Informers, workers: cfg.Workers, recorder: cfg.Recorder, now: cfg.Now,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "placement"}),
+		placements: cfg.Informers.Informer(Resource),
+		targets:    cfg.Informers.Informer(synctarget.Resource),
+		watched:    sets.New[schema.GroupVersionResource](),
+	}
+	_, _ = c.placements.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueObject,
+		UpdateFunc: func(_, obj interface{}) { c.enqueueObject(obj) },
+		DeleteFunc: c.enqueueObject,
+	})
+	// A location's labels, readiness or schedulability can change any Placement's choices.
+	all := func(interface{}) { c.enqueueAll() }
+	_, _ = c.targets.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: all, UpdateFunc: func(_, obj interface{}) { all(obj) }, DeleteFunc: all,
+	})
+	return c
+}
+
+// Run runs the informers and the workers until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	c.informers.Start(ctx)
+	if !toolscache.WaitForCacheSync(ctx.Done(), c.placements.HasSynced, c.targets.HasSynced) {
+		return
+	}
+	worker.Run(ctx, c.queue, c.workers, "the Placements of a namespace", c.reconcile)
+}
+
+// key is the queue key of a namespace: "<logical cluster>|<namespace>" (cluster empty
+// outside kcp mode).
+func key(cluster, namespace string) string { return cluster + "|" + namespace }
+
+// splitKey reverses key.
+func splitKey(k string) (cluster, namespace string) {
+	cluster, namespace, _ = strings.Cut(k, "|")
+	return cluster, namespace
+}
+
+// enqueueObject queues the namespace of a Placement or a placed object.
+func (c *Controller) enqueueObject(obj interface{}) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	c.queue.Add(key(u.GetAnnotations()[contract.ClusterAnnotation], u.GetNamespace()))
+}
+
+// enqueueAll queues every namespace that has a Placement.
+func (c *Controller) enqueueAll() {
+	for _, obj := range c.placements.GetStore().List() {
+		c.enqueueObject(obj)
+	}
+}
+
+// watch returns the informer of gvr, with this controller's event handler added once.
+func (c *Controller) watch(gvr schema.GroupVersionResource) toolscache.SharedIndexInformer {
+	inf := c.informers.Informer(gvr)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.watched.Has(gvr) {
+		c.watched.Insert(gvr)
+		_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    c.enqueueObject,
+			UpdateFunc: func(_, obj interface{}) { c.enqueueObject(obj) },
+			DeleteFunc: c.enqueueObject,
+		})
+	}
+	return inf
+}

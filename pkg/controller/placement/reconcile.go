@@ -1,0 +1,255 @@
+package placement
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/placement"
+	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
+)
+
+// entry is one Placement of the namespace being reconciled, with what this round found.
+type entry struct {
+	u      *unstructured.Unstructured
+	pl     controlv1alpha1.Placement
+	policy *placement.Policy
+	err    error // the spec does not compile
+	pool   placement.Pool
+	live   bool // not being deleted
+
+	placed    int64
+	locations sets.Set[string]
+	stuck     sets.Set[string]
+	conflicts []controlv1alpha1.PlacementConflict
+	lost      int  // selected objects it does not place (conflicts other than YoungerPlacement)
+	owns      bool // some object still carries its assignment (deleting Placements)
+}
+
+// conflict records a conflict on e.
+func (e *entry) conflict(gr schema.GroupResource, name, reason, message string) {
+	e.conflicts = append(e.conflicts, controlv1alpha1.PlacementConflict{Resource: gr.String(), Name: name, Reason: reason, Message: message})
+	if reason != controlv1alpha1.ConflictYoungerPlacement {
+		e.lost++
+	}
+}
+
+// selects reports whether e is a live Placement with a valid spec that selects u of gvr.
+func (e *entry) selects(gvr schema.GroupVersionResource, u *unstructured.Unstructured) bool {
+	return e.live && e.policy != nil && slices.Contains(e.policy.Resources, gvr) && e.policy.SelectsObject(u.GetLabels())
+}
+
+// reconcile places the objects of one namespace (key: see key) for all its Placements, then
+// writes their statuses and finalizers. It writes nothing before the SyncTarget and object
+// informers have synced: an unsynced cache must not unassign anything.
+func (c *Controller) reconcile(ctx context.Context, k string) error {
+	cluster, namespace := splitKey(k)
+	now := c.now().Truncate(time.Second)
+	entries := c.entries(cluster, namespace, now)
+	if len(entries) == 0 {
+		return nil
+	}
+
+	// The resources of every Placement, the deleting ones too (their assignments go).
+	var gvrs []schema.GroupVersionResource
+	for _, e := range entries {
+		if e.policy == nil {
+			continue
+		}
+		for _, gvr := range e.policy.Resources {
+			if !slices.Contains(gvrs, gvr) {
+				gvrs = append(gvrs, gvr)
+			}
+		}
+	}
+	infs := make([]toolscache.SharedIndexInformer, len(gvrs))
+	for i, gvr := range gvrs {
+		infs[i] = c.watch(gvr)
+		if !infs[i].HasSynced() {
+			c.queue.AddAfter(k, time.Second)
+			return nil
+		}
+	}
+	byName := map[string]*entry{}
+	for _, e := range entries {
+		byName[e.pl.Name] = e
+	}
+	for i, gvr := range gvrs {
+		objs, err := infs[i].GetIndexer().ByIndex(toolscache.NamespaceIndex, namespace)
+		if err != nil {
+			return err
+		}
+		slices.SortFunc(objs, func(a, b interface{}) int {
+			return strings.Compare(a.(*unstructured.Unstructured).GetName(), b.(*unstructured.Unstructured).GetName())
+		})
+		for _, obj := range objs {
+			u, ok := obj.(*unstructured.Unstructured)
+			if !ok || u.GetDeletionTimestamp() != nil || u.GetAnnotations()[contract.ClusterAnnotation] != cluster {
+				continue
+			}
+			if err := c.placeObject(ctx, gvr, u, entries, byName); err != nil {
+				return err
+			}
+		}
+	}
+
+	var next time.Time
+	for _, e := range entries {
+		if !e.live {
+			if err := c.finish(ctx, e); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := c.writeStatus(ctx, e); err != nil {
+			return err
+		}
+		if n := e.pool.Next; !n.IsZero() && (next.IsZero() || n.Before(next)) {
+			next = n
+		}
+	}
+	if !next.IsZero() {
+		// Time alone changes the choices then: a tolerance runs out, or an evicted
+		// location may be re-admitted.
+		c.queue.AddAfter(k, next.Sub(c.now())+100*time.Millisecond)
+	}
+	return nil
+}
+
+// entries returns the Placements of the namespace, oldest first (creation, then name), each
+// compiled, with its pool of locations at now; live ones get the finalizer.
+func (c *Controller) entries(cluster, namespace string, now time.Time) []*entry {
+	var locs []placement.Location
+	for _, obj := range c.targets.GetStore().List() {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			if st, err := synctarget.FromUnstructured(u); err == nil {
+				locs = append(locs, placement.LocationOf(st))
+			}
+		}
+	}
+	objs, _ := c.placements.GetIndexer().ByIndex(toolscache.NamespaceIndex, namespace)
+	var out []*entry
+	for _, obj := range objs {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok || u.GetAnnotations()[contract.ClusterAnnotation] != cluster {
+			continue
+		}
+		e := &entry{u: u, live: u.GetDeletionTimestamp() == nil, locations: sets.New[string](), stuck: sets.New[string]()}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &e.pl); err != nil {
+			e.err = err
+		} else if e.policy, e.err = placement.Compile(&e.pl.Spec); e.err == nil {
+			evictions := map[string]time.Time{}
+			for _, ev := range e.pl.Status.Evictions {
+				evictions[ev.Location] = ev.Time.Time
+			}
+			e.pool = e.policy.Pool(locs, evictions, now)
+		}
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b *entry) int {
+		if c := a.u.GetCreationTimestamp().Compare(b.u.GetCreationTimestamp().Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.u.GetName(), b.u.GetName())
+	})
+	return out
+}
+
+// placeObject decides and writes the assignment of one object: the oldest Placement that
+// selects it places it; an object that no Placement selects loses an assignment a Placement
+// of the namespace wrote (an assignment naming a Placement that no longer exists stays: only
+// a Placement's own removal, under its finalizer, removes what it wrote).
+func (c *Controller) placeObject(ctx context.Context, gvr schema.GroupVersionResource, u *unstructured.Unstructured, entries []*entry, byName map[string]*entry) error {
+	gr := gvr.GroupResource()
+	ann := u.GetAnnotations()
+	owner := ann[OwnerAnnotation]
+	var selecting []*entry
+	for _, e := range entries {
+		if e.selects(gvr, u) {
+			selecting = append(selecting, e)
+		}
+	}
+	if len(selecting) == 0 {
+		prev := byName[owner]
+		if owner == "" || prev == nil || ownedAnnotations(u, FieldManager).Len() == 0 {
+			return nil
+		}
+		if err := apply(ctx, c.dyn, gvr, u, nil); err != nil && !apierrors.IsNotFound(err) {
+			if apierrors.IsConflict(err) {
+				return nil
+			}
+			prev.owns = true
+			return fmt.Errorf("removing %s's assignment of %s %s/%s: %w", owner, gr, u.GetNamespace(), u.GetName(), err)
+		}
+		return nil
+	}
+	w := selecting[0]
+	for _, other := range selecting[1:] {
+		other.conflict(gr, u.GetName(), controlv1alpha1.ConflictOlderPlacement, fmt.Sprintf("the older Placement %s places it", w.pl.Name))
+		w.conflict(gr, u.GetName(), controlv1alpha1.ConflictYoungerPlacement, fmt.Sprintf("the younger Placement %s selects it too", other.pl.Name))
+	}
+	assigned, hasAssignment := ann[contract.AssignedLocationsAnnotation]
+	if hasAssignment && owner == "" {
+		w.conflict(gr, u.GetName(), controlv1alpha1.ConflictAssignedByOther, "kcp.io/assigned-locations was written by someone else (no "+OwnerAnnotation+" annotation); it is left alone")
+		return nil
+	}
+	var current []string
+	if hasAssignment {
+		current, _ = contract.ParseLocations(assigned)
+	}
+	var replicas int64
+	if w.policy.Divide {
+		r, found, err := unstructured.NestedInt64(u.Object, "spec", "replicas")
+		if !found || err != nil {
+			w.conflict(gr, u.GetName(), controlv1alpha1.ConflictNotDivisible, "replicas: Divide and the object has no integer spec.replicas; it is left alone")
+			return nil
+		}
+		replicas = r
+	}
+	key := placement.ObjectKey(gr, u.GetAnnotations()[contract.ClusterAnnotation], u.GetNamespace(), u.GetName())
+	d := w.policy.Decide(key, current, replicas, w.pool)
+	w.stuck.Insert(d.Stuck...)
+	if d.Keep {
+		w.placed++
+		w.locations.Insert(current...)
+		return nil
+	}
+	if len(d.Locations) == 0 {
+		if owner == w.pl.Name && ownedAnnotations(u, FieldManager).Len() > 0 {
+			if err := apply(ctx, c.dyn, gvr, u, nil); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return err
+			}
+		}
+		return nil
+	}
+	want := desiredAnnotations(w.pl.Name, d, w.policy.Divide)
+	if !upToDate(u, want) {
+		if err := apply(ctx, c.dyn, gvr, u, want); err != nil {
+			switch {
+			case apierrors.IsConflict(err):
+				klog.FromContext(ctx).V(2).Info("Not placing: someone else owns its placement annotations", "placement", w.pl.Namespace+"/"+w.pl.Name, "resource", gr.String(), "object", u.GetName(), "err", err)
+				w.conflict(gr, u.GetName(), controlv1alpha1.ConflictAssignedByOther, "someone else changed its placement annotations: "+contract.Truncate(err.Error(), 512))
+				return nil
+			case apierrors.IsNotFound(err):
+				return nil
+			}
+			return fmt.Errorf("placing %s %s/%s: %w", gr, u.GetNamespace(), u.GetName(), err)
+		}
+		klog.FromContext(ctx).V(2).Info("Placed", "placement", w.pl.Namespace+"/"+w.pl.Name, "resource", gr.String(), "object", u.GetName(), "locations", d.Locations, "replicas", d.Replicas)
+	}
+	w.placed++
+	w.locations.Insert(d.Locations...)
+	return nil
+}

@@ -1,0 +1,117 @@
+package placement
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+
+	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+)
+
+// maxConflicts is how many conflicts a status lists (the CRD's maxItems).
+const maxConflicts = 100
+
+// status returns e's new status from what the round found; old conditions keep their
+// lastTransitionTime when their status does not change.
+func (e *entry) status() controlv1alpha1.PlacementStatus {
+	st := controlv1alpha1.PlacementStatus{ObservedGeneration: e.pl.Generation, Conditions: slices.Clone(e.pl.Status.Conditions)}
+	cond := metav1.Condition{Type: controlv1alpha1.PlacementReady, Status: metav1.ConditionTrue, Reason: controlv1alpha1.ReasonPlaced, ObservedGeneration: e.pl.Generation}
+	switch {
+	case e.err != nil:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, controlv1alpha1.ReasonInvalidSpec, e.err.Error()
+		meta.SetStatusCondition(&st.Conditions, cond)
+		return st
+	case e.stuck.Len() > 0:
+		cond.Status, cond.Reason = metav1.ConditionFalse, controlv1alpha1.ReasonNotReadyLocations
+		cond.Message = fmt.Sprintf("%s not Ready for longer than %s; their objects stay because no other matching location may take them", strings.Join(sets.List(e.stuck), ", "), e.policy.Tolerance)
+	case e.lost > 0:
+		cond.Status, cond.Reason = metav1.ConditionFalse, controlv1alpha1.ReasonConflicts
+		cond.Message = fmt.Sprintf("%d selected objects are not placed by this Placement; see status.conflicts", e.lost)
+	case len(e.pool.Matching()) == 0:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, controlv1alpha1.ReasonNoLocations, "no SyncTarget matches locationSelector and locationNames"
+	case e.placed == 0 && len(e.pool.Held()) == len(e.pool.Matching()):
+		cond.Status, cond.Reason = metav1.ConditionFalse, controlv1alpha1.ReasonNoLocations
+		cond.Message = fmt.Sprintf("every matching location (%s) has been not Ready for longer than %s", strings.Join(e.pool.Matching(), ", "), e.policy.Tolerance)
+	default:
+		cond.Message = fmt.Sprintf("%d objects placed on %d locations", e.placed, e.locations.Len())
+	}
+	meta.SetStatusCondition(&st.Conditions, cond)
+	st.Locations = sets.List(e.locations)
+	st.PlacedObjects = e.placed
+	slices.SortFunc(e.conflicts, func(a, b controlv1alpha1.PlacementConflict) int {
+		if c := strings.Compare(a.Resource, b.Resource); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	st.ConflictCount = int64(len(e.conflicts))
+	st.Conflicts = e.conflicts[:min(len(e.conflicts), maxConflicts)]
+	for _, l := range sets.List(sets.KeySet(e.pool.Evictions)) {
+		st.Evictions = append(st.Evictions, controlv1alpha1.LocationEviction{Location: l, Time: metav1.NewTime(e.pool.Evictions[l])})
+	}
+	return st
+}
+
+// writeStatus adds the finalizer to a live Placement when missing, and writes its status
+// when it changed; an Event records each location its objects moved off.
+func (c *Controller) writeStatus(ctx context.Context, e *entry) error {
+	u := e.u
+	if !slices.Contains(u.GetFinalizers(), Finalizer) {
+		u = u.DeepCopy()
+		u.SetFinalizers(append(u.GetFinalizers(), Finalizer))
+		out, err := c.dyn.Resource(Resource).Namespace(u.GetNamespace()).Update(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager})
+		statusWrites.WithLabelValues(result(err, apierrors.IsConflict(err))).Inc()
+		if err != nil {
+			return fmt.Errorf("adding the finalizer to Placement %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+		}
+		u = out
+	}
+	st := e.status()
+	if equality.Semantic.DeepEqual(st, e.pl.Status) {
+		return nil
+	}
+	for _, ev := range st.Evictions {
+		if !slices.ContainsFunc(e.pl.Status.Evictions, func(old controlv1alpha1.LocationEviction) bool { return old.Location == ev.Location }) && c.recorder != nil {
+			c.recorder.Eventf(u, nil, "Warning", "LocationEvicted", "Evict",
+				"location %s has been not Ready for longer than %s: its objects move to other matching locations where there is room", ev.Location, e.policy.Tolerance)
+		}
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
+	if err != nil {
+		return err
+	}
+	u = u.DeepCopy()
+	u.Object["status"] = obj
+	_, err = c.dyn.Resource(Resource).Namespace(u.GetNamespace()).UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager})
+	statusWrites.WithLabelValues(result(err, apierrors.IsConflict(err))).Inc()
+	if err != nil {
+		return fmt.Errorf("writing the status of Placement %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	return nil
+}
+
+// finish removes the finalizer of a Placement being deleted once no object carries an
+// assignment it wrote.
+func (c *Controller) finish(ctx context.Context, e *entry) error {
+	if e.owns || !slices.Contains(e.u.GetFinalizers(), Finalizer) {
+		return nil
+	}
+	u := e.u.DeepCopy()
+	u.SetFinalizers(slices.DeleteFunc(u.GetFinalizers(), func(f string) bool { return f == Finalizer }))
+	_, err := c.dyn.Resource(Resource).Namespace(u.GetNamespace()).Update(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager})
+	statusWrites.WithLabelValues(result(err, apierrors.IsConflict(err))).Inc()
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing the finalizer of Placement %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	klog.FromContext(ctx).V(2).Info("Removed the assignments of a deleted Placement", "placement", u.GetNamespace()+"/"+u.GetName())
+	return nil
+}

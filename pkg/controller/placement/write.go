@@ -1,0 +1,103 @@
+package placement
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/placement"
+)
+
+// FieldManager is the field manager of the placement controller's server-side applies.
+const FieldManager = "mapper-controller-placement"
+
+// OwnerAnnotation names, on an object, the Placement (of the object's namespace) that wrote
+// its assignment.
+const OwnerAnnotation = "control.mapper.kcp.io/placement"
+
+// desiredAnnotations returns the annotations the Placement named owner applies for d:
+// the assignment, the owner, and with Divide the replicas patch per location and the
+// Summarize status policy.
+func desiredAnnotations(owner string, d placement.Decision, divide bool) map[string]string {
+	locs, _ := json.Marshal(d.Locations)
+	out := map[string]string{contract.AssignedLocationsAnnotation: string(locs), OwnerAnnotation: owner}
+	if divide {
+		out[contract.StatusPolicyAnnotation] = contract.StatusPolicySummarize
+		for _, l := range d.Locations {
+			out[contract.SpecDiffAnnotationPrefix+l] = fmt.Sprintf(`[{"op":"add","path":"/spec/replicas","value":%d}]`, d.Replicas[l])
+		}
+	}
+	return out
+}
+
+// ownedAnnotations returns the annotation keys that manager owns on u through server-side
+// apply (its Apply entry of metadata.managedFields, fieldsV1 format).
+func ownedAnnotations(u *unstructured.Unstructured, manager string) sets.Set[string] {
+	out := sets.New[string]()
+	for _, mf := range u.GetManagedFields() {
+		if mf.Manager != manager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.FieldsV1 == nil {
+			continue
+		}
+		var fields struct {
+			Metadata struct {
+				Annotations map[string]json.RawMessage `json:"f:annotations"`
+			} `json:"f:metadata"`
+		}
+		if json.Unmarshal(mf.FieldsV1.Raw, &fields) != nil {
+			continue
+		}
+		for k := range fields.Metadata.Annotations {
+			if key, ok := strings.CutPrefix(k, "f:"); ok {
+				out.Insert(key)
+			}
+		}
+	}
+	return out
+}
+
+// upToDate reports whether u carries exactly want as the annotations the field manager owns.
+func upToDate(u *unstructured.Unstructured, want map[string]string) bool {
+	ann := u.GetAnnotations()
+	for k, v := range want {
+		if got, ok := ann[k]; !ok || got != v {
+			return false
+		}
+	}
+	return ownedAnnotations(u, FieldManager).Equal(sets.KeySet(want))
+}
+
+// apply writes annotations on u with server-side apply as FieldManager, without force: the
+// annotations FieldManager owned and annotations leaves out are removed (nil or empty: all of
+// them), and a field another manager owns with another value makes it fail with 409 Conflict,
+// which leaves the object unchanged.
+func apply(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, u *unstructured.Unstructured, annotations map[string]string) error {
+	meta := map[string]interface{}{"name": u.GetName()}
+	if u.GetNamespace() != "" {
+		meta["namespace"] = u.GetNamespace()
+	}
+	if len(annotations) > 0 {
+		a := make(map[string]interface{}, len(annotations))
+		for k, v := range maps.All(annotations) {
+			a[k] = v
+		}
+		meta["annotations"] = a
+	}
+	cfg := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "metadata": meta}}
+	_, err := dyn.Resource(gvr).Namespace(u.GetNamespace()).Apply(ctx, u.GetName(), cfg, metav1.ApplyOptions{FieldManager: FieldManager})
+	kind := "Assign"
+	if len(annotations) == 0 {
+		kind = "Unassign"
+	}
+	objectWrites.WithLabelValues(kind, result(err, apierrors.IsConflict(err))).Inc()
+	return err
+}
