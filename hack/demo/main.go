@@ -41,6 +41,7 @@ var locationLabels = map[string]map[string]string{
 func main() {
 	dir := flag.String("dir", ".demo", "Directory for the kubeconfigs the demo writes.")
 	workloads := flag.String("workloads", "hack/demo/workloads.yaml", "Manifests applied to the source cluster.")
+	placements := flag.String("placements", "hack/demo/placements.yaml", "Placements applied to the source cluster once the CRDs are installed.")
 	flag.Parse()
 
 	tb, err := programtb.New("")
@@ -67,6 +68,9 @@ func main() {
 	tb.Logf("registering the locations as SyncTargets, starting mapper-controller ...")
 	registerLocations(tb, ctx, source)
 	framework.StartMapperController(tb, ctx, source, locationGracePeriod)
+	if _, err := framework.RunKubectl(tb, source.AdminKubeconfig(), "apply", "-f", *placements); err != nil {
+		tb.Fatal(err)
+	}
 	tb.Logf("building and starting mapper-apiserver, registering the APIService ...")
 	api := framework.StartAggregatedMapperAPIServer(tb, source, "--resources=configmaps,deployments.apps")
 	server := api.Server
@@ -104,6 +108,10 @@ Try (kubectl from the testenv):
   $K --kubeconfig %[6]s/mapper-apiserver.kubeconfig get locations
   $K --kubeconfig %[6]s/source.kubeconfig get synctargets -o wide -w
       # and stop east's mapper (kill -9 its pid): Ready=Unknown within the grace period (%[10]s)
+  $K --kubeconfig %[6]s/source.kubeconfig get placements -n web -w
+  $K --kubeconfig %[6]s/east.kubeconfig get deployments -n web -o custom-columns=NAME:.metadata.name,REPLICAS:.spec.replicas -w
+      # web's Deployments are divided over east and west by a Placement; west has no mapper,
+      # so 2 minutes after it became Unknown its share moves to east (docs/placement.md)
 
 Through the kube-apiserver aggregator, as the mapper of each location (allowed only its own view):
   $K --kubeconfig %[6]s/source.kubeconfig get apiservice v1alpha1.mapper.kcp.io

@@ -184,14 +184,13 @@ type Decision struct {
 // 0 are not assigned, except that an object with 0 replicas goes to its first location. When
 // no location is usable the current assignment is kept.
 func (p *Policy) Decide(key string, current []string, replicas int64, pool Pool) Decision {
-	ranked := Rank(key, pool.matching)
+	s := scoreAll(key, pool.matching)
+	n := p.n
+	if n == 0 {
+		n = -1
+	}
 	if p.Divide {
-		var set []string
-		for _, l := range ranked {
-			if pool.usable.Has(l) && (p.n == 0 || len(set) < p.n) {
-				set = append(set, l)
-			}
-		}
+		set := top(s, n, pool.usable.Has)
 		if len(set) == 0 {
 			if len(current) > 0 {
 				return Decision{Keep: true, Stuck: heldOf(current, pool)}
@@ -218,27 +217,25 @@ func (p *Policy) Decide(key string, current []string, replicas int64, pool Pool)
 	}
 
 	cur := sets.New(current...)
-	var chosen []string
-	for _, l := range ranked {
-		if cur.Has(l) && !pool.held.Has(l) {
-			chosen = append(chosen, l)
-		}
-	}
-	room := func() bool { return p.n == 0 || len(chosen) < p.n }
-	if p.n > 0 && len(chosen) > p.n {
-		chosen = chosen[:p.n]
-	}
-	for _, l := range ranked {
-		if room() && pool.usable.Has(l) && !slices.Contains(chosen, l) {
-			chosen = append(chosen, l)
-		}
-	}
 	var d Decision
-	for _, l := range ranked {
-		if room() && pool.held.Has(l) && cur.Has(l) {
-			chosen = append(chosen, l)
-			d.Stuck = append(d.Stuck, l)
+	if p.n == 0 {
+		for _, l := range pool.matching {
+			switch {
+			case pool.held.Has(l) && cur.Has(l):
+				d.Locations = append(d.Locations, l)
+				d.Stuck = append(d.Stuck, l)
+			case pool.usable.Has(l) || (cur.Has(l) && !pool.held.Has(l)):
+				d.Locations = append(d.Locations, l)
+			}
 		}
+		return d
+	}
+	chosen := top(s, p.n, func(l string) bool { return cur.Has(l) && !pool.held.Has(l) })
+	kept := sets.New(chosen...)
+	chosen = append(chosen, top(s, p.n-len(chosen), func(l string) bool { return pool.usable.Has(l) && !kept.Has(l) })...)
+	if len(chosen) < p.n {
+		d.Stuck = top(s, p.n-len(chosen), func(l string) bool { return pool.held.Has(l) && cur.Has(l) })
+		chosen = append(chosen, d.Stuck...)
 	}
 	slices.Sort(chosen)
 	slices.Sort(d.Stuck)

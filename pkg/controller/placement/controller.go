@@ -2,6 +2,7 @@ package placement
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/informers"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/worker"
+	"github.com/cluster-mapper/cluster-mapper/pkg/placement"
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
 )
 
@@ -79,10 +81,16 @@ func New(cfg Config) *Controller {
 		UpdateFunc: func(_, obj interface{}) { c.enqueueObject(obj) },
 		DeleteFunc: c.enqueueObject,
 	})
-	// A location's labels, readiness or schedulability can change any Placement's choices.
+	// A location's labels, readiness, schedulability or capacity can change any Placement's
+	// choices; its other status (object counts, every minute per location) cannot.
 	all := func(interface{}) { c.enqueueAll() }
 	_, _ = c.targets.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: all, UpdateFunc: func(_, obj interface{}) { all(obj) }, DeleteFunc: all,
+		AddFunc: all, DeleteFunc: all,
+		UpdateFunc: func(old, obj interface{}) {
+			if placementInput(old) != placementInput(obj) {
+				c.enqueueAll()
+			}
+		},
 	})
 	return c
 }
@@ -123,6 +131,21 @@ func (c *Controller) enqueueAll() {
 	for _, obj := range c.placements.GetStore().List() {
 		c.enqueueObject(obj)
 	}
+}
+
+// placementInput returns what placement reads of a SyncTarget (pkg/placement.Location and
+// capacity), as a comparable string; "" when obj is not one.
+func placementInput(obj interface{}) string {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return ""
+	}
+	st, err := synctarget.FromUnstructured(u)
+	if err != nil {
+		return ""
+	}
+	l := placement.LocationOf(st)
+	return fmt.Sprint(l.Name, l.Labels, l.Unschedulable, l.Ready, l.Since.Unix(), st.Status.Capacity)
 }
 
 // watch returns the informer of gvr, with this controller's event handler added once.

@@ -195,15 +195,17 @@ func (c *Controller) placeObject(ctx context.Context, gvr schema.GroupVersionRes
 		}
 		return nil
 	}
+	assigned, hasAssignment := ann[contract.AssignedLocationsAnnotation]
+	if hasAssignment && owner == "" {
+		for _, e := range selecting {
+			e.conflict(gr, u.GetName(), controlv1alpha1.ConflictAssignedByOther, "kcp.io/assigned-locations was written by someone else (no "+OwnerAnnotation+" annotation); it is left alone")
+		}
+		return nil
+	}
 	w := selecting[0]
 	for _, other := range selecting[1:] {
 		other.conflict(gr, u.GetName(), controlv1alpha1.ConflictOlderPlacement, fmt.Sprintf("the older Placement %s places it", w.pl.Name))
 		w.conflict(gr, u.GetName(), controlv1alpha1.ConflictYoungerPlacement, fmt.Sprintf("the younger Placement %s selects it too", other.pl.Name))
-	}
-	assigned, hasAssignment := ann[contract.AssignedLocationsAnnotation]
-	if hasAssignment && owner == "" {
-		w.conflict(gr, u.GetName(), controlv1alpha1.ConflictAssignedByOther, "kcp.io/assigned-locations was written by someone else (no "+OwnerAnnotation+" annotation); it is left alone")
-		return nil
 	}
 	var current []string
 	if hasAssignment {

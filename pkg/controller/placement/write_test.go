@@ -1,0 +1,69 @@
+package placement
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/placement"
+)
+
+// object returns a ConfigMap with annotations and the managedFields entries kube-apiserver
+// writes for an apply by FieldManager of applied keys and an update by kubectl of other keys.
+func object(annotations map[string]string, applied, updated []string) *unstructured.Unstructured {
+	fields := func(keys []string) *metav1.FieldsV1 {
+		raw := `{"f:metadata":{"f:annotations":{`
+		for i, k := range keys {
+			if i > 0 {
+				raw += ","
+			}
+			raw += `"f:` + k + `":{}`
+		}
+		return &metav1.FieldsV1{Raw: []byte(raw + `}}}`)}
+	}
+	u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap"}}
+	u.SetAnnotations(annotations)
+	u.SetManagedFields([]metav1.ManagedFieldsEntry{
+		{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: fields(applied)},
+		{Manager: "kubectl-annotate", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: fields(updated)},
+	})
+	return u
+}
+
+func TestUpToDate(t *testing.T) {
+	d := placement.Decision{Locations: []string{"east", "west"}, Replicas: map[string]int64{"east": 2, "west": 1}}
+	want := desiredAnnotations("web", d, true)
+	if got := want["spec-diff.kcp.io/east"]; got != `[{"op":"add","path":"/spec/replicas","value":2}]` {
+		t.Errorf("east's patch %s", got)
+	}
+	keys := []string{"kcp.io/assigned-locations", OwnerAnnotation, "kcp.io/status-policy", "spec-diff.kcp.io/east", "spec-diff.kcp.io/west"}
+	if !upToDate(object(want, keys, nil), want) {
+		t.Error("an object carrying exactly the applied annotations is not up to date")
+	}
+	// A patch for a location the object no longer goes to is still owned: not up to date (the
+	// apply removes it).
+	stale := map[string]string{"spec-diff.kcp.io/north": "[]"}
+	for k, v := range want {
+		stale[k] = v
+	}
+	if upToDate(object(stale, append(keys, "spec-diff.kcp.io/north"), nil), want) {
+		t.Error("an object with an extra owned patch is up to date")
+	}
+	// Someone else's annotation next to ours does not matter; a value someone changed does.
+	other := map[string]string{"note": "x"}
+	for k, v := range want {
+		other[k] = v
+	}
+	if !upToDate(object(other, keys, []string{"note"}), want) {
+		t.Error("another manager's annotation makes the object out of date")
+	}
+	changed := map[string]string{}
+	for k, v := range want {
+		changed[k] = v
+	}
+	changed["kcp.io/assigned-locations"] = `["east"]`
+	if upToDate(object(changed, keys[1:], keys[:1]), want) {
+		t.Error("an assignment someone else changed is up to date")
+	}
+}
