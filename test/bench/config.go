@@ -24,6 +24,9 @@ type Config struct {
 	// DeploymentPercent is the share of the N objects that are Deployments; the rest are
 	// ConfigMaps.
 	DeploymentPercent int `json:"deploymentPercent"`
+	// Placements is the number of namespaces, each with one Placement, that scenario 10
+	// spreads Objects unassigned ConfigMaps over.
+	Placements int `json:"placements"`
 	// BulkObjects are additionally assigned to the location "bulk", which scenario 6 maps onto a
 	// target cluster (capped at Objects).
 	BulkObjects int `json:"bulkObjects"`
@@ -85,6 +88,7 @@ var Presets = map[string]Config{
 		Objects:                50_000,
 		Namespaces:             1_000,
 		Locations:              1_000,
+		Placements:             100,
 		DeploymentPercent:      2,
 		BulkObjects:            5_000,
 		LoadClients:            32,
@@ -109,6 +113,7 @@ var Presets = map[string]Config{
 		Objects:                1_000,
 		Namespaces:             20,
 		Locations:              20,
+		Placements:             5,
 		DeploymentPercent:      2,
 		BulkObjects:            200,
 		LoadClients:            16,
@@ -273,6 +278,9 @@ func (c Config) Validate() error {
 	if c.Objects < 10 || c.Namespaces < 1 || c.Locations < 2 {
 		errs = append(errs, "need at least 10 objects, 1 namespace and 2 locations")
 	}
+	if c.Placements < 1 || c.Placements > c.Objects {
+		errs = append(errs, "need between 1 and --objects Placements")
+	}
 	if c.Locations > 10_000 {
 		errs = append(errs, "at most 10000 locations")
 	}
@@ -290,8 +298,8 @@ func (c Config) Validate() error {
 	}
 	dataSet := 0
 	for _, id := range c.Scenarios {
-		if id < 1 || id > 8 {
-			errs = append(errs, fmt.Sprintf("no scenario %d (1-8)", id))
+		if id < 1 || id > 10 || id == 9 {
+			errs = append(errs, fmt.Sprintf("no scenario %d to give (1-8, 10; 9 runs with 1-7)", id))
 		}
 		if id <= 7 {
 			dataSet++

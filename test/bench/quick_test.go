@@ -14,7 +14,9 @@ import (
 // label-selector LIST and the naive list-all-and-filter list exactly the objects the data set
 // assigns to each sampled location; scenario 6: the mapper maps every object of its location;
 // scenario 8: mapper-controller keeps every heartbeating location Ready and marks a stopped one;
-// scenario 9: every customized ConfigMap shows its location in each view, no other does),
+// scenario 9: every customized ConfigMap shows its location in each view, no other does;
+// scenario 10: every object is placed on 2 locations, none on the one whose heartbeat stopped,
+// and a quiet window writes nothing),
 // and the report files must be written. It asserts no timings (they belong in bench/RESULTS.md,
 // not in a pass/fail test on a shared CI machine).
 func TestQuickPreset(t *testing.T) {
@@ -30,8 +32,8 @@ func TestQuickPreset(t *testing.T) {
 	defer cancel()
 	r := Run(ctx, t, cfg, "go test ./test/bench -run TestQuickPreset")
 
-	if len(r.Scenarios) != 9 {
-		t.Fatalf("%d scenarios in the report, want 9", len(r.Scenarios))
+	if len(r.Scenarios) != 10 {
+		t.Fatalf("%d scenarios in the report, want 10", len(r.Scenarios))
 	}
 	for i, s := range r.Scenarios {
 		if s.ID != i+1 {
@@ -60,7 +62,7 @@ func TestQuickPreset(t *testing.T) {
 	// The scenarios whose figures depend on a correct result carry checks; a run that lost them
 	// would pass without proving anything.
 	for id, name := range map[int]string{1: "lists agree", 6: "mapper finished", 8: "locations stay Ready; a stopped one becomes Unknown",
-		9: "customized views show their location"} {
+		9: "customized views show their location", 10: "every object placed, none on the stopped location, no write when nothing changes"} {
 		if s := r.Scenarios[id-1]; s.Ran && len(s.Checks) == 0 {
 			t.Errorf("scenario %d (%s) recorded no correctness check (%s)", id, s.Title, name)
 		}

@@ -60,7 +60,10 @@ func Run(ctx context.Context, tb framework.TB, cfg Config, command string) *Repo
 	if cfg.runs(8) {
 		byID[8] = e.scenarioLocations(ctx)
 	}
-	for id := 1; id <= 9; id++ {
+	if cfg.runs(10) {
+		byID[10] = e.scenarioPlacement(ctx)
+	}
+	for id := 1; id <= 10; id++ {
 		if s, ok := byID[id]; ok {
 			r.Scenarios = append(r.Scenarios, s)
 		}

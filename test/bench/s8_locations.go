@@ -68,38 +68,11 @@ func (e *env) scenarioLocations(ctx context.Context) *Scenario {
 	}
 	e.registerLocations(ctx, dyn, names)
 
-	// One heartbeat per location, started spread evenly over a renew interval as L
-	// independent mappers would be.
-	hbCtx, stopAll := context.WithCancel(klog.NewContext(ctx, logr.Discard()))
-	defer stopAll()
+	hb := e.startHeartbeats(ctx, names, grace)
+	defer hb.stopAll()
 	stoppedName := names[n-1]
-	stopOne, stopped := context.WithCancel(hbCtx)
-	defer stopped()
-	var wg sync.WaitGroup
-	for i, name := range names {
-		c := hbCtx
-		if name == stoppedName {
-			c = stopOne
-		}
-		wg.Add(1)
-		go func(i int, name string, c context.Context) {
-			defer wg.Done()
-			select {
-			case <-time.After(time.Duration(i) * locationRenewInterval / time.Duration(n)):
-			case <-c.Done():
-				return
-			}
-			_ = heartbeat.Run(c, heartbeat.Config{
-				Location: name, Identity: "bench-mapper-" + name, Version: "bench", Mode: controlv1alpha1.ModePull,
-				Source: e.source.AdminConfig(), LeaseDuration: grace,
-				Observe: func(context.Context, bool) heartbeat.Observation {
-					return heartbeat.Observation{Ready: metav1.ConditionTrue, Reason: controlv1alpha1.ReasonMapperReady, Message: "bench heartbeat"}
-				},
-			})
-		}(i, name, c)
-	}
-	defer wg.Wait()
-	defer stopAll()
+	stopped := func() { hb.stop(stoppedName) }
+	stopAll := hb.stopAll
 
 	ready := e.waitLocationsReady(ctx, dyn, n, locationRenewInterval+time.Minute)
 	if ready < n {
@@ -339,11 +312,58 @@ sampling:
 	return s
 }
 
+// heartbeats are the heartbeats of pkg/mapper/heartbeat that a benchmark runs for its
+// locations, as L independent pull mappers would.
+type heartbeats struct {
+	cancel  map[string]context.CancelFunc
+	stopAll func()
+}
+
+// stop stops the heartbeat of name, as a killed mapper's.
+func (h *heartbeats) stop(name string) { h.cancel[name]() }
+
+// startHeartbeats starts one heartbeat per name (its Lease renewed every 10 s, its SyncTarget
+// status written at most once a minute, always Ready), started spread evenly over a renew
+// interval; stopAll stops them all and waits until they have returned.
+func (e *env) startHeartbeats(ctx context.Context, names []string, grace time.Duration) *heartbeats {
+	hbCtx, cancelAll := context.WithCancel(klog.NewContext(ctx, logr.Discard()))
+	h := &heartbeats{cancel: map[string]context.CancelFunc{}}
+	var wg sync.WaitGroup
+	for i, name := range names {
+		c, cancel := context.WithCancel(hbCtx)
+		h.cancel[name] = cancel
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case <-time.After(time.Duration(i) * locationRenewInterval / time.Duration(len(names))):
+			case <-c.Done():
+				return
+			}
+			_ = heartbeat.Run(c, heartbeat.Config{
+				Location: name, Identity: "bench-mapper-" + name, Version: "bench", Mode: controlv1alpha1.ModePull,
+				Source: e.source.AdminConfig(), LeaseDuration: grace,
+				Observe: func(context.Context, bool) heartbeat.Observation {
+					return heartbeat.Observation{Ready: metav1.ConditionTrue, Reason: controlv1alpha1.ReasonMapperReady, Message: "bench heartbeat"}
+				},
+			})
+		}()
+	}
+	var once sync.Once
+	h.stopAll = func() {
+		once.Do(func() {
+			cancelAll()
+			wg.Wait()
+		})
+	}
+	return h
+}
+
 // registerLocations creates, for every name, the Lease (held by the mapper identity the
 // heartbeat uses, renewed now) and then the SyncTarget, with 16 parallel clients; creating
 // the Lease first keeps mapper-controller from seeing a SyncTarget without one.
 func (e *env) registerLocations(ctx context.Context, dyn dynamic.Interface, names []string) {
-	e.logf("scenario 8: registering %d locations (Lease and SyncTarget each)", len(names))
+	e.logf("registering %d locations (Lease and SyncTarget each)", len(names))
 	jobs := make(chan string)
 	var wg sync.WaitGroup
 	var mu sync.Mutex

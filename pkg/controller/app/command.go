@@ -101,6 +101,12 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	placementCfg := rest.AddUserAgent(rest.CopyConfig(cfg), "placement")
+	placementCfg.QPS, placementCfg.Burst = o.PlacementKubeAPIQPS, o.PlacementKubeAPIBurst
+	placementDyn, err := dynamic.NewForConfig(placementCfg)
+	if err != nil {
+		return err
+	}
 	var watchdog *leaderelection.HealthzAdaptor
 	var live []healthz.HealthChecker
 	if o.LeaderElection.LeaderElect {
@@ -132,7 +138,7 @@ func Run(ctx context.Context, o *Options) error {
 		}()
 		go func() {
 			defer wg.Done()
-			placement.New(placement.Config{Dynamic: dyn, Informers: shared, Workers: o.Workers, Recorder: recorder}).Run(ctx)
+			placement.New(placement.Config{Dynamic: placementDyn, Informers: shared, Workers: o.ConcurrentPlacementSyncs, Recorder: recorder}).Run(ctx)
 		}()
 		go func() {
 			defer wg.Done()

@@ -31,6 +31,15 @@ type Options struct {
 	// kube-controller-manager's --kube-api-qps and --kube-api-burst do.
 	KubeAPIQPS   float32
 	KubeAPIBurst int
+	// ConcurrentPlacementSyncs is how many namespaces the placement controller reconciles at
+	// once (kube-controller-manager's --concurrent-*-syncs).
+	ConcurrentPlacementSyncs int
+	// PlacementKubeAPIQPS and PlacementKubeAPIBurst limit the placement controller's own
+	// client: placing a new Placement's objects is one write each (50,000 objects placed
+	// within a minute is issue 15's target), which the shared client's limits would stretch
+	// to an hour. The source's API Priority and Fairness still applies.
+	PlacementKubeAPIQPS   float32
+	PlacementKubeAPIBurst int
 	// BindAddress serves /metrics, /healthz and /readyz ("0": nowhere).
 	BindAddress string
 	// LeaderElection is component-base's leader election configuration.
@@ -44,13 +53,16 @@ type Options struct {
 // cluster-mapper-system/mapper-controller with kube-controller-manager's timings.
 func NewOptions() *Options {
 	return &Options{
-		LocationGracePeriod: 40 * time.Second,
-		LeaseNamespace:      contract.ControlNamespace,
-		Workers:             2,
-		KubeAPIQPS:          20,
-		KubeAPIBurst:        30,
-		BindAddress:         ":8081",
-		Push:                NewPushOptions(),
+		LocationGracePeriod:      40 * time.Second,
+		LeaseNamespace:           contract.ControlNamespace,
+		Workers:                  2,
+		KubeAPIQPS:               20,
+		KubeAPIBurst:             30,
+		ConcurrentPlacementSyncs: 8,
+		PlacementKubeAPIQPS:      1000,
+		PlacementKubeAPIBurst:    2000,
+		BindAddress:              ":8081",
+		Push:                     NewPushOptions(),
 		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
 			LeaderElect:       true,
 			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
@@ -71,6 +83,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Concurrent reconciles per controller.")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second to the source, per client (the controllers' and the Events'; leader election has its own). A value below zero turns client-side limiting off.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests to the source above --kube-api-qps, per client.")
+	fs.IntVar(&o.ConcurrentPlacementSyncs, "concurrent-placement-syncs", o.ConcurrentPlacementSyncs, "Namespaces whose Placements are reconciled at once.")
+	fs.Float32Var(&o.PlacementKubeAPIQPS, "placement-kube-api-qps", o.PlacementKubeAPIQPS, "Requests per second of the placement controller's own client to the source (its writes of assignments). A value below zero turns client-side limiting off.")
+	fs.IntVar(&o.PlacementKubeAPIBurst, "placement-kube-api-burst", o.PlacementKubeAPIBurst, "Burst of the placement controller's requests above --placement-kube-api-qps.")
 	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "Address serving /metrics, /healthz and /readyz; \"0\" turns it off.")
 	options.BindLeaderElectionFlags(&o.LeaderElection, fs)
 	o.Push.AddFlags(fs)
@@ -87,6 +102,12 @@ func (o *Options) Validate() error {
 	}
 	if o.KubeAPIQPS >= 0 && o.KubeAPIBurst < 1 {
 		errs = append(errs, errors.New("--kube-api-burst must be at least 1 when --kube-api-qps is not negative"))
+	}
+	if o.ConcurrentPlacementSyncs < 1 {
+		errs = append(errs, errors.New("--concurrent-placement-syncs must be at least 1"))
+	}
+	if o.PlacementKubeAPIQPS >= 0 && o.PlacementKubeAPIBurst < 1 {
+		errs = append(errs, errors.New("--placement-kube-api-burst must be at least 1 when --placement-kube-api-qps is not negative"))
 	}
 	if o.LeaseNamespace == "" {
 		errs = append(errs, errors.New("--lease-namespace must not be empty"))
