@@ -241,6 +241,10 @@ func TestDecideDuplicate(t *testing.T) {
 	if d := p.Decide("k", nil, 0, pool); fmt.Sprint(d.Locations) != "[b c]" {
 		t.Errorf("unschedulable a got a new object: %v", d.Locations)
 	}
+	// No location matches any more: the object keeps its assignment.
+	if d := p.Decide("k", []string{"a", "b"}, 0, p.Pool(nil, nil, now)); !d.Keep {
+		t.Errorf("no location at all: %+v, want Keep", d)
+	}
 	// All matching (no numberOfLocations): every usable one, held ones kept.
 	pAll := compile(t, controlv1alpha1.PlacementSpec{LocationSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}}, NotReadyTolerance: &metav1.Duration{Duration: time.Minute}})
 	eu := []Location{loc("a", true, t0, "region", "eu"), loc("b", false, t0, "region", "eu"), loc("c", true, t0, "region", "us")}

@@ -161,8 +161,8 @@ type Decision struct {
 	Locations []string
 	// Replicas are the divided replicas per location (Divide only).
 	Replicas map[string]int64
-	// Keep says to leave the object's assignment as it is: Divide found no usable location
-	// and the object is assigned.
+	// Keep says to leave the object's assignment as it is: the object is assigned and no
+	// location may take it (Divide: none usable; Duplicate: none matches).
 	Keep bool
 	// Stuck are held locations the object keeps because no other location can take it.
 	Stuck []string
@@ -177,7 +177,9 @@ type Decision struct {
 // the usable locations in rendezvous order; a held location is replaced when a usable one is
 // free and kept (Stuck) otherwise. New locations therefore take new objects only, and a
 // location that comes back does not take its objects back. Without numberOfLocations every
-// usable location is chosen, and held ones are kept (there is nowhere to move to).
+// usable location is chosen, and held ones are kept (there is nowhere to move to). An object
+// for which no location remains (none matches any more) keeps its assignment (Keep): only
+// deleting the Placement, or another Placement, takes it away.
 //
 // Divide re-divides: the chosen locations are the usable ones (the first numberOfLocations in
 // rendezvous order), and replicas are divided over them by weight (Divide); locations that get
@@ -228,6 +230,9 @@ func (p *Policy) Decide(key string, current []string, replicas int64, pool Pool)
 				d.Locations = append(d.Locations, l)
 			}
 		}
+		if len(d.Locations) == 0 && len(current) > 0 {
+			return Decision{Keep: true}
+		}
 		return d
 	}
 	chosen := top(s, p.n, func(l string) bool { return cur.Has(l) && !pool.held.Has(l) })
@@ -236,6 +241,9 @@ func (p *Policy) Decide(key string, current []string, replicas int64, pool Pool)
 	if len(chosen) < p.n {
 		d.Stuck = top(s, p.n-len(chosen), func(l string) bool { return pool.held.Has(l) && cur.Has(l) })
 		chosen = append(chosen, d.Stuck...)
+	}
+	if len(chosen) == 0 && len(current) > 0 {
+		return Decision{Keep: true}
 	}
 	slices.Sort(chosen)
 	slices.Sort(d.Stuck)

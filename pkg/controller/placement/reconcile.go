@@ -183,7 +183,9 @@ func (c *Controller) placeObject(ctx context.Context, gvr schema.GroupVersionRes
 	}
 	if len(selecting) == 0 {
 		prev := byName[owner]
-		if owner == "" || prev == nil || ownedAnnotations(u, FieldManager).Len() == 0 {
+		// A Placement whose spec does not compile selects nothing; its objects stay where they
+		// are rather than lose their assignments to a typo.
+		if owner == "" || prev == nil || prev.policy == nil || ownedAnnotations(u, FieldManager).Len() == 0 {
 			return nil
 		}
 		if err := apply(ctx, c.dyn, gvr, u, nil); err != nil && !apierrors.IsNotFound(err) {
