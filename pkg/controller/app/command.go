@@ -128,7 +128,7 @@ func Run(ctx context.Context, o *Options) error {
 		defer broadcaster.Shutdown()
 		recorder := broadcaster.NewRecorder(scheme, "mapper-controller")
 		o.Push.Complete(o.LeaseNamespace)
-		shared := informers.NewSet(dyn)
+		shared := informers.NewSet(dyn, placement.TrimManagedFields)
 		defer shared.Shutdown()
 		var wg sync.WaitGroup
 		wg.Add(3)

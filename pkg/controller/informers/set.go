@@ -16,15 +16,18 @@ import (
 
 // Set is a process's dynamic informers over the source. Safe for concurrent use.
 type Set struct {
-	factory dynamicinformer.DynamicSharedInformerFactory
+	factory   dynamicinformer.DynamicSharedInformerFactory
+	transform cache.TransformFunc
 
 	mu   sync.Mutex
 	stop <-chan struct{}
 }
 
-// NewSet returns a Set over dyn with no resync (handlers see changes only).
-func NewSet(dyn dynamic.Interface) *Set {
-	return &Set{factory: dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)}
+// NewSet returns a Set over dyn with no resync (handlers see changes only). transform, when
+// not nil, is every informer's transform (cache.SharedInformer.SetTransform): it may drop what
+// no controller of the process reads, before the object is stored.
+func NewSet(dyn dynamic.Interface, transform cache.TransformFunc) *Set {
+	return &Set{factory: dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0), transform: transform}
 }
 
 // Start starts the informers asked for so far, and from now on every new one as it is asked
@@ -44,6 +47,10 @@ func (s *Set) Informer(gvr schema.GroupVersionResource) cache.SharedIndexInforme
 	inf := s.factory.ForResource(gvr).Informer()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.transform != nil {
+		// Fails only once the informer has started, when the transform is already set.
+		_ = inf.SetTransform(s.transform)
+	}
 	if s.stop != nil {
 		s.factory.Start(s.stop)
 	}

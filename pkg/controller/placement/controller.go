@@ -57,6 +57,14 @@ type Controller struct {
 	mu sync.Mutex
 	// watched are the resources whose informers have this controller's event handler.
 	watched sets.Set[schema.GroupVersionResource]
+	// converted are the SyncTargets as placement reads them, by name (see locations).
+	converted map[string]convertedLocation
+}
+
+// convertedLocation is a SyncTarget converted at one resourceVersion.
+type convertedLocation struct {
+	resourceVersion string
+	location        placement.Location
 }
 
 // New returns a Controller; Run starts it.

@@ -131,14 +131,7 @@ func (c *Controller) reconcile(ctx context.Context, k string) error {
 // entries returns the Placements of the namespace, oldest first (creation, then name), each
 // compiled, with its pool of locations at now; live ones get the finalizer.
 func (c *Controller) entries(cluster, namespace string, now time.Time) []*entry {
-	var locs []placement.Location
-	for _, obj := range c.targets.GetStore().List() {
-		if u, ok := obj.(*unstructured.Unstructured); ok {
-			if st, err := synctarget.FromUnstructured(u); err == nil {
-				locs = append(locs, placement.LocationOf(st))
-			}
-		}
-	}
+	locs := c.locations()
 	objs, _ := c.placements.GetIndexer().ByIndex(toolscache.NamespaceIndex, namespace)
 	var out []*entry
 	for _, obj := range objs {
@@ -164,6 +157,35 @@ func (c *Controller) entries(cluster, namespace string, now time.Time) []*entry 
 		}
 		return strings.Compare(a.u.GetName(), b.u.GetName())
 	})
+	return out
+}
+
+// locations returns every SyncTarget as a placement.Location. Conversions are kept per
+// SyncTarget and resourceVersion: every namespace's reconcile reads all locations, and
+// converting 1,000 SyncTargets each time cost more than deciding (bench scenario 10).
+func (c *Controller) locations() []placement.Location {
+	objs := c.targets.GetStore().List()
+	out := make([]placement.Location, 0, len(objs))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	next := make(map[string]convertedLocation, len(objs))
+	for _, obj := range objs {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		cached, ok := c.converted[u.GetName()]
+		if !ok || cached.resourceVersion != u.GetResourceVersion() {
+			st, err := synctarget.FromUnstructured(u)
+			if err != nil {
+				continue
+			}
+			cached = convertedLocation{resourceVersion: u.GetResourceVersion(), location: placement.LocationOf(st)}
+		}
+		next[u.GetName()] = cached
+		out = append(out, cached.location)
+	}
+	c.converted = next
 	return out
 }
 

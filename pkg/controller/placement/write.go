@@ -101,3 +101,35 @@ func apply(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionRe
 	objectWrites.WithLabelValues(kind, result(err, apierrors.IsConflict(err))).Inc()
 	return err
 }
+
+// TrimManagedFields is an informer transform (cache.TransformFunc) that keeps, of an object's
+// metadata.managedFields, only the entries of FieldManager: the placement controller reads no
+// other, and no other controller of mapper-controller reads any. It saves the informers the
+// other managers' field sets (a ConfigMap's data keys, a Deployment's whole spec), and does not
+// fail: any other value is returned as it is.
+func TrimManagedFields(obj interface{}) (interface{}, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	meta, ok := u.Object["metadata"].(map[string]interface{})
+	if !ok {
+		return obj, nil
+	}
+	entries, ok := meta["managedFields"].([]interface{})
+	if !ok {
+		return obj, nil
+	}
+	kept := entries[:0]
+	for _, e := range entries {
+		if m, ok := e.(map[string]interface{}); ok && m["manager"] == FieldManager {
+			kept = append(kept, e)
+		}
+	}
+	if len(kept) == 0 {
+		delete(meta, "managedFields")
+	} else {
+		meta["managedFields"] = kept
+	}
+	return u, nil
+}

@@ -67,3 +67,28 @@ func TestUpToDate(t *testing.T) {
 		t.Error("an assignment someone else changed is up to date")
 	}
 }
+
+func TestTrimManagedFields(t *testing.T) {
+	keys := []string{"kcp.io/assigned-locations", OwnerAnnotation}
+	u := object(map[string]string{"note": "x"}, keys, []string{"note"})
+	out, err := TrimManagedFields(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf := out.(*unstructured.Unstructured).GetManagedFields()
+	if len(mf) != 1 || mf[0].Manager != FieldManager {
+		t.Fatalf("kept %+v, want only %s's entry", mf, FieldManager)
+	}
+	if got := ownedAnnotations(out.(*unstructured.Unstructured), FieldManager); !got.HasAll(keys...) {
+		t.Errorf("after trimming, owned annotations %v", got.UnsortedList())
+	}
+	other := object(nil, nil, []string{"note"})
+	other.SetManagedFields(other.GetManagedFields()[1:])
+	out, _ = TrimManagedFields(other)
+	if _, found := out.(*unstructured.Unstructured).Object["metadata"].(map[string]interface{})["managedFields"]; found {
+		t.Error("an object without placement entries kept managedFields")
+	}
+	if out, _ := TrimManagedFields("not an object"); out != "not an object" {
+		t.Error("a non-object was changed")
+	}
+}
