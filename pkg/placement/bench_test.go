@@ -25,6 +25,7 @@ func BenchmarkDecide(b *testing.B) {
 	}{
 		{"Duplicate2of1000", controlv1alpha1.PlacementSpec{NumberOfLocations: ptr.To[int32](2)}},
 		{"Divide10over1000", controlv1alpha1.PlacementSpec{Replicas: controlv1alpha1.ReplicasDivide}},
+		{"Duplicate2of1000Unchanged", controlv1alpha1.PlacementSpec{NumberOfLocations: ptr.To[int32](2)}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			tc.spec.Resources = []controlv1alpha1.ResourceRule{{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}}}
@@ -37,7 +38,11 @@ func BenchmarkDecide(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range b.N {
-				d := p.Decide(fmt.Sprintf("deployments.apps//ns/o%d", i), nil, 10, pool)
+				var current []string
+				if tc.name == "Duplicate2of1000Unchanged" {
+					current = []string{"location-0001", "location-0002"} // a re-reconcile: already placed
+				}
+				d := p.Decide(fmt.Sprintf("deployments.apps//ns/o%d", i), current, 10, pool)
 				if len(d.Locations) == 0 {
 					b.Fatal("no locations")
 				}

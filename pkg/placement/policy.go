@@ -98,10 +98,11 @@ type Pool struct {
 	// evicted location may be re-admitted); zero when never.
 	Next time.Time
 
-	matching []string
-	usable   sets.Set[string] // may take new work
-	held     sets.Set[string] // evicted: keeps what it has only when nothing can replace it
-	weights  map[string]int64
+	matching    []string
+	matchingSet sets.Set[string]
+	usable      sets.Set[string] // may take new work
+	held        sets.Set[string] // evicted: keeps what it has only when nothing can replace it
+	weights     map[string]int64
 }
 
 // Pool sorts locs at now: a matching location is held when it has been not Ready beyond the
@@ -146,6 +147,7 @@ func (p *Policy) Pool(locs []Location, evictions map[string]time.Time, now time.
 		}
 	}
 	slices.Sort(pool.matching)
+	pool.matchingSet = sets.New(pool.matching...)
 	return pool
 }
 
@@ -186,13 +188,12 @@ type Decision struct {
 // 0 are not assigned, except that an object with 0 replicas goes to its first location. When
 // no location is usable the current assignment is kept.
 func (p *Policy) Decide(key string, current []string, replicas int64, pool Pool) Decision {
-	s := scoreAll(key, pool.matching)
 	n := p.n
 	if n == 0 {
 		n = -1
 	}
 	if p.Divide {
-		set := top(s, n, pool.usable.Has)
+		set := top(scoreAll(key, pool.matching), n, pool.usable.Has)
 		if len(set) == 0 {
 			if len(current) > 0 {
 				return Decision{Keep: true, Stuck: heldOf(current, pool)}
@@ -220,6 +221,11 @@ func (p *Policy) Decide(key string, current []string, replicas int64, pool Pool)
 
 	cur := sets.New(current...)
 	var d Decision
+	if p.n > 0 && len(current) == p.n && p.keepsAll(current, pool) {
+		// The common case, every reconcile of an unchanged namespace: nothing to rank.
+		d.Locations = slices.Sorted(slices.Values(current))
+		return d
+	}
 	if p.n == 0 {
 		for _, l := range pool.matching {
 			switch {
@@ -235,6 +241,7 @@ func (p *Policy) Decide(key string, current []string, replicas int64, pool Pool)
 		}
 		return d
 	}
+	s := scoreAll(key, pool.matching)
 	chosen := top(s, p.n, func(l string) bool { return cur.Has(l) && !pool.held.Has(l) })
 	kept := sets.New(chosen...)
 	chosen = append(chosen, top(s, p.n-len(chosen), func(l string) bool { return pool.usable.Has(l) && !kept.Has(l) })...)
@@ -249,6 +256,16 @@ func (p *Policy) Decide(key string, current []string, replicas int64, pool Pool)
 	slices.Sort(d.Stuck)
 	d.Locations = chosen
 	return d
+}
+
+// keepsAll reports whether every location of locs matches and is not held.
+func (p *Policy) keepsAll(locs []string, pool Pool) bool {
+	for _, l := range locs {
+		if !pool.matchingSet.Has(l) || pool.held.Has(l) {
+			return false
+		}
+	}
+	return true
 }
 
 // heldOf returns the held locations among locs, sorted.
