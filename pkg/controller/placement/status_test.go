@@ -1,0 +1,63 @@
+package placement
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/placement"
+)
+
+// TestStatus: the Ready condition says why objects do not move or are not placed.
+func TestStatus(t *testing.T) {
+	spec := controlv1alpha1.PlacementSpec{
+		Resources:         []controlv1alpha1.ResourceRule{{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}}},
+		LocationSelector:  &metav1.LabelSelector{},
+		NotReadyTolerance: &metav1.Duration{Duration: time.Minute},
+	}
+	policy, err := placement.Compile(&spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	down := placement.Location{Name: "east", Since: t0}
+	newEntry := func() *entry {
+		return &entry{pl: controlv1alpha1.Placement{Spec: spec}, policy: policy, locations: sets.New[string](), stuck: sets.New[string](),
+			pool: policy.Pool([]placement.Location{down}, nil, t0.Add(time.Hour))}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(e *entry)
+		reason string
+		text   string
+	}{
+		{"stuck on a location not Ready", func(e *entry) { e.placed, e.stuck = 3, sets.New("east") }, controlv1alpha1.ReasonNotReadyLocations, "east not Ready for longer than 1m0s"},
+		{"every location held, nothing placed", func(*entry) {}, controlv1alpha1.ReasonNoLocations, "every matching location (east)"},
+		{"conflicts", func(e *entry) {
+			e.placed = 1
+			e.conflict(schema.GroupResource{Resource: "configmaps"}, "a", controlv1alpha1.ConflictAssignedByOther, "by hand")
+		}, controlv1alpha1.ReasonConflicts, "1 selected objects are not placed"},
+		{"a younger Placement is no loss", func(e *entry) {
+			e.placed = 1
+			e.locations.Insert("west")
+			e.conflict(schema.GroupResource{Resource: "configmaps"}, "a", controlv1alpha1.ConflictYoungerPlacement, "younger")
+		}, controlv1alpha1.ReasonPlaced, "1 objects placed on 1 locations"},
+	} {
+		e := newEntry()
+		tc.change(e)
+		st := e.status()
+		c := meta.FindStatusCondition(st.Conditions, controlv1alpha1.PlacementReady)
+		if c == nil || c.Reason != tc.reason || !strings.Contains(c.Message, tc.text) {
+			t.Errorf("%s: Ready %+v, want reason %s with %q", tc.name, c, tc.reason, tc.text)
+		}
+		if len(st.Evictions) != 1 || st.Evictions[0].Location != "east" {
+			t.Errorf("%s: evictions %+v, want east", tc.name, st.Evictions)
+		}
+	}
+}
