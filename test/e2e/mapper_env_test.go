@@ -112,7 +112,7 @@ type mapperProc struct {
 
 // mapperLogDirEnv names a directory that keeps the mapper logs of the tests (by default they
 // go to the test's temporary directory and are removed with it).
-const mapperLogDirEnv = "MAPPER_E2E_LOGDIR"
+const mapperLogDirEnv = framework.LogDirEnv
 
 // mapperTestArgs are the timings of mappers in tests: fast discovery and sweeps, short
 // backoff, and short leases so that a killed leader is replaced within seconds.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	ctrlplacement "github.com/cluster-mapper/cluster-mapper/pkg/controller/placement"
@@ -55,6 +56,20 @@ func placementState(ctx context.Context, env *locationsEnv, ns, name string, gvr
 	return strings.Join(out, "; ")
 }
 
+// waitAssignment waits (a minute at most) until the object name of objects is assigned to
+// locations (the annotation's value) by the Placement owner.
+func waitAssignment(t *testing.T, ctx context.Context, objects dynamic.ResourceInterface, name, locations, owner string) {
+	t.Helper()
+	mapperEventually(t, ctx, time.Minute, fmt.Sprintf("%s assigned to %s by %s", name, locations, owner), func() (bool, string) {
+		u, err := objects.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		locs, by := assignment(u)
+		return locs == locations && by == owner, locs + " by " + by
+	})
+}
+
 // TestPlacement (issue 15, "Tests") on real servers: four locations with real targets, each
 // with kube-controller-manager and a mapper, and mapper-controller.
 //   - A Deployment of 10 replicas divided over the three region=eu|us locations runs 4/3/3 on
@@ -64,6 +79,8 @@ func placementState(ctx context.Context, env *locationsEnv, ns, name string, gvr
 //     passed since the move does the location take replicas again.
 //   - A fourth matching location appears: the split rebalances to 3/3/2/2.
 //   - numberOfLocations: 2 over five locations: when one leaves, only its objects move.
+//   - kcp mode (objects and Placements carrying kcp.io/cluster): a Placement places only the
+//     objects of its own logical cluster.
 //   - Two Placements selecting the same objects: the older places them, both statuses show the
 //     conflict; a hand-assigned object is left alone; deleting a Placement removes the
 //     assignments it wrote; unchanged inputs write nothing (the controller's write metric).
@@ -255,6 +272,41 @@ func TestPlacement(t *testing.T) {
 		})
 	})
 
+	t.Run("kcp mode: a Placement places only the objects of its logical cluster", func(t *testing.T) {
+		ensureNamespace(t, ctx, env.src, "tenants")
+		cms := env.src.Resource(configMapsGVR).Namespace("tenants")
+		for _, c := range []string{"tenant-a", "tenant-b"} {
+			cm := newConfigMap("tenants", "cm-"+c)
+			cm.SetAnnotations(map[string]string{contract.ClusterAnnotation: c})
+			if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pl := newPlacement("tenants", "spread", "", "v1", "configmaps", map[string]interface{}{"locationNames": []interface{}{"east"}})
+		pl.SetAnnotations(map[string]string{contract.ClusterAnnotation: "tenant-a"})
+		if _, err := env.src.Resource(ctrlplacement.Resource).Namespace("tenants").Create(ctx, pl, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitAssignment(t, ctx, cms, "cm-tenant-a", `["east"]`, "spread")
+		// The Placement's status is written after its objects: once it counts one object,
+		// tenant-b's would have been written too had it been selected.
+		mapperEventually(t, ctx, time.Minute, "the Placement counts one placed object", func() (bool, string) {
+			u, err := env.src.Resource(ctrlplacement.Resource).Namespace("tenants").Get(ctx, "spread", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			n, _, _ := unstructured.NestedInt64(u.Object, "status", "placedObjects")
+			return n == 1, fmt.Sprint(n)
+		})
+		cm, err := cms.Get(ctx, "cm-tenant-b", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if locs, owner := assignment(cm); locs != "" || owner != "" {
+			t.Errorf("tenant-b's ConfigMap was placed by tenant-a's Placement: %s by %q", locs, owner)
+		}
+	})
+
 	t.Run("conflicts, a hand-assigned object, deletion", func(t *testing.T) {
 		ensureNamespace(t, ctx, env.src, "shared")
 		cms := env.src.Resource(configMapsGVR).Namespace("shared")
@@ -356,14 +408,7 @@ func TestPlacement(t *testing.T) {
 		if err := pls.Delete(ctx, "older", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		mapperEventually(t, ctx, time.Minute, "the younger Placement places a and b", func() (bool, string) {
-			cm, err := cms.Get(ctx, "a", metav1.GetOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
-			locs, owner := assignment(cm)
-			return locs == `["west"]` && owner == "younger", locs + " by " + owner
-		})
+		waitAssignment(t, ctx, cms, "a", `["west"]`, "younger")
 		if err := pls.Delete(ctx, "younger", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}

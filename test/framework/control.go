@@ -42,16 +42,21 @@ func InstallControlCRDs(t TB, ctx context.Context, cp *ControlPlane) {
 	}
 }
 
+// LogDirEnv names an environment variable: a directory that keeps the logs of the mappers and
+// mapper-controller the tests start (by default they go to the test's temporary directory and
+// are removed with it).
+const LogDirEnv = "MAPPER_E2E_LOGDIR"
+
 // StartMapperController builds cmd/mapper-controller and runs it against cp's source with the
 // admin's kubeconfig, leader election on, no metrics endpoint, the location grace period grace
-// and extraArgs. It returns once the controller leads (its leader election Lease
+// and extraArgs; its log is kept in $MAPPER_E2E_LOGDIR when set (LogDirEnv). It returns once the controller leads (its leader election Lease
 // cluster-mapper-system/mapper-controller has a holder; at most a minute). It creates the
 // namespace cluster-mapper-system when it is missing.
 func StartMapperController(t TB, ctx context.Context, cp *ControlPlane, grace time.Duration, extraArgs ...string) *Process {
 	t.Helper()
 	EnsureNamespace(t, ctx, cp, contract.ControlNamespace)
 	bin := BuildBinary(t, "./cmd/mapper-controller")
-	p := StartProcess(t, ProcessSpec{Name: "mapper-controller", Path: bin, LogDir: os.Getenv("MAPPER_E2E_LOGDIR"), Args: append([]string{
+	p := StartProcess(t, ProcessSpec{Name: "mapper-controller", Path: bin, LogDir: os.Getenv(LogDirEnv), Args: append([]string{
 		"--kubeconfig=" + cp.AdminKubeconfig(), "--location-grace-period=" + grace.String(),
 		"--bind-address=0", "--leader-elect=true", "-v=2",
 	}, extraArgs...)})
