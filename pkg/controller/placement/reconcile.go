@@ -34,8 +34,7 @@ type entry struct {
 	locations sets.Set[string]
 	stuck     sets.Set[string]
 	conflicts []controlv1alpha1.PlacementConflict
-	lost      int  // selected objects it does not place (conflicts other than YoungerPlacement)
-	owns      bool // some object still carries its assignment (deleting Placements)
+	lost      int // selected objects it does not place (conflicts other than YoungerPlacement)
 }
 
 // conflict records a conflict on e.
@@ -131,8 +130,12 @@ func (c *Controller) reconcile(ctx context.Context, k string) error {
 // entries returns the Placements of the namespace, oldest first (creation, then name), each
 // compiled, with its pool of locations at now; live ones get the finalizer.
 func (c *Controller) entries(cluster, namespace string, now time.Time) []*entry {
-	locs := c.locations()
 	objs, _ := c.placements.GetIndexer().ByIndex(toolscache.NamespaceIndex, namespace)
+	if len(objs) == 0 {
+		// Most object events come from namespaces without Placements.
+		return nil
+	}
+	locs := c.locations()
 	var out []*entry
 	for _, obj := range objs {
 		u, ok := obj.(*unstructured.Unstructured)
@@ -190,9 +193,10 @@ func (c *Controller) locations() []placement.Location {
 }
 
 // placeObject decides and writes the assignment of one object: the oldest Placement that
-// selects it places it; an object that no Placement selects loses an assignment a Placement
-// of the namespace wrote (an assignment naming a Placement that no longer exists stays: only
-// a Placement's own removal, under its finalizer, removes what it wrote).
+// selects it places it. An object that no Placement selects loses an assignment a Placement of
+// the namespace wrote, under these preconditions: the informers have synced (reconcile), the
+// owner Placement exists and its spec compiles, and its field manager owns annotations on the
+// object. An assignment naming a Placement that no longer exists stays.
 func (c *Controller) placeObject(ctx context.Context, gvr schema.GroupVersionResource, u *unstructured.Unstructured, entries []*entry, byName map[string]*entry) error {
 	gr := gvr.GroupResource()
 	ann := u.GetAnnotations()
@@ -210,11 +214,9 @@ func (c *Controller) placeObject(ctx context.Context, gvr schema.GroupVersionRes
 		if owner == "" || prev == nil || prev.policy == nil || ownedAnnotations(u, FieldManager).Len() == 0 {
 			return nil
 		}
+		// An apply that leaves every field out cannot conflict; any other error ends the
+		// round before finish can remove a deleting Placement's finalizer.
 		if err := apply(ctx, c.dyn, gvr, u, nil); err != nil && !apierrors.IsNotFound(err) {
-			if apierrors.IsConflict(err) {
-				return nil
-			}
-			prev.owns = true
 			return fmt.Errorf("removing %s's assignment of %s %s/%s: %w", owner, gr, u.GetNamespace(), u.GetName(), err)
 		}
 		return nil
@@ -253,11 +255,7 @@ func (c *Controller) placeObject(ctx context.Context, gvr schema.GroupVersionRes
 		return nil
 	}
 	if len(d.Locations) == 0 {
-		if owner == w.pl.Name && ownedAnnotations(u, FieldManager).Len() > 0 {
-			if err := apply(ctx, c.dyn, gvr, u, nil); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-				return err
-			}
-		}
+		// No location may take a new object (an assigned one gets Keep): nothing to write.
 		return nil
 	}
 	want := desiredAnnotations(w.pl.Name, d, w.policy.Divide)

@@ -99,10 +99,13 @@ func (c *Controller) writeStatus(ctx context.Context, e *entry) error {
 	return nil
 }
 
-// finish removes the finalizer of a Placement being deleted once no object carries an
-// assignment it wrote.
+// finish removes the finalizer of a Placement being deleted. Precondition (reconcile's): this
+// round visited every object of the Placement's resources in its namespace and removed the
+// annotations it owned from each without error (an error ends the round before finish). A
+// Placement whose spec does not compile names no resources: its assignments stay (never
+// removed on a spec that cannot be read) and its deletion completes.
 func (c *Controller) finish(ctx context.Context, e *entry) error {
-	if e.owns || !slices.Contains(e.u.GetFinalizers(), Finalizer) {
+	if !slices.Contains(e.u.GetFinalizers(), Finalizer) {
 		return nil
 	}
 	u := e.u.DeepCopy()

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
 
+	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/placement"
 )
@@ -107,9 +108,15 @@ func apply(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionRe
 // other, and no other controller of mapper-controller reads any. It saves the informers the
 // other managers' field sets (a ConfigMap's data keys, a Deployment's whole spec), and does not
 // fail: any other value is returned as it is.
+//
+// Objects of control.mapper.kcp.io keep all their managedFields: mapper-controller updates
+// them (Placement finalizers, StatusSummaries) from their informer copies, and an update of
+// the main resource carrying a non-empty partial list replaces the server's, which would drop
+// the other managers' entries. (Status updates are safe either way: kube-apiserver ignores
+// managedFields in a subresource's request.)
 func TrimManagedFields(obj interface{}) (interface{}, error) {
 	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
+	if !ok || u.GroupVersionKind().Group == controlv1alpha1.GroupName {
 		return obj, nil
 	}
 	meta, ok := u.Object["metadata"].(map[string]interface{})

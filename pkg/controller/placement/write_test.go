@@ -88,6 +88,13 @@ func TestTrimManagedFields(t *testing.T) {
 	if _, found := out.(*unstructured.Unstructured).Object["metadata"].(map[string]interface{})["managedFields"]; found {
 		t.Error("an object without placement entries kept managedFields")
 	}
+	pl := object(nil, nil, []string{"note"})
+	pl.SetAPIVersion("control.mapper.kcp.io/v1alpha1")
+	pl.SetKind("Placement")
+	out, _ = TrimManagedFields(pl)
+	if n := len(out.(*unstructured.Unstructured).GetManagedFields()); n != 2 {
+		t.Errorf("a Placement, which the controller updates whole, kept %d of 2 managedFields entries", n)
+	}
 	if out, _ := TrimManagedFields("not an object"); out != "not an object" {
 		t.Error("a non-object was changed")
 	}
