@@ -20,13 +20,9 @@ func (s *ResourceStore) applyLocked(ev *event, record bool) {
 	}
 	delete(s.statusObjects, ev.obj.key)
 	delete(s.failingObjects, ev.obj.key)
-	if ev.typ != watch.Deleted && ev.rerendered == nil {
-		// A re-rendering's visibility is set by SetRules.
-		setVisibility(ev.prev, ev.obj)
-	}
 	if ev.typ == watch.Deleted {
 		delete(s.objects, ev.obj.key)
-		if uid := ev.obj.u.GetUID(); s.opts.ClusterFromAnnotation && uid != "" && s.byUID[uid] == ev.obj.key {
+		if uid := ev.obj.uid; s.opts.ClusterFromAnnotation && uid != "" && s.byUID[uid] == ev.obj.key {
 			delete(s.byUID, uid)
 		}
 		s.metrics.objects.Dec()
@@ -35,7 +31,7 @@ func (s *ResourceStore) applyLocked(ev *event, record bool) {
 			s.metrics.objects.Inc()
 		}
 		s.objects[ev.obj.key] = ev.obj
-		if uid := ev.obj.u.GetUID(); s.opts.ClusterFromAnnotation && uid != "" {
+		if uid := ev.obj.uid; s.opts.ClusterFromAnnotation && uid != "" {
 			s.byUID[uid] = ev.obj.key
 		}
 		if ev.obj.statusDiffers {

@@ -12,9 +12,11 @@
 //     of the locations the object had before or has after the event, and turned into
 //     ADDED / MODIFIED / DELETED for each watcher the same way kube-apiserver's cacher turns
 //     an object that starts or stops matching a label selector into ADDED or DELETED;
-//   - shares one immutable *Object per object version among all readers, which caches its
-//     serializations (runtime.CacheableObject) so that an event going to many watchers is
-//     encoded once per wire format.
+//   - shares one immutable *Object per object version among all readers. An Object is kept
+//     as bytes: its JSON and the view of each of its locations are encoded once when the
+//     version is stored, the decoded tree is dropped (see Object), and its watch frames are
+//     cached (runtime.CacheableObject) so that an event going to many watchers is encoded
+//     once per wire format.
 //
 // The behaviour follows k8s.io/apiserver/pkg/storage/cacher (watch_cache.go, cache_watcher.go,
 // caching_object.go) wherever the location view needs the same semantics as kube-apiserver.

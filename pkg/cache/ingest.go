@@ -33,9 +33,9 @@ type identity struct {
 	// invalid, when set, says why the object has no valid logical cluster (a kcp source
 	// only); such an object is not stored.
 	invalid error
-	// source is the object as the source sent it when u is a copy with kcp.io/cluster added
-	// (a plain source), else nil.
-	source *unstructured.Unstructured
+	// edit, when not nil, says how u differs from the object the source sent: a copy with
+	// kcp.io/cluster set (a plain source).
+	edit *clusterEdit
 }
 
 // toUnstructured accepts what a reflector hands to the store.
@@ -87,7 +87,7 @@ func (s *ResourceStore) identify(u *unstructured.Unstructured) identity {
 	} else {
 		id.cluster = s.opts.DefaultCluster
 		if c, _ := id.annotations[contract.ClusterAnnotation].(string); c != id.cluster {
-			id.source = u
+			id.edit = editOf(u)
 			id.u, id.annotations = withAnnotation(u, contract.ClusterAnnotation, id.cluster)
 		}
 	}
@@ -198,7 +198,7 @@ func (s *ResourceStore) build(id identity, prev *Object) *Object {
 	}
 	rv, _ := strconv.ParseUint(id.u.GetResourceVersion(), 10, 64)
 	o := newObject(id.key, id.cluster, id.namespace, id.name, locs, rv, id.u)
-	o.source = id.source
+	o.edit = id.edit
 	o.settleRendering(s.rules.load(), s.gvr, prev, func(location string, err error) {
 		if (RenderFailure{Err: err}).isCustomization() {
 			s.metrics.customizationFailures.Inc()
@@ -211,6 +211,15 @@ func (s *ResourceStore) build(id identity, prev *Object) *Object {
 			"err", contract.Truncate(err.Error(), maxLoggedValue))
 	})
 	return o
+}
+
+// settle finishes o, the new version of prev (nil for a new object), before it is published:
+// which locations see it change (setVisibility), then its stored form (Object.compact: every
+// view rendered and encoded, the decoded tree dropped). It runs under writeMu only, so readers
+// are not blocked while o is rendered.
+func (s *ResourceStore) settle(prev, o *Object) {
+	setVisibility(prev, o)
+	o.compact(prev)
 }
 
 // sameVersion reports whether u is the version already stored as prev (same non-empty
@@ -256,6 +265,7 @@ func (s *ResourceStore) upsert(obj interface{}) error {
 		return nil
 	}
 	o := s.build(id, prev)
+	s.settle(prev, o)
 	typ := watch.Added
 	if prev != nil {
 		typ = watch.Modified
@@ -401,7 +411,10 @@ func (s *ResourceStore) Replace(list []interface{}, resourceVersion string) erro
 		if sameVersion(s.objects[id.key], u) {
 			continue
 		}
-		changed = append(changed, s.build(id, s.objects[id.key]))
+		prev := s.objects[id.key]
+		o := s.build(id, prev)
+		s.settle(prev, o)
+		changed = append(changed, o)
 	}
 	var vanished []*Object
 	for k, o := range s.objects {

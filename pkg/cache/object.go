@@ -14,31 +14,44 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 )
 
 // Object is one immutable cached object version.
 //
 // An Object is never mutated after it was stored: every List, Get and watch event that shows
-// this version of the source object shares the same *Object. It implements
+// this version of the source object shares the same *Object. Its representation is bytes
+// (issue 12): the JSON the views serve, encoded once when the version is stored, plus the
+// parsed metadata the index and the selectors read (key, cluster, namespace, name, uid,
+// labels, resourceVersion, locations). The decoded tree is kept only where a reader needs it
+// again and again: for an object whose .status differs per location (the status record
+// reconciler reads it on every pass). Everywhere else (tables, customization re-rendering,
+// comparisons with the next version) it is decoded from the bytes on demand; the LIST and
+// watch paths never decode.
 //
-//   - runtime.Object (GetObjectKind delegates to the wrapped unstructured object, DeepCopyObject
-//     returns a deep copy of it as *unstructured.Unstructured);
+// A per-location view of the object (ForLocation) is an Object too, rendered and encoded once
+// per object version and location, and kept as bytes only.
+//
+// It implements
+//
+//   - runtime.Object (GetObjectKind returns a copy of the object's apiVersion and kind,
+//     DeepCopyObject a decoded *unstructured.Unstructured the caller owns);
 //   - runtime.CacheableObject: CacheEncode runs each encoder (runtime.Identifier) at most once
 //     per Object and replays the cached bytes afterwards, exactly like the cachingObject of
 //     kube-apiserver's cacher (k8s.io/apiserver/pkg/storage/cacher/caching_object.go). The
 //     apiserver's watch encoder caches a whole watch frame per event type this way, so an
-//     event delivered to many watchers is encoded once;
-//   - json.Marshaler: MarshalJSON encodes the object once (lazily) and returns the cached JSON,
-//     which serves list responses;
-//   - metav1.ObjectMetaAccessor: GetObjectMeta returns the wrapped unstructured object.
-//
-// The unstructured object returned by Unstructured, GetObject and GetObjectMeta is shared and
-// READ-ONLY: callers must copy it (DeepCopyObject) before changing anything.
+//     event delivered to many watchers is encoded once. The encoders are handed the object's
+//     JSON bytes (jsonObject), not a decoded tree;
+//   - json.Marshaler: MarshalJSON returns the cached JSON, which serves list responses;
+//   - metav1.ObjectMetaAccessor: GetObjectMeta returns the decoded object (READ-ONLY).
 type Object struct {
 	key       contract.Key
 	cluster   string
 	namespace string
 	name      string
+	uid       types.UID
+	typeMeta  metav1.TypeMeta
 	// locations are the locations whose views show this version: assigned minus those it is
 	// withheld from (render.go).
 	locations []string
@@ -60,12 +73,16 @@ type Object struct {
 	rvString string
 	// sourceRV is the source's resourceVersion of this object version.
 	sourceRV uint64
-	u        *unstructured.Unstructured
-	// source, when not nil, is the object as the source holds it, of which u is a shallow copy
-	// with kcp.io/cluster set (a plain source; see SourceObject).
-	source *unstructured.Unstructured
+	// u is the decoded object until compact drops it (see content); nil afterwards unless the
+	// object's status differs per location.
+	u *unstructured.Unstructured
+	// hole, when set (end > 0), says where the value of kcp.io/assigned-locations is in json:
+	// the views of the object are json with it replaced (template.go).
+	hole assignmentHole
+	// edit, when not nil, says how the object differs from the source's on a plain source: the
+	// cache set kcp.io/cluster (identify). SourceObject undoes it.
+	edit   *clusterEdit
 	labels labels.Set
-	fields fields.Set
 
 	// serializations caches CacheEncode results: map[runtime.Identifier]*serialization,
 	// replaced (copy on insert) under encodeMu so that lookups are lock-free.
@@ -89,6 +106,58 @@ type Object struct {
 	visible *visibleVersions
 }
 
+// clusterEdit records what the source object had where the cache wrote kcp.io/cluster on a
+// plain source.
+type clusterEdit struct {
+	// hadAnnotations: the source object had metadata.annotations.
+	hadAnnotations bool
+	// had and value: the source object's own kcp.io/cluster annotation, if it had one.
+	had   bool
+	value string
+}
+
+// The edits of almost every object of a plain source, shared.
+var (
+	addedClusterNoAnnotations = &clusterEdit{}
+	addedCluster              = &clusterEdit{hadAnnotations: true}
+)
+
+// editOf returns the clusterEdit that turns u (as the source sent it) into the object the
+// views show, nil when u already shows cluster.
+func editOf(source *unstructured.Unstructured) *clusterEdit {
+	if source == nil {
+		return nil
+	}
+	ann, found, err := unstructured.NestedFieldNoCopy(source.Object, "metadata", "annotations")
+	m, _ := ann.(map[string]interface{})
+	if !found || err != nil || m == nil {
+		return addedClusterNoAnnotations
+	}
+	v, had := m[contract.ClusterAnnotation]
+	if !had {
+		return addedCluster
+	}
+	s, _ := v.(string)
+	return &clusterEdit{hadAnnotations: true, had: true, value: s}
+}
+
+// undo changes u (a decoded copy of the shown object, owned by the caller) back into the
+// source's object.
+func (e *clusterEdit) undo(u *unstructured.Unstructured) {
+	ann := u.GetAnnotations()
+	switch {
+	case e.had:
+		ann[contract.ClusterAnnotation] = e.value
+	default:
+		delete(ann, contract.ClusterAnnotation)
+	}
+	if len(ann) == 0 && !e.hadAnnotations {
+		unstructured.RemoveNestedField(u.Object, "metadata", "annotations")
+		return
+	}
+	u.SetAnnotations(ann)
+}
+
 // serialization is one cached encoder output.
 type serialization struct {
 	once sync.Once
@@ -104,13 +173,16 @@ var (
 )
 
 // newObject wraps u, which must not be changed afterwards, into an Object with the given
-// identity and locations. rv is the parsed metadata.resourceVersion of u.
+// identity and locations. rv is the parsed metadata.resourceVersion of u. The Object keeps u
+// until compact.
 func newObject(key contract.Key, cluster, namespace, name string, locations []string, rv uint64, u *unstructured.Unstructured) *Object {
 	o := &Object{
 		key:       key,
 		cluster:   cluster,
 		namespace: namespace,
 		name:      name,
+		uid:       u.GetUID(),
+		typeMeta:  metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()},
 		locations: locations,
 		assigned:  locations,
 		rv:        rv,
@@ -118,7 +190,6 @@ func newObject(key contract.Key, cluster, namespace, name string, locations []st
 		sourceRV:  rv,
 		u:         u,
 		labels:    labels.Set(u.GetLabels()),
-		fields:    fields.Set{"metadata.name": name, "metadata.namespace": namespace},
 	}
 	if needsVariants(u, locations) {
 		o.variants = &locationVariants{}
@@ -127,11 +198,97 @@ func newObject(key contract.Key, cluster, namespace, name string, locations []st
 	return o
 }
 
+// compact turns o, the version after prev (nil for a new object or none to share with), into
+// its stored form before it is published (called once, by the store's writer, while no reader
+// has o): it makes the view of each of its locations (ForLocation), so that no LIST or watch
+// renders or encodes it later, encodes its own JSON when a view shows o itself, and drops the
+// decoded tree unless the status record reconciler needs it (statusDiffers). On an encoding
+// error the tree is kept, and encoders report the error when they run.
+//
+// A location whose view did not change at o (setVisibility: for instance a status write of
+// another location) shares the bytes of prev's view, which are the same, resourceVersion
+// included: so a status write renders and encodes the writer's view only, and the versions of
+// an object share what did not change.
+func (o *Object) compact(prev *Object) {
+	if o.variants != nil && o.templatable(o.u) {
+		if raw, err := o.MarshalJSON(); err == nil {
+			if h, ok := findAssignmentHole(o.u, raw); ok {
+				o.hole = h
+				o.u = nil
+				return
+			}
+		}
+	}
+	if o.variants != nil {
+		for _, loc := range o.locations {
+			if v := prev.variantOf(loc); v != nil && !o.viewChangedFor(loc) && v.rv == o.VisibleResourceVersion(loc) && o.lastGood[loc] == nil {
+				o.shareVariant(loc, v)
+				continue
+			}
+			o.ForLocation(loc)
+		}
+		if o.statusDiffers {
+			return
+		}
+	}
+	if _, err := o.MarshalJSON(); err != nil {
+		return
+	}
+	o.u = nil
+}
+
+// variantOf returns the view of location already made for o, nil if none (or o is nil).
+func (o *Object) variantOf(location string) *Object {
+	if o == nil || o.variants == nil {
+		return nil
+	}
+	o.variants.mu.Lock()
+	defer o.variants.mu.Unlock()
+	return o.variants.m[location]
+}
+
+// shareVariant makes location's view of o a new Object sharing the bytes of v, the same view
+// of the previous version; only its source resourceVersion is o's. Called by compact.
+func (o *Object) shareVariant(location string, v *Object) {
+	raw, err := v.MarshalJSON()
+	if err != nil {
+		o.ForLocation(location)
+		return
+	}
+	s := o.viewFromJSON(raw, v.rv, v.rvString)
+	o.variants.mu.Lock()
+	defer o.variants.mu.Unlock()
+	if o.variants.m == nil {
+		o.variants.m = map[string]*Object{}
+	}
+	o.variants.m[location] = s
+}
+
+// content returns the decoded object: the kept tree, else a new decoding of the object's JSON.
+// Callers must not change it (it may be shared). An object whose JSON cannot be decoded
+// (impossible for bytes this package encoded) gives an empty object with the identity.
+func (o *Object) content() *unstructured.Unstructured {
+	if o.u != nil {
+		return o.u
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(o.json); err != nil {
+		klog.ErrorS(err, "Cannot decode a cached object", "object", string(o.key))
+		u.SetAPIVersion(o.typeMeta.APIVersion)
+		u.SetKind(o.typeMeta.Kind)
+		u.SetNamespace(o.namespace)
+		u.SetName(o.name)
+		u.SetResourceVersion(o.rvString)
+	}
+	return u
+}
+
 // withResourceVersion returns a new Object with the content of o but metadata.resourceVersion
 // set to rv. kube-apiserver's cacher sends such a copy of the previous object state in the
-// DELETED event of a watcher whose selector the object stopped matching.
+// DELETED event of a watcher whose selector the object stopped matching. The copy keeps its
+// decoded tree: it serves one event.
 func (o *Object) withResourceVersion(rv uint64) *Object {
-	u := o.u.DeepCopy()
+	u := o.content().DeepCopy()
 	u.SetResourceVersion(strconv.FormatUint(rv, 10))
 	c := newObject(o.key, o.cluster, o.namespace, o.name, o.assigned, rv, u)
 	c.locations, c.rendered, c.lastGood, c.failed = o.locations, o.rendered, o.lastGood, o.failed
@@ -150,6 +307,9 @@ func (o *Object) Namespace() string { return o.namespace }
 
 // Name returns the object's name.
 func (o *Object) Name() string { return o.name }
+
+// UID returns the object's metadata.uid.
+func (o *Object) UID() types.UID { return o.uid }
 
 // Locations returns the sorted, de-duplicated locations the object is assigned to; nil when the
 // object is unassigned or its kcp.io/assigned-locations annotation is malformed. It includes
@@ -172,46 +332,79 @@ func (o *Object) ResourceVersion() uint64 { return o.rv }
 // on a plain source without the kcp.io/cluster annotation the cache added (or with the value a
 // user wrote), so that a write built from it changes nothing but what the writer meant to.
 func (o *Object) SourceObject() *unstructured.Unstructured {
-	if o.source != nil {
-		return o.source.DeepCopy()
+	u := o.content()
+	if u == o.u {
+		u = u.DeepCopy()
 	}
-	return o.u.DeepCopy()
+	if o.edit != nil {
+		o.edit.undo(u)
+	}
+	return u
 }
 
-// Unstructured returns the object's content. It is shared by all readers: READ-ONLY.
-func (o *Object) Unstructured() *unstructured.Unstructured { return o.u }
+// Unstructured returns the object's content, decoded from its JSON unless the object keeps
+// its tree. It may be shared by all readers: READ-ONLY. It costs a decoding per call on most
+// objects: the LIST and watch paths use MarshalJSON and CacheEncode instead.
+func (o *Object) Unstructured() *unstructured.Unstructured { return o.content() }
 
 // Labels returns the object's labels for label-selector matching. Shared: READ-ONLY.
 func (o *Object) Labels() labels.Set { return o.labels }
 
 // Fields returns the object's selectable fields, "metadata.name" and "metadata.namespace"
-// (the field selectors a location view supports, DESIGN.md). Shared: READ-ONLY.
-func (o *Object) Fields() fields.Set { return o.fields }
+// (the field selectors a location view supports, DESIGN.md), without building a map.
+func (o *Object) Fields() fields.Fields { return objectFields{o} }
 
-// GetObjectKind implements runtime.Object by delegating to the wrapped object.
-func (o *Object) GetObjectKind() schema.ObjectKind { return o.u.GetObjectKind() }
+// objectFields is the fields.Fields of an Object.
+type objectFields struct{ o *Object }
 
-// DeepCopyObject implements runtime.Object: it returns a deep copy of the wrapped object as
+// Has reports whether field is metadata.name or metadata.namespace.
+func (f objectFields) Has(field string) bool {
+	return field == "metadata.name" || field == "metadata.namespace"
+}
+
+// Get returns the value of metadata.name or metadata.namespace, "" for any other field.
+func (f objectFields) Get(field string) string {
+	switch field {
+	case "metadata.name":
+		return f.o.name
+	case "metadata.namespace":
+		return f.o.namespace
+	}
+	return ""
+}
+
+// GetObjectKind implements runtime.Object. It returns a copy of the object's apiVersion and
+// kind: setting it changes nothing (the Object is immutable).
+func (o *Object) GetObjectKind() schema.ObjectKind {
+	tm := o.typeMeta
+	return &tm
+}
+
+// DeepCopyObject implements runtime.Object: it returns the object decoded as
 // *unstructured.Unstructured, which the caller owns.
-func (o *Object) DeepCopyObject() runtime.Object { return o.u.DeepCopy() }
+func (o *Object) DeepCopyObject() runtime.Object {
+	if o.u != nil {
+		return o.u.DeepCopy()
+	}
+	return o.content()
+}
 
 // GetObjectMeta implements metav1.ObjectMetaAccessor (so meta.Accessor works on an *Object).
-// It returns the shared wrapped object: READ-ONLY.
-func (o *Object) GetObjectMeta() metav1.Object { return o.u }
+// It returns the decoded object: READ-ONLY.
+func (o *Object) GetObjectMeta() metav1.Object { return o.content() }
 
-// GetObject implements runtime.CacheableObject. Unlike the cacher's cachingObject it returns
-// the shared wrapped object, not a copy: encoders must not change it (encoders of
-// unstructured objects whose GVK already is the target GVK do not).
-func (o *Object) GetObject() runtime.Object { return o.u }
+// GetObject implements runtime.CacheableObject: the decoded object (READ-ONLY), which the
+// apiserver hands to conversions (as=Table) that it does not cache.
+func (o *Object) GetObject() runtime.Object { return o.content() }
 
 // CacheEncode implements runtime.CacheableObject: the first call for an identifier runs encode
-// on the wrapped object and caches the result (bytes or error); every call writes the cached
-// bytes to w (using runtime.Splice when w supports it, like the cacher).
+// on the object's JSON (jsonObject) and caches the result (bytes or error); every call writes
+// the cached bytes to w (using runtime.Splice when w supports it, like the cacher).
 func (o *Object) CacheEncode(id runtime.Identifier, encode func(runtime.Object, io.Writer) error, w io.Writer) error {
 	s := o.serialization(id)
 	s.once.Do(func() {
 		var buf bytes.Buffer
-		s.err = encode(o.u, &buf)
+		s.err = encode(o.encodable(), &buf)
 		s.raw = buf.Bytes()
 	})
 	if s.err != nil {
@@ -223,6 +416,15 @@ func (o *Object) CacheEncode(id runtime.Identifier, encode func(runtime.Object, 
 	}
 	_, err := w.Write(s.raw)
 	return err
+}
+
+// encodable returns what encoders get: the object's JSON as a jsonObject, or the decoded tree
+// when the JSON could not be encoded (the encoder then reports the error).
+func (o *Object) encodable() runtime.Object {
+	if _, err := o.MarshalJSON(); err != nil {
+		return o.content()
+	}
+	return &jsonObject{o: o, TypeMeta: o.typeMeta}
 }
 
 // serialization returns the cache slot for id, creating it if needed.

@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 )
 
 func testObject() *Object {
@@ -24,10 +27,10 @@ func TestObjectCacheEncodeOncePerIdentifier(t *testing.T) {
 	var calls atomic.Int32
 	encode := func(obj runtime.Object, w io.Writer) error {
 		calls.Add(1)
-		if obj != o.Unstructured() {
-			t.Errorf("encoder got %T, want the wrapped unstructured", obj)
+		if _, ok := obj.(*jsonObject); !ok {
+			t.Errorf("encoder got %T, want the object's JSON (*jsonObject)", obj)
 		}
-		return unstructured.UnstructuredJSONScheme.Encode(obj, w)
+		return json.NewEncoder(w).Encode(obj)
 	}
 	var wg sync.WaitGroup
 	outs := make([]bytes.Buffer, 50)
@@ -96,11 +99,79 @@ func TestObjectInterfaces(t *testing.T) {
 	if o.Name() != "a" || o.Unstructured().GetName() != "a" {
 		t.Fatalf("DeepCopyObject shares state")
 	}
-	if o.Labels()["app"] != "x" || o.Fields()["metadata.namespace"] != "ns" || o.Fields()["metadata.name"] != "a" {
+	if o.Labels()["app"] != "x" || o.Fields().Get("metadata.namespace") != "ns" || o.Fields().Get("metadata.name") != "a" {
 		t.Fatalf("labels/fields %v %v", o.Labels(), o.Fields())
 	}
 	d := o.withResourceVersion(9)
 	if d.ResourceVersion() != 9 || d.Unstructured().GetResourceVersion() != "9" || o.Unstructured().GetResourceVersion() != "7" {
 		t.Fatalf("withResourceVersion")
+	}
+}
+
+// TestObjectEncodesFromBytes: an Object kept as bytes (compact dropped its tree) is written by
+// the view's real encoders (k8s.io/apimachinery's JSON, pretty JSON and YAML serializers, and
+// the apiserver's watch frame around the JSON one) exactly as its decoded tree would be, and
+// encoding never decodes it.
+func TestObjectEncodesFromBytes(t *testing.T) {
+	u := cm("ns", "a", 7, locs("east"), "l:app=x", "d:k=<v & w>", "a:note=ünïcode")
+	o := newObject(contract.NewKey("root", "ns", "a"), "root", "ns", "a", []string{"east"}, 7, u.DeepCopy())
+	o.compact(nil)
+	if o.u != nil {
+		t.Fatalf("compact kept the decoded tree of an object shown as it is")
+	}
+	for _, opts := range []kjson.SerializerOptions{{}, {Pretty: true}, {Yaml: true}} {
+		s := kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, nil, nil, opts)
+		var got, want bytes.Buffer
+		if err := s.Encode(o, &got); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Encode(u, &want); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() {
+			t.Fatalf("%+v: encoded from bytes\n%s\nfrom the tree\n%s", opts, got.String(), want.String())
+		}
+	}
+	if o.u != nil {
+		t.Fatalf("encoding decoded the object")
+	}
+	// Content asked for through the encoder's view decodes a copy, which is then encoded.
+	j := o.encodable().(*jsonObject)
+	j.UnstructuredContent()["metadata"].(map[string]interface{})["name"] = "b"
+	b, _ := j.MarshalJSON()
+	if !strings.Contains(string(b), `"name":"b"`) || o.Unstructured().GetName() != "a" {
+		t.Fatalf("jsonObject content: %s, object name %q", b, o.Unstructured().GetName())
+	}
+	if acc, err := meta.Accessor(o.encodable()); err != nil || acc.GetName() != "a" {
+		t.Fatalf("meta.Accessor of the encodable: %v %v", acc, err)
+	}
+}
+
+// TestObjectSourceObjectAfterCompact: on a plain source, SourceObject of an object kept as
+// bytes undoes the kcp.io/cluster annotation the cache added, or restores the user's value.
+func TestObjectSourceObjectAfterCompact(t *testing.T) {
+	s := newTestStore(t, StoreOptions{DefaultCluster: "root"})
+	for _, c := range []struct {
+		name  string
+		extra []string
+	}{
+		{"noAnnotations", nil},
+		{"otherAnnotation", []string{"a:keep=1"}},
+		{"userValue", []string{"a:" + contract.ClusterAnnotation + "=other"}},
+	} {
+		src := cm("ns", c.name, 5, nil, c.extra...)
+		mustUpdate(t, s, src.DeepCopy())
+		s.mu.RLock()
+		o := s.objects[contract.NewKey("root", "ns", c.name)]
+		s.mu.RUnlock()
+		if o == nil || o.u != nil {
+			t.Fatalf("%s: not stored as bytes: %v", c.name, o)
+		}
+		if got := o.Unstructured().GetAnnotations()[contract.ClusterAnnotation]; got != "root" {
+			t.Fatalf("%s: shown kcp.io/cluster %q", c.name, got)
+		}
+		if got := o.SourceObject(); !equality.Semantic.DeepEqual(got.Object, src.Object) {
+			t.Fatalf("%s: SourceObject\n%v\nwant\n%v", c.name, got.Object, src.Object)
+		}
 	}
 }

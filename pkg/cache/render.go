@@ -94,7 +94,7 @@ func (o *Object) settleRendering(rules Rules, gvr schema.GroupVersionResource, p
 			if o.lastGood == nil {
 				o.lastGood = map[string]*unstructured.Unstructured{}
 			}
-			o.lastGood[loc] = prev.renderedFor(loc)
+			o.lastGood[loc] = prev.view(loc)
 			continue
 		}
 		withheld = true
@@ -115,13 +115,22 @@ func (o *Object) settleRendering(rules Rules, gvr schema.GroupVersionResource, p
 // ForLocation sets it), or for a location no rule touches (and a location o is withheld from,
 // which is never served) the base view.
 func (o *Object) view(location string) *unstructured.Unstructured {
+	return o.renderingOf(o.content(), location)
+}
+
+// renderingOf is view for a caller that holds the object's content u (Object.content), so
+// that an object kept as bytes is decoded once for several locations. The renderings of two
+// versions compare with sameView: both come from decoded JSON through the same steps, so
+// their values have the same types (a rendering decoded from a variant's bytes would not:
+// a status record's numbers are float64 until encoded).
+func (o *Object) renderingOf(u *unstructured.Unstructured, location string) *unstructured.Unstructured {
 	if r := o.rendered[location]; r != nil {
 		return r.DeepCopy()
 	}
 	if lg := o.lastGood[location]; lg != nil {
 		return lg.DeepCopy()
 	}
-	return baseView(o.u, o.assigned, location)
+	return baseView(u, o.assigned, location)
 }
 
 // withheld returns the error that keeps this version out of location's view (its rendering

@@ -87,18 +87,23 @@ func (s *ResourceStore) SetRules(rules Rules, fresh uint64) {
 		changed   map[string]bool
 	}
 	var work []rerender
-	// Holding writeMu, the writer may read s.objects without mu.
+	// Holding writeMu, the writer may read s.objects, s.rv and s.synced without mu.
+	rv, shared := s.rv, true
+	if fresh > s.rv && s.synced {
+		rv, shared = fresh, false
+	}
 	for _, o := range s.objects {
 		var affected []string
+		u := o.content()
 		for _, loc := range o.assigned {
-			if rulesDiffer(rules, old, s.gvr, o.cluster, o.u, loc) {
+			if rulesDiffer(rules, old, s.gvr, o.cluster, u, loc) {
 				affected = append(affected, loc)
 			}
 		}
 		if len(affected) == 0 {
 			continue
 		}
-		n := s.build(identityOf(o), o)
+		n := s.build(identityOf(o, u), o)
 		changed := map[string]bool{}
 		for _, loc := range affected {
 			switch {
@@ -108,10 +113,15 @@ func (s *ResourceStore) SetRules(rules Rules, fresh uint64) {
 				changed[loc] = true // withheld until now: ADDED
 			case n.lastGood[loc] != nil:
 				// Fails under the new rules: keeps showing the last rendering.
-			case !sameView(o.renderedFor(loc), n.view(loc)):
+			case !sameView(o.renderingOf(u, loc), n.view(loc)):
 				changed[loc] = true
 			}
 		}
+		n.visible = rerenderedVisibility(o, n, rv, changed)
+		if n.variants == nil {
+			n.variants = &locationVariants{}
+		}
+		n.compact(o)
 		work = append(work, rerender{prev: o, obj: n, changed: changed})
 	}
 	if len(work) == 0 {
@@ -123,16 +133,8 @@ func (s *ResourceStore) SetRules(rules Rules, fresh uint64) {
 	if s.closed {
 		return
 	}
-	rv, shared := s.rv, true
-	if fresh > s.rv && s.synced {
-		rv, shared = fresh, false
-	}
 	events := 0
 	for _, w := range work {
-		w.obj.visible = rerenderedVisibility(w.prev, w.obj, rv, w.changed)
-		if w.obj.variants == nil {
-			w.obj.variants = &locationVariants{}
-		}
 		for loc := range w.changed {
 			s.snaps.drop(loc)
 		}
@@ -144,10 +146,11 @@ func (s *ResourceStore) SetRules(rules Rules, fresh uint64) {
 		"resource", s.gvr.GroupResource().String(), "objects", len(work), "viewChanges", events, "resourceVersion", rv, "sharedResourceVersion", shared)
 }
 
-// identityOf returns the identity a stored object was built from, to build it again.
-func identityOf(o *Object) identity {
-	id := identity{u: o.u, key: o.key, cluster: o.cluster, namespace: o.namespace, name: o.name, source: o.source}
-	if a, found, err := unstructured.NestedFieldNoCopy(o.u.Object, "metadata", "annotations"); found && err == nil {
+// identityOf returns the identity a stored object was built from, to build it again; u is
+// its content (Object.content).
+func identityOf(o *Object, u *unstructured.Unstructured) identity {
+	id := identity{u: u, key: o.key, cluster: o.cluster, namespace: o.namespace, name: o.name, edit: o.edit}
+	if a, found, err := unstructured.NestedFieldNoCopy(id.u.Object, "metadata", "annotations"); found && err == nil {
 		id.annotations, _ = a.(map[string]interface{})
 	}
 	return id

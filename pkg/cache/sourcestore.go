@@ -26,7 +26,7 @@ func (s sourceStore) List() []interface{} {
 	defer s.mu.RUnlock()
 	out := make([]interface{}, 0, len(s.objects))
 	for _, o := range s.objects {
-		out = append(out, o.u)
+		out = append(out, o.content())
 	}
 	return out
 }
@@ -59,7 +59,7 @@ func (s sourceStore) GetByKey(key string) (interface{}, bool, error) {
 	if !ok {
 		return nil, false, nil
 	}
-	return o.u, true, nil
+	return o.content(), true, nil
 }
 
 // Bookmark records a resourceVersion reached by the source (see UpdateResourceVersion).

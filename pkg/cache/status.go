@@ -216,6 +216,14 @@ func (o *Object) ForLocation(location string) *Object {
 	if v, ok := o.variants.m[location]; ok {
 		return v
 	}
+	if o.hole.end > 0 {
+		v := o.templateView(location)
+		if o.variants.m == nil {
+			o.variants.m = map[string]*Object{}
+		}
+		o.variants.m[location] = v
+		return v
+	}
 	u := o.view(location)
 	rv := o.VisibleResourceVersion(location)
 	if s := strconv.FormatUint(rv, 10); u.GetResourceVersion() != s {
@@ -223,7 +231,8 @@ func (o *Object) ForLocation(location string) *Object {
 	}
 	v := newObject(o.key, o.cluster, o.namespace, o.name, o.locations, rv, u)
 	v.sourceRV = o.rv
-	v.variants = nil
+	v.variants, v.statusDiffers = nil, false
+	v.compact(nil) // bytes only
 	if o.variants.m == nil {
 		o.variants.m = map[string]*Object{}
 	}

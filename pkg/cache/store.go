@@ -36,10 +36,6 @@ const (
 	DefaultMaxSnapshotsPerLocation = 16
 )
 
-// tooLargeResourceVersionWait is how long Watch waits for the store to reach a resourceVersion
-// ahead of it before answering "Too large resource version" (the cacher waits 3s as well).
-var tooLargeResourceVersionWait = 3 * time.Second
-
 // StoreOptions configures a ResourceStore. Zero values select the defaults.
 type StoreOptions struct {
 	// DefaultCluster is the logical cluster of every object of a plain source (DESIGN.md,

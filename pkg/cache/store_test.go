@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/storage"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/metrics/testutil"
 	testingclock "k8s.io/utils/clock/testing"
@@ -87,7 +88,7 @@ func TestSelectorEnterExit(t *testing.T) {
 	expect(t, all, "ADDED a@2", "MODIFIED a@3", "MODIFIED a@4", "MODIFIED a@5", "MODIFIED a@6", "DELETED a@7")
 
 	// Field selector on metadata.name.
-	byName := mustWatch(t, s, "west", WatchOptions{Predicate: func(o *Object) bool { return o.Fields()["metadata.name"] == "b" }})
+	byName := mustWatch(t, s, "west", WatchOptions{Predicate: func(o *Object) bool { return o.Fields().Get("metadata.name") == "b" }})
 	mustAdd(t, s, cm("ns", "b", 8, locs("west")))
 	mustAdd(t, s, cm("ns", "c", 9, locs("west")))
 	expect(t, byName, "ADDED b@8")
@@ -173,24 +174,22 @@ func TestResumeTooOld(t *testing.T) {
 	expect(t, w, "MODIFIED o@14", "MODIFIED o@15", "MODIFIED o@16")
 }
 
+// TestResumeTooLarge: a resume from a resourceVersion the store has not reached is
+// k8s.io/apiserver's 504 at once (the view waited for it with its freshness timeout); once the
+// store reached it, the watch works and never sends events up to that resourceVersion.
 func TestResumeTooLarge(t *testing.T) {
-	old := tooLargeResourceVersionWait
-	tooLargeResourceVersionWait = 50 * time.Millisecond
-	defer func() { tooLargeResourceVersionWait = old }()
 	s := newTestStore(t, StoreOptions{})
 	mustReplace(t, s, 10)
+	start := time.Now()
 	_, err := s.Watch(context.Background(), "east", WatchOptions{ResourceVersion: 20})
-	if !apierrors.IsTimeout(err) || !strings.Contains(err.Error(), "Too large resource version") {
-		t.Fatalf("got %v, want Too large resource version", err)
+	if !storage.IsTooLargeResourceVersion(err) || !apierrors.IsTimeout(err) {
+		t.Fatalf("got %v, want Too large resource version (504)", err)
 	}
-	// A watch from a future RV that the store reaches in time works and never sends
-	// events <= that RV.
-	go func() {
-		time.Sleep(10 * time.Millisecond)
-		mustAdd(t, s, cm("ns", "a", 15, locs("east")))
-		mustAdd(t, s, cm("ns", "b", 16, locs("east")))
-	}()
-	tooLargeResourceVersionWait = 5 * time.Second
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("the store waited %v: the caller's wait is the only one", d)
+	}
+	mustAdd(t, s, cm("ns", "a", 15, locs("east")))
+	mustAdd(t, s, cm("ns", "b", 16, locs("east")))
 	w := mustWatch(t, s, "east", WatchOptions{ResourceVersion: 15})
 	expect(t, w, "ADDED b@16")
 }

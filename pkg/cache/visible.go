@@ -119,7 +119,8 @@ func setVisibility(prev, obj *Object) {
 //     the common view, so it sees the change; the owners are rendered and compared (also
 //     everyone when an annotation is owned by "", which the common view shows and no location).
 func viewsUnchanged(prev, obj *Object) map[string]bool {
-	prevCommon, objCommon := baseView(prev.u, prev.assigned, ""), baseView(obj.u, obj.assigned, "")
+	prevU, objU := prev.content(), obj.content()
+	prevCommon, objCommon := baseView(prevU, prev.assigned, ""), baseView(objU, obj.assigned, "")
 	commonSame := sameView(prevCommon, objCommon)
 	if !commonSame && !sameContent(prevCommon, objCommon, true) {
 		// Something every view shows as the common view does (the spec, labels...) changed.
@@ -127,10 +128,10 @@ func viewsUnchanged(prev, obj *Object) map[string]bool {
 	}
 	var changedOwners, owners map[string]bool
 	if commonSame {
-		changedOwners = changedAnnotationOwners(prev.u, obj.u)
+		changedOwners = changedAnnotationOwners(prevU, objU)
 	} else {
-		owners = annotationOwners(prev.u)
-		for loc := range annotationOwners(obj.u) {
+		owners = annotationOwners(prevU)
+		for loc := range annotationOwners(objU) {
 			owners[loc] = true
 		}
 		// A location a Customization renders sees its own rendering, not the common view.
@@ -152,26 +153,11 @@ func viewsUnchanged(prev, obj *Object) map[string]bool {
 			unchanged[loc] = true
 		case !commonSame && !owners[loc] && !owners[""]:
 			// Shows the common view, which changed.
-		case sameView(prev.renderedFor(loc), obj.view(loc)):
+		case sameView(prev.renderingOf(prevU, loc), obj.view(loc)):
 			unchanged[loc] = true
 		}
 	}
 	return unchanged
-}
-
-// renderedFor returns location's rendering of o for comparison: the variant already built, if
-// any (only its resourceVersion may differ from LocationView's), else a new rendering that is
-// not kept.
-func (o *Object) renderedFor(location string) *unstructured.Unstructured {
-	if o.variants != nil {
-		o.variants.mu.Lock()
-		v := o.variants.m[location]
-		o.variants.mu.Unlock()
-		if v != nil {
-			return v.u
-		}
-	}
-	return o.view(location)
 }
 
 // annotationOwners returns the locations owning (annotationOwner) an annotation of u.

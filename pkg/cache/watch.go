@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/storage"
 )
 
 // WatchOptions configures ResourceStore.Watch.
@@ -50,8 +51,10 @@ type WatchOptions struct {
 // history are atomic with ingest: no event is lost or sent twice.
 //
 // Before the store's first sync, Watch waits for it (like the cacher waits until ready). A
-// ResourceVersion ahead of the store is waited for up to 3s, then answered with a "Too large
-// resource version" Timeout error (as the cacher does). A ResourceVersion older than the
+// ResourceVersion ahead of the store is answered at once with k8s.io/apiserver's "Too large
+// resource version" 504 (storage.NewTooLargeResourceVersionError): the caller waits for it
+// first (WaitForResourceVersion) with its own timeout, so that one timeout, the view's
+// --freshness-timeout, governs every wait for freshness. A ResourceVersion older than the
 // history returns a 410 Expired error "too old resource version: R (oldest)" (kube-apiserver's
 // wording; oldest is the lowest RV that can still be resumed from). ctx ending (or Stop, or the
 // store closing, or the client falling WatcherBufferSize events behind) ends the watch and
@@ -61,8 +64,10 @@ func (s *ResourceStore) Watch(ctx context.Context, location string, opts WatchOp
 		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("%s is not synced with the source yet: %v", s.gvr.GroupResource(), err))
 	}
 	if !opts.InitialEvents && opts.ResourceVersion > 0 {
-		if err := s.waitForWatchRV(ctx, opts.ResourceVersion); err != nil {
-			return nil, err
+		// The caller waited (WaitForResourceVersion, with its own timeout) for a
+		// resourceVersion ahead of the store; still ahead is kube-apiserver's 504.
+		if current := s.ResourceVersion(); opts.ResourceVersion > current {
+			return nil, storage.NewTooLargeResourceVersionError(opts.ResourceVersion, current, 1)
 		}
 	}
 
@@ -127,26 +132,6 @@ func (s *ResourceStore) Watch(ctx context.Context, location string, opts WatchOp
 
 	go w.run(ctx, init)
 	return w, nil
-}
-
-// waitForWatchRV waits (up to tooLargeResourceVersionWait) until the store reached rv.
-func (s *ResourceStore) waitForWatchRV(ctx context.Context, rv uint64) error {
-	wctx, cancel := context.WithTimeout(ctx, tooLargeResourceVersionWait)
-	defer cancel()
-	if err := s.waitUntil(wctx, func() bool { return s.rv >= rv || s.closed }); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		current := s.ResourceVersion()
-		// The cacher's storage.NewTooLargeResourceVersionError (504 with a retry hint).
-		e := apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", rv, current), 1)
-		e.ErrStatus.Details.Causes = []metav1.StatusCause{{
-			Type:    metav1.CauseTypeResourceVersionTooLarge,
-			Message: "Too large resource version",
-		}}
-		return e
-	}
-	return nil
 }
 
 // unregister removes w from the store (no more events are queued for it).

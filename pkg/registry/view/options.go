@@ -76,10 +76,10 @@ func predicate(namespace string, label labels.Selector, field fields.Selector) f
 		if matchAll {
 			return true
 		}
-		if !label.Empty() && !label.Matches(labels.Set(o.Unstructured().GetLabels())) {
+		if !label.Empty() && !label.Matches(o.Labels()) {
 			return false
 		}
-		return field.Empty() || field.Matches(fields.Set{"metadata.name": o.Name(), "metadata.namespace": o.Namespace()})
+		return field.Empty() || field.Matches(o.Fields())
 	}
 }
 

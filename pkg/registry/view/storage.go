@@ -251,6 +251,12 @@ func (r *resourceStorage) Watch(ctx context.Context, opts *metainternalversion.L
 		}
 	default:
 		wo.ResourceVersion = rv
+		if err := r.waitFor(ctx, rv); err != nil {
+			if ctx.Err() != nil {
+				return watch.NewEmptyWatch(), nil
+			}
+			return nil, err
+		}
 	}
 	return r.store.Watch(ctx, location, wo)
 }

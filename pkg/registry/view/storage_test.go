@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/storage"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 )
@@ -416,5 +417,23 @@ func TestWatchEndsWithItsContext(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the watch did not end with its request")
+	}
+}
+
+// TestWatchAheadWaitsTheFreshnessTimeout: a watch resumed from a resourceVersion the cache never
+// reaches waits the view's freshness timeout (300ms in the fixture), the one timeout of every
+// wait for freshness, not a second one of the cache's (it waited 3s), then answers 504 "Too
+// large resource version" with a retry hint, as kube-apiserver's watch cache does.
+func TestWatchAheadWaitsTheFreshnessTimeout(t *testing.T) {
+	f := newViewFixture(t, fixtureOptions{}, 20, sourceAt20()...)
+	start := time.Now()
+	_, err := f.storage.Watch(viewCtx("east", ""), &metainternalversion.ListOptions{ResourceVersion: "30"})
+	elapsed := time.Since(start)
+	expectCode(t, "Watch", err, http.StatusGatewayTimeout)
+	if !storage.IsTooLargeResourceVersion(err) {
+		t.Fatalf("got %v, want Too large resource version", err)
+	}
+	if elapsed < 300*time.Millisecond || elapsed > 2*time.Second {
+		t.Fatalf("answered after %v, want the freshness timeout (300ms)", elapsed)
 	}
 }

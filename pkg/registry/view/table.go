@@ -85,6 +85,9 @@ func unwrap(obj runtime.Object) runtime.Object {
 	switch o := obj.(type) {
 	case *cache.Object:
 		return o.Unstructured()
+	case runtime.Unstructured:
+		// A cache.Object as its encoders see it (the watch handler's as=Table conversion).
+		return &unstructured.Unstructured{Object: o.UnstructuredContent()}
 	case *List:
 		list := &unstructured.UnstructuredList{Object: map[string]interface{}{"apiVersion": o.APIVersion, "kind": o.Kind}}
 		list.SetResourceVersion(o.ResourceVersion)

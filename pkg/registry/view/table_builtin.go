@@ -184,6 +184,9 @@ func (b *builtinTable) convert(obj runtime.Object) (runtime.Object, error) {
 		u = o.Unstructured()
 	case *unstructured.Unstructured:
 		u = o
+	case runtime.Unstructured:
+		// A cache.Object as its encoders see it (the watch handler's as=Table conversion).
+		u = &unstructured.Unstructured{Object: o.UnstructuredContent()}
 	default:
 		return nil, fmt.Errorf("cannot print %T as %v", obj, b.external)
 	}

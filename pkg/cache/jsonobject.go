@@ -1,0 +1,81 @@
+package cache
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// jsonObject is an Object as its encoders see it (Object.CacheEncode): the object's JSON
+// bytes with its apiVersion and kind.
+//
+// The JSON, pretty JSON and YAML encoders of k8s.io/apimachinery's json serializer write an
+// object through encoding/json, which calls MarshalJSON: so encoding an Object copies its
+// bytes and never walks a decoded tree (issue 12: no decoding on the LIST or watch path). The
+// conversions of the apiserver's watch handler that need the content (as=Table,
+// as=PartialObjectMetadata) reach it through runtime.Unstructured or
+// metav1.ObjectMetaAccessor, which decode the bytes once per jsonObject. A jsonObject is made
+// per encoding: content set through SetUnstructuredContent is what it then encodes.
+type jsonObject struct {
+	metav1.TypeMeta
+	o *Object
+	// u is the decoded content, once something asked for it.
+	u *unstructured.Unstructured
+}
+
+var (
+	_ runtime.Unstructured      = &jsonObject{}
+	_ metav1.ObjectMetaAccessor = &jsonObject{}
+)
+
+// decoded returns the content, decoding it on first use.
+func (j *jsonObject) decoded() *unstructured.Unstructured {
+	if j.u == nil {
+		j.u = j.o.content()
+		if j.u == j.o.u {
+			j.u = j.u.DeepCopy() // the content of a jsonObject may be changed
+		}
+	}
+	return j.u
+}
+
+// MarshalJSON returns the Object's cached JSON (shared: do not change it), or the encoding of
+// the content once it was decoded (it may have been changed).
+func (j *jsonObject) MarshalJSON() ([]byte, error) {
+	if j.u != nil {
+		return j.u.MarshalJSON()
+	}
+	return j.o.MarshalJSON()
+}
+
+// DeepCopyObject returns the content as an *unstructured.Unstructured the caller owns.
+func (j *jsonObject) DeepCopyObject() runtime.Object { return j.decoded().DeepCopy() }
+
+// GetObjectMeta returns the decoded content's metadata accessor.
+func (j *jsonObject) GetObjectMeta() metav1.Object { return j.decoded() }
+
+// NewEmptyInstance returns an empty unstructured object (runtime.Unstructured).
+func (j *jsonObject) NewEmptyInstance() runtime.Unstructured { return &unstructured.Unstructured{} }
+
+// UnstructuredContent returns the decoded content (runtime.Unstructured).
+func (j *jsonObject) UnstructuredContent() map[string]interface{} { return j.decoded().Object }
+
+// SetUnstructuredContent replaces the content (runtime.Unstructured).
+func (j *jsonObject) SetUnstructuredContent(content map[string]interface{}) {
+	j.u = &unstructured.Unstructured{Object: content}
+}
+
+// IsList returns false: an Object is never a list.
+func (j *jsonObject) IsList() bool { return false }
+
+// EachListItem returns an error: an Object is never a list.
+func (j *jsonObject) EachListItem(func(runtime.Object) error) error {
+	return fmt.Errorf("%s is not a list", j.Kind)
+}
+
+// EachListItemWithAlloc returns an error: an Object is never a list.
+func (j *jsonObject) EachListItemWithAlloc(func(runtime.Object) error) error {
+	return fmt.Errorf("%s is not a list", j.Kind)
+}

@@ -1,0 +1,91 @@
+package cache
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// An object assigned to several locations has one view per location, and most such views
+// differ in one value only: kcp.io/assigned-locations, which names the location alone
+// (["<location>"]) where the source names them all. For such an object the cache keeps one
+// JSON encoding, the object's own, and makes a location's view from it by replacing that value
+// (a copy of bytes, no decoding, rendering or encoding): so an object costs its JSON once,
+// not once per location, and the first LIST of a location copies bytes.
+//
+// The views of an object are "the object with its assignment value replaced" exactly when
+// nothing else in them depends on the location (templatable):
+//   - no annotation is hidden from some view (status records, spec-diff.kcp.io/ patches,
+//     kcp.io/status-location, kubectl's last-applied-configuration: hiddenAnnotation);
+//   - its .status is the same in every view (not statusDiffers);
+//   - no Customization or patch renders it (no rendered or failed location);
+//   - every view shows the object's own resourceVersion (visible is nil).
+// Everything else a view does to the object (dropping managedFields, done at ingest) is the
+// same for every location. TestTemplateViewsMatchRendering checks the bytes against the
+// rendering for every location.
+
+// assignmentHole is the byte range, in an Object's JSON, of the JSON string that is the value
+// of its metadata.annotations[kcp.io/assigned-locations].
+type assignmentHole struct{ start, end int }
+
+// templatable reports whether every view of o (u is its content) is o's JSON with the
+// assignment value replaced (see above). Called by compact, before o is published.
+func (o *Object) templatable(u *unstructured.Unstructured) bool {
+	if o.statusDiffers || o.rendered != nil || o.failed != nil || o.visible != nil || len(o.locations) < 2 {
+		return false
+	}
+	for k, v := range u.GetAnnotations() {
+		if hiddenAnnotation(k, v, "") {
+			return false
+		}
+	}
+	return true
+}
+
+// findAssignmentHole returns where, in raw (the JSON encoding of u), the value of u's
+// kcp.io/assigned-locations annotation is. ok is false unless the key and its value occur
+// exactly once in raw (a nested object could carry the same key and value; then the object
+// keeps rendered views).
+func findAssignmentHole(u *unstructured.Unstructured, raw []byte) (assignmentHole, bool) {
+	value, ok := u.GetAnnotations()[contract.AssignedLocationsAnnotation]
+	if !ok {
+		return assignmentHole{}, false
+	}
+	key, _ := json.Marshal(contract.AssignedLocationsAnnotation)
+	val, err := json.Marshal(value)
+	if err != nil {
+		return assignmentHole{}, false
+	}
+	needle := append(append(key, ':'), val...)
+	i := bytes.Index(raw, needle)
+	if i < 0 || bytes.Index(raw[i+1:], needle) >= 0 {
+		return assignmentHole{}, false
+	}
+	start := i + len(key) + 1
+	return assignmentHole{start: start, end: start + len(val)}, true
+}
+
+// templateView returns location's view of o, made from o's JSON: the bytes with the
+// assignment value replaced by ["<location>"]. o.hole must be set (compact).
+func (o *Object) templateView(location string) *Object {
+	val, _ := json.Marshal(assignedToOnly(location))
+	raw := make([]byte, 0, len(o.json)-(o.hole.end-o.hole.start)+len(val))
+	raw = append(raw, o.json[:o.hole.start]...)
+	raw = append(raw, val...)
+	raw = append(raw, o.json[o.hole.end:]...)
+	return o.viewFromJSON(raw, o.rv, o.rvString)
+}
+
+// viewFromJSON returns a view of o (ForLocation) whose JSON is raw, showing resourceVersion rv
+// (rvString), kept as bytes only.
+func (o *Object) viewFromJSON(raw []byte, rv uint64, rvString string) *Object {
+	v := &Object{
+		key: o.key, cluster: o.cluster, namespace: o.namespace, name: o.name, uid: o.uid,
+		typeMeta: o.typeMeta, locations: o.locations, assigned: o.assigned,
+		rv: rv, rvString: rvString, sourceRV: o.rv, labels: o.labels,
+	}
+	v.jsonOnce.Do(func() { v.json = raw })
+	return v
+}

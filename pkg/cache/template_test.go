@@ -1,0 +1,78 @@
+package cache
+
+import (
+	"fmt"
+	"math/rand"
+	"sort"
+	"strconv"
+	"testing"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+)
+
+// TestTemplateViewsMatchRendering: for objects assigned to several locations whose views differ
+// in the assignment only, compact keeps one JSON (no decoded tree, no rendered views), and the
+// view ForLocation makes from it by replacing the assignment value is byte for byte the
+// encoding of the rendered view (LocationView at the object's resourceVersion). Objects whose
+// views differ in more than that, or whose assignment key and value also occur nested, keep
+// rendered views, which are right too.
+func TestTemplateViewsMatchRendering(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	all := []string{"east", "west", "north", "south"}
+	cases := 0
+	for i := 0; i < 300; i++ {
+		n := 2 + rng.Intn(3)
+		ls := append([]string{}, all[:n]...)
+		sort.Strings(ls)
+		extra := []string{"l:app=x" + strconv.Itoa(i%3), "d:k=<value & " + strconv.Itoa(i) + ">"}
+		wantTemplate := true
+		switch i % 5 {
+		case 1:
+			extra = append(extra, "a:"+contract.StatusRecordAnnotation("east")+`={"p":1}`)
+			wantTemplate = false
+		case 2:
+			extra = append(extra, "a:"+contract.LastAppliedConfigAnnotation+"={}")
+			wantTemplate = false
+		case 3:
+			extra = append(extra, "a:note=ü \u2028 \"quoted\"")
+		}
+		u := cm("ns", fmt.Sprintf("o%d", i), uint64(i+10), locs(ls...), extra...)
+		if i%7 == 0 {
+			// The assignment key and value also occur in a nested object: no template.
+			u.Object["spec"] = map[string]interface{}{"template": map[string]interface{}{"metadata": map[string]interface{}{
+				"annotations": map[string]interface{}{contract.AssignedLocationsAnnotation: u.GetAnnotations()[contract.AssignedLocationsAnnotation]}}}}
+			wantTemplate = false
+		}
+		orig := u.DeepCopy()
+		o := newObject(contract.NewKey("root", "ns", u.GetName()), "root", "ns", u.GetName(), locs(ls...), uint64(i+10), u)
+		o.compact(nil)
+		if got := o.hole.end > 0; got != wantTemplate {
+			t.Fatalf("object %d: template %v, want %v", i, got, wantTemplate)
+		}
+		if wantTemplate && (o.u != nil || len(o.variants.m) != 0) {
+			t.Fatalf("object %d: a template object kept its tree or rendered views", i)
+		}
+		for _, loc := range o.locations {
+			want, err := LocationView(orig, o.assigned, loc).MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := o.ForLocation(loc).MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want) {
+				t.Fatalf("object %d, location %s:\n got %s\nwant %s", i, loc, got, want)
+			}
+			if o.ForLocation(loc) != o.ForLocation(loc) {
+				t.Fatalf("object %d, location %s: the view is made again on every read", i, loc)
+			}
+		}
+		if wantTemplate {
+			cases++
+		}
+	}
+	if cases < 100 {
+		t.Fatalf("only %d template objects tested", cases)
+	}
+}
