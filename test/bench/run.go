@@ -35,9 +35,12 @@ func Run(ctx context.Context, tb framework.TB, cfg Config, command string) *Repo
 		tb.Fatal(err)
 	}
 	e := &env{tb: tb, cfg: cfg, ds: newDataset(cfg), profDir: filepath.Join(out, "profiles")}
-	if cfg.Profiles && !cfg.partial() {
-		// A partial run keeps the full run's profiles (scenario 8 takes none).
-		_ = os.RemoveAll(e.profDir)
+	if cfg.Profiles {
+		if !cfg.partial() {
+			// A partial run keeps the full run's profiles (scenario 8 takes none).
+			_ = os.RemoveAll(e.profDir)
+		}
+		// The directory is not in git: a partial run on a fresh checkout creates it too.
 		if err := os.MkdirAll(e.profDir, 0o755); err != nil {
 			tb.Fatal(err)
 		}
