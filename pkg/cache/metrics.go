@@ -74,13 +74,22 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"resource", "reason"})
 
+	// objectEncodings counts the encoder runs of Object.CacheEncode: one per object version,
+	// location and wire format (a watch frame per event type, a GET's JSON), however many
+	// watchers and readers share it (issue 12: encode once).
+	objectEncodings = metrics.NewCounter(&metrics.CounterOpts{
+		Name:           "mapper_apiserver_object_encodings_total",
+		Help:           "Encodings of a cached object version (per location view and wire format: watch frames, GET responses); readers and watchers of the same view share one.",
+		StabilityLevel: metrics.ALPHA,
+	})
+
 	registerMetricsOnce sync.Once
 )
 
 // registerMetrics registers the package's metrics in the legacy registry (once per process).
 func registerMetrics() {
 	registerMetricsOnce.Do(func() {
-		legacyregistry.MustRegister(malformedAssignments, specDiffFailures, customizationFailures, invalidClusters, slowWatchersClosed, eventsDispatched, currentWatchers, cachedObjects, historyRestarts, sourceListErrors)
+		legacyregistry.MustRegister(malformedAssignments, specDiffFailures, customizationFailures, invalidClusters, slowWatchersClosed, eventsDispatched, currentWatchers, cachedObjects, historyRestarts, sourceListErrors, objectEncodings)
 	})
 }
 

@@ -403,6 +403,7 @@ func (o *Object) GetObject() runtime.Object { return o.content() }
 func (o *Object) CacheEncode(id runtime.Identifier, encode func(runtime.Object, io.Writer) error, w io.Writer) error {
 	s := o.serialization(id)
 	s.once.Do(func() {
+		objectEncodings.Inc()
 		var buf bytes.Buffer
 		s.err = encode(o.encodable(), &buf)
 		s.raw = buf.Bytes()

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/component-base/metrics/testutil"
 )
 
 func testObject() *Object {
@@ -173,5 +175,62 @@ func TestObjectSourceObjectAfterCompact(t *testing.T) {
 		if got := o.SourceObject(); !equality.Semantic.DeepEqual(got.Object, src.Object) {
 			t.Fatalf("%s: SourceObject\n%v\nwant\n%v", c.name, got.Object, src.Object)
 		}
+	}
+}
+
+// TestEncodeOncePerEvent: 100 watches of one location receive the same event, and each writes
+// it as the apiserver's watch encoder of its own connection does (CacheEncode with the watch
+// frame identifier of its event type); the event's object is encoded once
+// (mapper_apiserver_object_encodings_total), for an object shown as it is, one assigned to
+// several locations (a view made from its JSON) and one with status records (a rendered view).
+func TestEncodeOncePerEvent(t *testing.T) {
+	registerMetrics()
+	for _, c := range []struct {
+		name  string
+		extra []string
+		locs  []string
+	}{
+		{"asItIs", nil, locs("east")},
+		{"severalLocations", nil, locs("east", "west")},
+		{"statusRecords", []string{"a:" + contract.StatusRecordAnnotation("east") + `={"p":1}`}, locs("east", "west")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newTestStore(t, StoreOptions{})
+			mustReplace(t, s, 10)
+			var watches []watch.Interface
+			for i := 0; i < 100; i++ {
+				watches = append(watches, mustWatch(t, s, "east", WatchOptions{ResourceVersion: 10}))
+			}
+			before, err := testutil.GetCounterMetricValue(objectEncodings)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustAdd(t, s, cm("ns", "a", 11, c.locs, c.extra...))
+			var frames []string
+			for _, w := range watches {
+				e := next(t, w)
+				obj, ok := e.Object.(runtime.CacheableObject)
+				if !ok {
+					t.Fatalf("event object %T is not cacheable", e.Object)
+				}
+				var out bytes.Buffer
+				if err := obj.CacheEncode(runtime.Identifier(`{"name":"watch","eventType":"`+string(e.Type)+`"}`), watchFrameEncoder(e.Type), &out); err != nil {
+					t.Fatal(err)
+				}
+				frames = append(frames, out.String())
+			}
+			after, err := testutil.GetCounterMetricValue(objectEncodings)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after-before != 1 {
+				t.Fatalf("%v encodings for one event delivered to 100 watchers, want 1", after-before)
+			}
+			for _, f := range frames {
+				if f != frames[0] || !strings.Contains(f, `"type":"ADDED"`) {
+					t.Fatalf("frames differ or are wrong: %s vs %s", f, frames[0])
+				}
+			}
+		})
 	}
 }
