@@ -76,6 +76,10 @@ type Object struct {
 	// u is the decoded object until compact drops it (see content); nil afterwards unless the
 	// object's status differs per location.
 	u *unstructured.Unstructured
+	// base and fill, for a view made from its object's JSON (templateView): this view's JSON
+	// is base's with the assignment value (base.hole) replaced by fill; json is unused.
+	base *Object
+	fill []byte
 	// hole, when set (end > 0), says where the value of kcp.io/assigned-locations is in json:
 	// the views of the object are json with it replaced (template.go).
 	hole assignmentHole
@@ -272,7 +276,8 @@ func (o *Object) content() *unstructured.Unstructured {
 		return o.u
 	}
 	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(o.json); err != nil {
+	raw, _ := o.MarshalJSON()
+	if err := u.UnmarshalJSON(raw); err != nil {
 		klog.ErrorS(err, "Cannot decode a cached object", "object", string(o.key))
 		u.SetAPIVersion(o.typeMeta.APIVersion)
 		u.SetKind(o.typeMeta.Kind)
@@ -422,6 +427,9 @@ func (o *Object) CacheEncode(id runtime.Identifier, encode func(runtime.Object, 
 // encodable returns what encoders get: the object's JSON as a jsonObject, or the decoded tree
 // when the JSON could not be encoded (the encoder then reports the error).
 func (o *Object) encodable() runtime.Object {
+	if o.base != nil {
+		return &jsonObject{o: o, TypeMeta: o.typeMeta}
+	}
 	if _, err := o.MarshalJSON(); err != nil {
 		return o.content()
 	}
@@ -456,10 +464,36 @@ func (o *Object) serialization(id runtime.Identifier) *serialization {
 }
 
 // MarshalJSON implements json.Marshaler: the object's JSON, encoded on first use and cached.
-// The returned slice is shared: do not change it.
+// The returned slice is shared: do not change it. A view made from its object's JSON
+// (templateView) returns a new copy on each call: readers that can write pieces use WriteJSON.
 func (o *Object) MarshalJSON() ([]byte, error) {
+	if o.base != nil {
+		head, fill, tail := o.templatePieces()
+		raw := make([]byte, 0, len(head)+len(fill)+len(tail))
+		return append(append(append(raw, head...), fill...), tail...), nil
+	}
 	o.jsonOnce.Do(func() {
 		o.json, o.jsonErr = o.u.MarshalJSON()
 	})
 	return o.json, o.jsonErr
+}
+
+// WriteJSON writes the object's JSON (what MarshalJSON returns) to w without copying it: a view
+// made from its object's JSON is written in three pieces. It returns MarshalJSON's or w's error.
+func (o *Object) WriteJSON(w io.Writer) error {
+	if o.base != nil {
+		head, fill, tail := o.templatePieces()
+		for _, p := range [][]byte{head, fill, tail} {
+			if _, err := w.Write(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	raw, err := o.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(raw)
+	return err
 }

@@ -68,14 +68,20 @@ func findAssignmentHole(u *unstructured.Unstructured, raw []byte) (assignmentHol
 }
 
 // templateView returns location's view of o, made from o's JSON: the bytes with the
-// assignment value replaced by ["<location>"]. o.hole must be set (compact).
+// assignment value replaced by ["<location>"]. o.hole must be set (compact). The view holds no
+// bytes of its own: its JSON is written from o's in three pieces (WriteJSON), so a view costs
+// its Object, not a copy of the object, however many locations list it.
 func (o *Object) templateView(location string) *Object {
-	val, _ := json.Marshal(assignedToOnly(location))
-	raw := make([]byte, 0, len(o.json)-(o.hole.end-o.hole.start)+len(val))
-	raw = append(raw, o.json[:o.hole.start]...)
-	raw = append(raw, val...)
-	raw = append(raw, o.json[o.hole.end:]...)
-	return o.viewFromJSON(raw, o.rv, o.rvString)
+	fill, _ := json.Marshal(assignedToOnly(location))
+	v := o.viewFromJSON(nil, o.rv, o.rvString)
+	v.base, v.fill = o, fill
+	return v
+}
+
+// templatePieces returns the three pieces of a template view's JSON (o.base must be set).
+func (o *Object) templatePieces() (head, fill, tail []byte) {
+	b := o.base
+	return b.json[:b.hole.start], o.fill, b.json[b.hole.end:]
 }
 
 // viewFromJSON returns a view of o (ForLocation) whose JSON is raw, showing resourceVersion rv
@@ -86,6 +92,8 @@ func (o *Object) viewFromJSON(raw []byte, rv uint64, rvString string) *Object {
 		typeMeta: o.typeMeta, locations: o.locations, assigned: o.assigned,
 		rv: rv, rvString: rvString, sourceRV: o.rv, labels: o.labels,
 	}
-	v.jsonOnce.Do(func() { v.json = raw })
+	if raw != nil {
+		v.jsonOnce.Do(func() { v.json = raw })
+	}
 	return v
 }

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand"
 	"sort"
@@ -64,8 +65,16 @@ func TestTemplateViewsMatchRendering(t *testing.T) {
 			if string(got) != string(want) {
 				t.Fatalf("object %d, location %s:\n got %s\nwant %s", i, loc, got, want)
 			}
-			if o.ForLocation(loc) != o.ForLocation(loc) {
+			v := o.ForLocation(loc)
+			if v != o.ForLocation(loc) {
 				t.Fatalf("object %d, location %s: the view is made again on every read", i, loc)
+			}
+			var written bytes.Buffer
+			if err := v.WriteJSON(&written); err != nil || written.String() != string(want) {
+				t.Fatalf("object %d, location %s: WriteJSON %q (%v)", i, loc, written.String(), err)
+			}
+			if wantTemplate && v.json != nil {
+				t.Fatalf("object %d, location %s: a view made from the object's JSON holds a copy", i, loc)
 			}
 		}
 		if wantTemplate {

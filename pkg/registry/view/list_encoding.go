@@ -10,7 +10,7 @@ import (
 
 // writeList writes a view List as JSON the way apimachinery's streaming collection encoder
 // does ({"kind","apiVersion","metadata","items":[...]}), taking each item's bytes from
-// the item itself (cache.Object's MarshalJSON returns the bytes encoded once per object
+// the item itself (cache.Object's WriteJSON writes the bytes encoded once per object
 // version).
 //
 // It exists because encoding/json validates and compacts whatever a json.Marshaler returns:
@@ -34,20 +34,31 @@ func writeList(l *List, w io.Writer) error {
 		if i > 0 {
 			bw.WriteByte(',')
 		}
-		raw, err := itemJSON(item)
-		if err != nil {
+		if err := writeItem(bw, item); err != nil {
 			return err
 		}
-		bw.Write(raw)
 	}
 	bw.WriteString("]}\n")
 	return bw.Flush()
 }
 
-// itemJSON returns an item's JSON: its own cached bytes when it has them, else encoding/json's.
-func itemJSON(item runtime.Object) ([]byte, error) {
-	if m, ok := item.(json.Marshaler); ok {
-		return m.MarshalJSON()
+// writeItem writes an item's JSON: from its own bytes when it has them (cache.Object's
+// WriteJSON, which writes a view made from its object's JSON without building it), else
+// encoding/json's.
+func writeItem(w io.Writer, item runtime.Object) error {
+	if jw, ok := item.(interface{ WriteJSON(io.Writer) error }); ok {
+		return jw.WriteJSON(w)
 	}
-	return json.Marshal(item)
+	var raw []byte
+	var err error
+	if m, ok := item.(json.Marshaler); ok {
+		raw, err = m.MarshalJSON()
+	} else {
+		raw, err = json.Marshal(item)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(raw)
+	return err
 }
