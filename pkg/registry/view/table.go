@@ -86,6 +86,9 @@ func unwrap(obj runtime.Object) runtime.Object {
 	case *cache.Object:
 		return o.Unstructured()
 	case runtime.Unstructured:
+		if o.IsList() {
+			return obj
+		}
 		// A cache.Object as its encoders see it (the watch handler's as=Table conversion).
 		return &unstructured.Unstructured{Object: o.UnstructuredContent()}
 	case *List:
