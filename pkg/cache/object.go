@@ -204,10 +204,15 @@ func newObject(key contract.Key, cluster, namespace, name string, locations []st
 
 // compact turns o, the version after prev (nil for a new object or none to share with), into
 // its stored form before it is published (called once, by the store's writer, while no reader
-// has o): it makes the view of each of its locations (ForLocation), so that no LIST or watch
-// renders or encodes it later, encodes its own JSON when a view shows o itself, and drops the
-// decoded tree unless the status record reconciler needs it (statusDiffers). On an encoding
-// error the tree is kept, and encoders report the error when they run.
+// has o), and drops the decoded tree unless the status record reconciler needs it
+// (statusDiffers). On an encoding error the tree is kept, and encoders report the error when
+// they run.
+//
+//   - An object whose views differ in the assignment only (templatable) keeps its JSON; its
+//     views are made from it when read, without copies (templateView, template.go).
+//   - Any other object with per-location views gets each view rendered and encoded now
+//     (ForLocation), so that no LIST or watch renders or encodes it later; its own JSON is
+//     kept for decoding on demand.
 //
 // A location whose view did not change at o (setVisibility: for instance a status write of
 // another location) shares the bytes of prev's view, which are the same, resourceVersion
