@@ -44,6 +44,10 @@ func (o *Object) templatable(u *unstructured.Unstructured) bool {
 	return true
 }
 
+// assignmentKey is the encoded key of kcp.io/assigned-locations with its colon, as
+// encoding/json writes it in an object: "kcp.io/assigned-locations":
+var assignmentKey = []byte(`"` + contract.AssignedLocationsAnnotation + `":`)
+
 // findAssignmentHole returns where, in raw (the JSON encoding of u), the value of u's
 // kcp.io/assigned-locations annotation is. ok is false unless the key and its value occur
 // exactly once in raw (a nested object could carry the same key and value; then the object
@@ -53,17 +57,16 @@ func findAssignmentHole(u *unstructured.Unstructured, raw []byte) (assignmentHol
 	if !ok {
 		return assignmentHole{}, false
 	}
-	key, _ := json.Marshal(contract.AssignedLocationsAnnotation)
 	val, err := json.Marshal(value)
 	if err != nil {
 		return assignmentHole{}, false
 	}
-	needle := append(append(key, ':'), val...)
+	needle := append(append([]byte(nil), assignmentKey...), val...)
 	i := bytes.Index(raw, needle)
 	if i < 0 || bytes.Index(raw[i+1:], needle) >= 0 {
 		return assignmentHole{}, false
 	}
-	start := i + len(key) + 1
+	start := i + len(assignmentKey)
 	return assignmentHole{start: start, end: start + len(val)}, true
 }
 

@@ -60,6 +60,15 @@ type dataset struct {
 // locationName returns the name of regular location i.
 func locationName(i int) string { return fmt.Sprintf("l%04d", i) }
 
+// locationNames returns the names of the first n locations (locationName).
+func locationNames(n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = locationName(i)
+	}
+	return names
+}
+
 // LocationLabel returns the label that marks objects assigned to location.
 func LocationLabel(location string) string { return LocationLabelPrefix + location }
 

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -94,6 +95,18 @@ func (e *env) setupSourceClients() {
 	if e.kaHTTP, err = sharedClient(cfg); err != nil {
 		e.tb.Fatal(err)
 	}
+}
+
+// unthrottledSourceDynamic returns a dynamic client of the source as admin without a
+// client-side rate limit (the scenarios that create thousands of control objects).
+func (e *env) unthrottledSourceDynamic() dynamic.Interface {
+	cfg := e.source.AdminConfig()
+	cfg.QPS = -1
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		e.tb.Fatal(err)
+	}
+	return dyn
 }
 
 // setupMapperClients creates the clients of mapper-apiserver (again after a restart).

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/dynamic"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
@@ -46,16 +45,8 @@ func (e *env) scenarioPlacement(ctx context.Context) *Scenario {
 	n = perNS * p
 	e.logf("scenario 10: %d ConfigMaps in %d namespaces, %d Placements choosing 2 of %d locations each", n, p, p, l)
 	framework.InstallControlCRDs(e.tb, ctx, e.source)
-	dynCfg := e.source.AdminConfig()
-	dynCfg.QPS = -1
-	dyn, err := dynamic.NewForConfig(dynCfg)
-	if err != nil {
-		e.tb.Fatal(err)
-	}
-	names := make([]string, l)
-	for i := range names {
-		names[i] = locationName(i)
-	}
+	dyn := e.unthrottledSourceDynamic()
+	names := locationNames(l)
 	framework.EnsureNamespace(e.tb, ctx, e.source, contract.ControlNamespace)
 	e.registerLocations(ctx, dyn, names)
 	hb := e.startHeartbeats(ctx, names, grace)

@@ -55,17 +55,8 @@ func (e *env) scenarioLocations(ctx context.Context) *Scenario {
 	framework.InstallControlCRDs(e.tb, ctx, e.source)
 	ctrl := framework.StartMapperController(e.tb, ctx, e.source, grace)
 	defer func() { _ = ctrl.Stop() }()
-	dynCfg := e.source.AdminConfig()
-	dynCfg.QPS = -1
-	dyn, err := dynamic.NewForConfig(dynCfg)
-	if err != nil {
-		e.tb.Fatal(err)
-	}
-
-	names := make([]string, n)
-	for i := range names {
-		names[i] = locationName(i)
-	}
+	dyn := e.unthrottledSourceDynamic()
+	names := locationNames(n)
 	e.registerLocations(ctx, dyn, names)
 
 	hb := e.startHeartbeats(ctx, names, grace)
