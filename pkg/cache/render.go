@@ -55,14 +55,14 @@ func touches(rules Rules, gvr schema.GroupVersionResource, cluster string, u *un
 	return rules.Touches(gvr, cluster, u, location)
 }
 
-// rulesDiffer reports whether the renderings of u for location under a and b may differ
-// (either may be nil).
-func rulesDiffer(a, b Rules, gvr schema.GroupVersionResource, cluster string, u *unstructured.Unstructured, location string) bool {
+// rulesDiffer reports whether the renderings of o for location under a and b may differ
+// (either may be nil). It reads o's kept namespace and labels only: no decoding.
+func rulesDiffer(a, b Rules, gvr schema.GroupVersionResource, o *Object, location string) bool {
 	switch {
 	case a != nil:
-		return a.Differs(b, gvr, cluster, u, location)
+		return a.Differs(b, gvr, o.cluster, o.namespace, o.labels, location)
 	case b != nil:
-		return b.Differs(a, gvr, cluster, u, location)
+		return b.Differs(a, gvr, o.cluster, o.namespace, o.labels, location)
 	}
 	return false
 }

@@ -94,15 +94,15 @@ func (s *ResourceStore) SetRules(rules Rules, fresh uint64) {
 	}
 	for _, o := range s.objects {
 		var affected []string
-		u := o.content()
 		for _, loc := range o.assigned {
-			if rulesDiffer(rules, old, s.gvr, o.cluster, u, loc) {
+			if rulesDiffer(rules, old, s.gvr, o, loc) {
 				affected = append(affected, loc)
 			}
 		}
 		if len(affected) == 0 {
 			continue
 		}
+		u := o.content() // decoded only for the objects the change affects
 		n := s.build(identityOf(o, u), o)
 		changed := map[string]bool{}
 		for _, loc := range affected {

@@ -212,9 +212,9 @@ func (r *compiled) selectsLocation(loc *locationInfo) bool {
 
 // selectsObject reports whether the Customization selects an object of gvr in cluster and
 // namespace with these labels (read in place: a map[string]interface{} of strings).
-func (r *compiled) selectsObject(gvr schema.GroupVersionResource, cluster, namespace string, objLabels map[string]interface{}) bool {
+func (r *compiled) selectsObject(gvr schema.GroupVersionResource, cluster, namespace string, objLabels labels.Labels) bool {
 	return r.key.Cluster == cluster && r.key.Namespace == namespace && r.matchesResource(gvr) &&
-		r.objects.Matches(unstructuredLabels(objLabels))
+		r.objects.Matches(objLabels)
 }
 
 // sameAs reports whether r and o render alike: the same Customization with the same spec.

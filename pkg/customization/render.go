@@ -88,7 +88,7 @@ func (s *Snapshot) Render(ctx context.Context, gvr schema.GroupVersionResource, 
 	diff, _ := specdiff.Patch(obj, location)
 	cur := obj
 	loc := s.location(location)
-	if rs := s.selecting(gvr, cluster, obj, loc); len(rs) > 0 {
+	if rs := s.selecting(gvr, cluster, obj.GetNamespace(), unstructuredLabels(labelsOf(obj)), loc); len(rs) > 0 {
 		// Only drops the annotations (copying obj if it has some); cannot fail without a patch.
 		cur, _ = specdiff.Apply(obj, location, "")
 		ctx = withLocation(ctx, loc.binding)

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
 
@@ -32,10 +33,13 @@ type Rules interface {
 	// select it, in name order, then its spec-diff.kcp.io/<location> RFC 6902 patch). obj is
 	// not modified. The error, when not nil, is a *RenderError naming what failed.
 	Render(ctx context.Context, gvr schema.GroupVersionResource, cluster string, obj *unstructured.Unstructured, location string) (*unstructured.Unstructured, error)
-	// Differs reports whether obj may render differently for location under this snapshot
-	// than under old (selectors and the Customizations' content, and the location's
-	// labels/annotations compared; false means surely the same). A nil old is Empty().
-	Differs(old Rules, gvr schema.GroupVersionResource, cluster string, obj *unstructured.Unstructured, location string) bool
+	// Differs reports whether an object of gvr in cluster and namespace (namespace "" for a
+	// cluster-scoped resource) with labels objLabels may render differently for location
+	// under this snapshot than under old (selectors and the Customizations' content, and the
+	// location's labels/annotations compared; false means surely the same). A nil old is
+	// Empty(). It reads nothing else of the object, so a caller holding an object's metadata
+	// need not decode it.
+	Differs(old Rules, gvr schema.GroupVersionResource, cluster, namespace string, objLabels labels.Labels, location string) bool
 }
 
 var _ Rules = (*Snapshot)(nil)
@@ -200,7 +204,7 @@ func (s *Snapshot) Touches(gvr schema.GroupVersionResource, cluster string, obj 
 	if len(rs) == 0 {
 		return false
 	}
-	objLabels := labelsOf(obj)
+	objLabels := unstructuredLabels(labelsOf(obj))
 	var loc *locationInfo
 	for _, r := range rs {
 		if !r.selectsObject(gvr, cluster, obj.GetNamespace(), objLabels) {
@@ -216,15 +220,15 @@ func (s *Snapshot) Touches(gvr schema.GroupVersionResource, cluster string, obj 
 	return false
 }
 
-// selecting returns the Customizations that select (gvr, obj) for loc, in name order.
-func (s *Snapshot) selecting(gvr schema.GroupVersionResource, cluster string, obj *unstructured.Unstructured, loc *locationInfo) []*compiled {
+// selecting returns the Customizations that select an object of gvr in cluster and namespace
+// with labels objLabels for loc, in name order.
+func (s *Snapshot) selecting(gvr schema.GroupVersionResource, cluster, namespace string, objLabels labels.Labels, loc *locationInfo) []*compiled {
 	if s == nil {
 		return nil
 	}
 	var out []*compiled
-	objLabels := labelsOf(obj)
-	for _, r := range s.scopes[scope{cluster: cluster, namespace: obj.GetNamespace()}] {
-		if r.selectsObject(gvr, cluster, obj.GetNamespace(), objLabels) && r.selectsLocation(loc) {
+	for _, r := range s.scopes[scope{cluster: cluster, namespace: namespace}] {
+		if r.selectsObject(gvr, cluster, namespace, objLabels) && r.selectsLocation(loc) {
 			out = append(out, r)
 		}
 	}
@@ -235,7 +239,7 @@ func (s *Snapshot) selecting(gvr schema.GroupVersionResource, cluster string, ob
 // differ between old and s (another set, order, or spec), or when some select it and the
 // location's name, labels or annotations differ. An old that is not a *Snapshot (another
 // implementation) always differs. The object's own spec-diff patch is the same under both.
-func (s *Snapshot) Differs(old Rules, gvr schema.GroupVersionResource, cluster string, obj *unstructured.Unstructured, location string) bool {
+func (s *Snapshot) Differs(old Rules, gvr schema.GroupVersionResource, cluster, namespace string, objLabels labels.Labels, location string) bool {
 	var o *Snapshot
 	switch v := old.(type) {
 	case nil:
@@ -248,7 +252,7 @@ func (s *Snapshot) Differs(old Rules, gvr schema.GroupVersionResource, cluster s
 		return false
 	}
 	newLoc, oldLoc := s.location(location), o.location(location)
-	now, before := s.selecting(gvr, cluster, obj, newLoc), o.selecting(gvr, cluster, obj, oldLoc)
+	now, before := s.selecting(gvr, cluster, namespace, objLabels, newLoc), o.selecting(gvr, cluster, namespace, objLabels, oldLoc)
 	if !slices.EqualFunc(now, before, (*compiled).sameAs) {
 		return true
 	}

@@ -7,6 +7,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
@@ -57,7 +58,7 @@ func TestDiffersOnRelabel(t *testing.T) {
 		{db, "north", false},
 		{db, "west", false},
 	} {
-		if got := after.Differs(before, deploymentsGVR, "default", tc.obj(), tc.loc); got != tc.want {
+		if got := after.Differs(before, deploymentsGVR, "default", tc.obj().GetNamespace(), labels.Set(tc.obj().GetLabels()), tc.loc); got != tc.want {
 			t.Errorf("%s for %s: Differs = %v, want %v", tc.obj().GetName(), tc.loc, got, tc.want)
 		}
 	}
@@ -98,7 +99,7 @@ func TestDiffersOnSpecChange(t *testing.T) {
 		{"nothing selects", s1, nil, db(), "east", false},
 	} {
 		now := tc.now.(*Snapshot)
-		if got := now.Differs(tc.old, deploymentsGVR, "default", tc.obj, tc.loc); got != tc.want {
+		if got := now.Differs(tc.old, deploymentsGVR, "default", tc.obj.GetNamespace(), labels.Set(tc.obj.GetLabels()), tc.loc); got != tc.want {
 			t.Errorf("%s: Differs = %v, want %v", tc.name, got, tc.want)
 		}
 	}
