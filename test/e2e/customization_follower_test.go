@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -150,9 +151,11 @@ func TestCustomizationFollower(t *testing.T) {
 	if got, err := region(s, "west"); err != nil || got != "eu/[map[name:REGION value:eu]]" {
 		t.Errorf("west after the relabel: %q, %v", got, err)
 	}
-	if !s.Differs(before, customizationDeployments, "default", web, "west") || s.Differs(before, customizationDeployments, "default", web, "east") {
-		t.Errorf("Differs after relabelling west: west %v (want true), east %v (want false)",
-			s.Differs(before, customizationDeployments, "default", web, "west"), s.Differs(before, customizationDeployments, "default", web, "east"))
+	differs := func(loc string) bool {
+		return s.Differs(before, customizationDeployments, "default", web.GetNamespace(), labels.Set(web.GetLabels()), loc)
+	}
+	if !differs("west") || differs("east") {
+		t.Errorf("Differs after relabelling west: west %v (want true), east %v (want false)", differs("west"), differs("east"))
 	}
 }
 
