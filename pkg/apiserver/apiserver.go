@@ -18,6 +18,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/location"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/view"
+	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 	"github.com/cluster-mapper/cluster-mapper/pkg/statusrecords"
 )
 
@@ -27,6 +28,10 @@ const statusRecordsInterval = 2 * time.Second
 
 // ExtraConfig is the mapper-apiserver's own configuration.
 type ExtraConfig struct {
+	// Source is the gateway to the source API server (its clients, with the server's own
+	// identity): the cache lists and watches through it, and views read by name and write
+	// status back through it.
+	Source *source.Source
 	// Cache is the indexed cache of the source that views serve from.
 	Cache *cache.Cache
 	// Rules follows the source's Customizations and SyncTargets and hands each snapshot to
@@ -91,7 +96,7 @@ func (c completedConfig) New() (*Server, error) {
 		locationsConfig.Registry = c.ExtraConfig.Registrations
 	}
 	locations := location.NewREST(locationsConfig)
-	views := view.NewREST(view.New(c.ExtraConfig.Cache, c.ExtraConfig.View))
+	views := view.NewREST(view.New(viewObjects{c.ExtraConfig.Cache}, c.ExtraConfig.Source, c.ExtraConfig.View))
 	apiGroupInfo := genericapiserver.NewDefaultAPIGroupInfo(mapper.GroupName, Scheme, ParameterCodec, Codecs)
 	apiGroupInfo.VersionedResourcesStorageMap[v1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
 		"locations":       locations,
@@ -101,7 +106,7 @@ func (c completedConfig) New() (*Server, error) {
 		return nil, err
 	}
 
-	sourceCache, registrations := c.ExtraConfig.Cache, c.ExtraConfig.Registrations
+	sourceCache, src, registrations := c.ExtraConfig.Cache, c.ExtraConfig.Source, c.ExtraConfig.Registrations
 	rules, rulesStatus := c.ExtraConfig.Rules, c.ExtraConfig.RulesStatus
 	s.GenericAPIServer.AddPostStartHookOrDie("start-source-cache", func(ctx genericapiserver.PostStartHookContext) error {
 		if rules != nil {
@@ -114,7 +119,7 @@ func (c completedConfig) New() (*Server, error) {
 		if registrations != nil {
 			registrations.Run(ctx)
 		}
-		go statusrecords.New(sourceCache, statusRecordsInterval).Run(ctx)
+		go statusrecords.New(sourceCache, src, statusRecordsInterval).Run(ctx)
 		return nil
 	})
 	if err := s.GenericAPIServer.AddReadyzChecks(healthz.NamedCheck("source-cache-synced", func(*http.Request) error {

@@ -31,6 +31,7 @@ import (
 	generatedopenapi "github.com/cluster-mapper/cluster-mapper/pkg/generated/openapi"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/location"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/view"
+	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
 
 // Options are the command-line options of mapper-apiserver: the generic aggregated-server
@@ -87,7 +88,7 @@ func NewOptions() *Options {
 		SourceBurst:        400,
 		SourceMode:         SourceModePlain,
 		ClusterName:        "default",
-		SourceClusterPath:  DefaultSourceClusterPath,
+		SourceClusterPath:  source.DefaultClusterPath,
 		HistorySize:        10000,
 		WatcherBufferSize:  1000,
 		BookmarkInterval:   time.Minute,
@@ -111,7 +112,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.Resources, "resources", o.Resources, "Mirrored resources as resource.group (e.g. configmaps,deployments.apps,widgets.example.com). Empty: every namespaced resource the source serves with list and watch, minus events and leases.")
 	fs.StringVar(&o.SourceMode, "source-mode", o.SourceMode, "How logical clusters are found: \"plain\" (a Kubernetes source, one logical cluster named by --cluster-name; a kcp.io/cluster annotation on an object is ignored) or \"kcp\" (the source kubeconfig points at kcp's wildcard endpoint .../clusters/*; each object's cluster is its kcp.io/cluster annotation, and objects without a valid one are not served).")
 	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "With --source-mode=plain: the logical cluster name of every source object (views show it in kcp.io/cluster).")
-	fs.StringVar(&o.SourceClusterPath, "source-cluster-path", o.SourceClusterPath, "With --source-mode=kcp: the path of one logical cluster on the source's server (the kubeconfig's server with a trailing /clusters/* removed); "+ClusterPlaceholder+" is replaced by the cluster. Reads by name and status writes go there.")
+	fs.StringVar(&o.SourceClusterPath, "source-cluster-path", o.SourceClusterPath, "With --source-mode=kcp: the path of one logical cluster on the source's server (the kubeconfig's server with a trailing /clusters/* removed); "+source.ClusterPlaceholder+" is replaced by the cluster. Reads by name and status writes go there.")
 	fs.IntVar(&o.HistorySize, "watch-history-size", o.HistorySize, "Events kept per resource so watches can resume from a resourceVersion; older ones answer 410 Gone.")
 	fs.IntVar(&o.WatcherBufferSize, "watcher-buffer-size", o.WatcherBufferSize, "Events a watcher may fall behind before it is closed (its client re-watches).")
 	fs.DurationVar(&o.BookmarkInterval, "bookmark-interval", o.BookmarkInterval, "How often watchers that allow bookmarks get one, when the resource moved on since their last event (kube-apiserver sends them about once a minute).")
@@ -143,8 +144,8 @@ func (o *Options) Validate() error {
 			errs = append(errs, "--cluster-name: "+err.Error())
 		}
 	case SourceModeKCP:
-		if !strings.Contains(o.SourceClusterPath, ClusterPlaceholder) || !strings.HasPrefix(o.SourceClusterPath, "/") {
-			errs = append(errs, fmt.Sprintf("--source-cluster-path %q must start with / and contain %s", o.SourceClusterPath, ClusterPlaceholder))
+		if !strings.Contains(o.SourceClusterPath, source.ClusterPlaceholder) || !strings.HasPrefix(o.SourceClusterPath, "/") {
+			errs = append(errs, fmt.Sprintf("--source-cluster-path %q must start with / and contain %s", o.SourceClusterPath, source.ClusterPlaceholder))
 		}
 	default:
 		errs = append(errs, fmt.Sprintf("--source-mode %q is not %q or %q", o.SourceMode, SourceModePlain, SourceModeKCP))
@@ -222,7 +223,7 @@ func (o *Options) Config() (*Config, error) {
 	viewOpts := view.Options{PlainCluster: o.ClusterName}
 	var clusterDynamic func(string) (dynamic.Interface, error)
 	if o.SourceMode == SourceModeKCP {
-		clients, err := newClusterClients(sourceConfig, o.SourceClusterPath)
+		clients, err := source.NewClusterClients(sourceConfig, o.SourceClusterPath)
 		if err != nil {
 			return nil, err
 		}
@@ -230,11 +231,13 @@ func (o *Options) Config() (*Config, error) {
 		store = cache.StoreOptions{ClusterFromAnnotation: true}
 		viewOpts.PlainCluster = ""
 	}
+	src, err := source.New(source.Config{Dynamic: dyn, Discovery: disc, ClusterDynamic: clusterDynamic})
+	if err != nil {
+		return nil, err
+	}
 	c, err := cache.New(cache.Config{
-		Dynamic:        dyn,
-		Discovery:      disc,
-		Resources:      resources,
-		ClusterDynamic: clusterDynamic,
+		Source:    src,
+		Resources: resources,
 		Store: cache.StoreOptions{
 			DefaultCluster:        store.DefaultCluster,
 			ClusterFromAnnotation: store.ClusterFromAnnotation,
@@ -260,6 +263,7 @@ func (o *Options) Config() (*Config, error) {
 	return &Config{
 		GenericConfig: serverConfig,
 		ExtraConfig: ExtraConfig{
+			Source:        src,
 			Cache:         c,
 			Registrations: location.NewRegistrations(kube, dyn, LeaseNamespace),
 			Rules:         rules,

@@ -1,18 +1,5 @@
 package apiserver
 
-import (
-	"fmt"
-	"net/http"
-	"net/url"
-	"strings"
-	"sync"
-
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
-
-	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
-)
-
 // Source modes (--source-mode), DESIGN.md "Names" (logical cluster of a source object).
 const (
 	// SourceModePlain is a plain Kubernetes source: one logical cluster, named by
@@ -23,72 +10,3 @@ const (
 	// and reads by name and writes go to the cluster's own path (--source-cluster-path).
 	SourceModeKCP = "kcp"
 )
-
-// ClusterPlaceholder is replaced by the logical cluster's name in --source-cluster-path.
-const ClusterPlaceholder = "{cluster}"
-
-// DefaultSourceClusterPath is kcp's path of one logical cluster.
-const DefaultSourceClusterPath = "/" + contract.ClustersSegment + "/" + ClusterPlaceholder
-
-// wildcardSuffix ends the server URL of kcp's wildcard endpoint.
-const wildcardSuffix = "/" + contract.ClustersSegment + "/*"
-
-// clusterClients builds and keeps the dynamic clients of a kcp source's logical clusters. All
-// share one HTTP client (connections, TLS) with the wildcard client; only the URL differs.
-type clusterClients struct {
-	base       *rest.Config // the source config with the /clusters/* suffix removed from Host
-	pathFormat string       // --source-cluster-path
-	httpClient *http.Client
-
-	mu      sync.Mutex
-	clients map[string]dynamic.Interface
-}
-
-// newClusterClients returns the factory of per-cluster clients of the source whose (wildcard)
-// config is cfg. pathTemplate must contain ClusterPlaceholder. The server URL of cfg may end
-// with /clusters/* (kcp's wildcard endpoint); that suffix is replaced by the cluster's path, so
-// with the default template a server https://kcp:6443/clusters/* writes cluster c at
-// https://kcp:6443/clusters/c.
-func newClusterClients(cfg *rest.Config, pathTemplate string) (*clusterClients, error) {
-	if !strings.Contains(pathTemplate, ClusterPlaceholder) {
-		return nil, fmt.Errorf("--source-cluster-path %q must contain %s", pathTemplate, ClusterPlaceholder)
-	}
-	base := rest.CopyConfig(cfg)
-	u, err := url.Parse(base.Host)
-	if err != nil || u.Scheme == "" || u.Host == "" {
-		return nil, fmt.Errorf("the source server %q is not a URL", base.Host)
-	}
-	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), wildcardSuffix)
-	base.Host = u.String()
-	hc, err := rest.HTTPClientFor(base)
-	if err != nil {
-		return nil, err
-	}
-	return &clusterClients{base: base, pathFormat: pathTemplate, httpClient: hc, clients: map[string]dynamic.Interface{}}, nil
-}
-
-// hostFor returns the server URL of cluster.
-func (c *clusterClients) hostFor(cluster string) string {
-	return c.base.Host + strings.ReplaceAll(c.pathFormat, ClusterPlaceholder, cluster)
-}
-
-// For returns the client of cluster, building it on first use. cluster must be a valid logical
-// cluster name (the cache only stores objects whose cluster is).
-func (c *clusterClients) For(cluster string) (dynamic.Interface, error) {
-	if err := contract.ValidateClusterName(cluster); err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if d, ok := c.clients[cluster]; ok {
-		return d, nil
-	}
-	cfg := rest.CopyConfig(c.base)
-	cfg.Host = c.hostFor(cluster)
-	d, err := dynamic.NewForConfigAndClient(cfg, c.httpClient)
-	if err != nil {
-		return nil, err
-	}
-	c.clients[cluster] = d
-	return d, nil
-}

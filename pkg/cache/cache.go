@@ -10,22 +10,41 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
 
 // DefaultDiscoveryInterval is how often the source's discovery is re-read by default.
 const DefaultDiscoveryInterval = 5 * time.Second
 
+// Source is what the cache needs of the source API server: its discovery, the list and watch
+// of each mirrored resource (all namespaces; client-go's reflector runs them), and its current
+// resourceVersion (the consistent-read probe before a re-rendering, SetRules). *source.Source
+// implements it; the cache itself holds no client.
+type Source interface {
+	// Discover selects the resources to mirror from the source's discovery (source.Source.Discover).
+	Discover(wanted []schema.GroupResource) (infos []source.ResourceInfo, failedGroups sets.Set[string], err error)
+	// List lists gvr in all namespaces.
+	List(ctx context.Context, gvr schema.GroupVersionResource, opts metav1.ListOptions) (runtime.Object, error)
+	// Watch watches gvr in all namespaces.
+	Watch(ctx context.Context, gvr schema.GroupVersionResource, opts metav1.ListOptions) (watch.Interface, error)
+	// ResourceVersion returns the source's current resourceVersion of gvr.
+	ResourceVersion(ctx context.Context, gvr schema.GroupVersionResource) (uint64, error)
+	// IsWatchListSemanticsUnSupported reports whether List and Watch cannot serve streaming
+	// lists (client-go's watchlist.DoesClientNotSupportWatchListSemantics).
+	IsWatchListSemanticsUnSupported() bool
+}
+
 // Config configures a Cache.
 type Config struct {
-	// Dynamic is the client of the source API server.
-	Dynamic dynamic.Interface
-	// Discovery is the discovery client of the source (from the same rest.Config).
-	Discovery discovery.DiscoveryInterface
+	// Source is the source API server to mirror.
+	Source Source
 	// Resources are the group resources to mirror. Empty means every namespaced resource the
 	// source serves with list and watch, at its preferred version, except events (core and
 	// events.k8s.io) and leases (coordination.k8s.io); subresources are never mirrored.
@@ -35,11 +54,6 @@ type Config struct {
 	// DiscoveryInterval is how often the source's discovery is re-read to pick up new and
 	// removed resources (CRDs); default DefaultDiscoveryInterval.
 	DiscoveryInterval time.Duration
-	// ClusterDynamic returns the client of one logical cluster of a kcp source, whose paths are
-	// those of that cluster (/clusters/<cluster>/...): kcp serves reads by name and writes only
-	// there, not on the wildcard endpoint that Dynamic reads. nil for a plain source, whose one
-	// cluster is Dynamic's.
-	ClusterDynamic func(cluster string) (dynamic.Interface, error)
 	// WaitForRules makes Run wait for the first SetRules before it mirrors anything, so that no
 	// view ever shows an object rendered without the Customizations (the server sets it when it
 	// follows Customizations).
@@ -61,9 +75,6 @@ type Cache struct {
 	// ready latches HasSynced once it held.
 	ready bool
 
-	rvMu       sync.Mutex
-	rvBatchers map[schema.GroupVersionResource]*rvBatcher
-
 	// rules are the rules new stores start with (SetRules); rulesMu serializes SetRules.
 	rules     storeRules
 	rulesMu   sync.Mutex
@@ -74,7 +85,7 @@ type Cache struct {
 
 // mirror is one mirrored resource: its store and its running reflector.
 type mirror struct {
-	info   ResourceInfo
+	info   source.ResourceInfo
 	store  *ResourceStore
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -82,20 +93,16 @@ type mirror struct {
 
 // New validates cfg and returns a Cache; Run starts it.
 func New(cfg Config) (*Cache, error) {
-	if cfg.Dynamic == nil {
-		return nil, fmt.Errorf("cache: Config.Dynamic is required")
-	}
-	if cfg.Discovery == nil {
-		return nil, fmt.Errorf("cache: Config.Discovery is required")
+	if cfg.Source == nil {
+		return nil, fmt.Errorf("cache: Config.Source is required")
 	}
 	if cfg.DiscoveryInterval <= 0 {
 		cfg.DiscoveryInterval = DefaultDiscoveryInterval
 	}
 	return &Cache{
-		cfg:        cfg,
-		mirrors:    map[schema.GroupVersionResource]*mirror{},
-		rvBatchers: map[schema.GroupVersionResource]*rvBatcher{},
-		rulesSet:   make(chan struct{}),
+		cfg:      cfg,
+		mirrors:  map[schema.GroupVersionResource]*mirror{},
+		rulesSet: make(chan struct{}),
 	}, nil
 }
 
@@ -126,7 +133,7 @@ func (c *Cache) Run(ctx context.Context) {
 
 // syncResources reconciles the mirrored resources with the source's discovery.
 func (c *Cache) syncResources(ctx context.Context) {
-	infos, failedGroups, err := discoverResources(c.cfg.Discovery, c.cfg.Resources)
+	infos, failedGroups, err := c.cfg.Source.Discover(c.cfg.Resources)
 	if err != nil {
 		klog.ErrorS(err, "Reading the source's discovery failed; keeping the mirrored resources")
 		return
@@ -134,7 +141,7 @@ func (c *Cache) syncResources(ctx context.Context) {
 	if len(failedGroups) > 0 {
 		klog.V(2).InfoS("Discovery of some source API groups failed; keeping their mirrored resources", "groups", sets.List(failedGroups))
 	}
-	want := make(map[schema.GroupVersionResource]ResourceInfo, len(infos))
+	want := make(map[schema.GroupVersionResource]source.ResourceInfo, len(infos))
 	for _, info := range infos {
 		want[info.GVR] = info
 	}
@@ -255,14 +262,14 @@ func refusedBySource(err error) bool {
 }
 
 // Resources returns the currently mirrored resources, sorted by group, resource, version.
-func (c *Cache) Resources() []ResourceInfo {
+func (c *Cache) Resources() []source.ResourceInfo {
 	c.mu.RLock()
-	out := make([]ResourceInfo, 0, len(c.mirrors))
+	out := make([]source.ResourceInfo, 0, len(c.mirrors))
 	for _, m := range c.mirrors {
 		out = append(out, m.info)
 	}
 	c.mu.RUnlock()
-	sortResources(out)
+	source.SortResources(out)
 	return out
 }
 

@@ -14,6 +14,8 @@ import (
 	discoveryfake "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/source/sourcetest"
 )
 
 // TestReadinessCoversStartupResourcesOnly is issue 10 item 2: HasSynced (readyz) waits for the
@@ -47,8 +49,8 @@ func TestReadinessCoversStartupResourcesOnly(t *testing.T) {
 	})
 	disc := &discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{}}
 	var discMu sync.Mutex
-	disc.Resources = []*metav1.APIResourceList{cmList, appsList}
-	c, err := New(Config{Dynamic: dyn, Discovery: lockedDiscovery{disc, &discMu}, DiscoveryInterval: 20 * time.Millisecond, Store: StoreOptions{DefaultCluster: "root"}})
+	disc.Resources = []*metav1.APIResourceList{sourcetest.CoreV1, sourcetest.AppsV1}
+	c, err := New(Config{Source: newSource(t, dyn, lockedDiscovery{disc, &discMu}), DiscoveryInterval: 20 * time.Millisecond, Store: StoreOptions{DefaultCluster: "root"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +78,7 @@ func TestReadinessCoversStartupResourcesOnly(t *testing.T) {
 
 	// A resource discovered later that never syncs leaves the server ready.
 	discMu.Lock()
-	disc.Resources = []*metav1.APIResourceList{cmList, appsList, widgetsV1}
+	disc.Resources = []*metav1.APIResourceList{sourcetest.CoreV1, sourcetest.AppsV1, sourcetest.WidgetsV1}
 	discMu.Unlock()
 	waitFor(t, "widgets mirrored", func() bool { _, ok := c.Store(widgetsGVR); return ok })
 	if !c.HasSynced() {

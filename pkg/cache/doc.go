@@ -1,7 +1,8 @@
 // Package cache is the indexed cache of the source API server behind mapper-apiserver.
 //
 // It mirrors every selected resource of the source with one client-go reflector each
-// (see Cache), and keeps for each resource a ResourceStore that
+// (see Cache), listing and watching through a Source (pkg/source implements it; the cache holds
+// no client of its own), and keeps for each resource a ResourceStore that
 //
 //   - indexes the objects by location (the kcp.io/assigned-locations annotation, see
 //     ParseLocations and DESIGN.md), one ordered B-tree per location, so that serving a

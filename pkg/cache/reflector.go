@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
 
 // sourceBackoff paces the reflectors' retries of a failed list or watch of the source
@@ -27,19 +29,18 @@ var sourceBackoff = wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Ji
 // startMirror creates the store of info and starts a client-go Reflector that lists and
 // watches the resource on the source (all namespaces) and writes into the store, the way
 // kube-apiserver's cacher feeds its watch cache.
-func (c *Cache) startMirror(parent context.Context, info ResourceInfo) *mirror {
+func (c *Cache) startMirror(parent context.Context, info source.ResourceInfo) *mirror {
 	store := NewResourceStore(info.GVR, info.GVK(), info.Namespaced, c.cfg.Store)
 	store.rules.p.Store(&rulesHolder{rules: c.rules.load()})
 	ctx, cancel := context.WithCancel(parent)
-	ri := c.cfg.Dynamic.Resource(info.GVR)
 	lw := &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			list, err := ri.List(ctx, opts)
+			list, err := c.cfg.Source.List(ctx, info.GVR, opts)
 			store.setSyncError(err)
 			return list, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			w, err := ri.Watch(ctx, opts)
+			w, err := c.cfg.Source.Watch(ctx, info.GVR, opts)
 			if err != nil && !store.HasSynced() {
 				// A streaming list (sendInitialEvents) is the first sync's list.
 				store.setSyncError(err)
@@ -51,7 +52,7 @@ func (c *Cache) startMirror(parent context.Context, info ResourceInfo) *mirror {
 	expected.SetGroupVersionKind(info.GVK())
 	// Streaming lists (WatchListClient) are used when the client supports them, like
 	// informer factories decide.
-	r := toolscache.NewReflectorWithOptions(toolscache.ToListWatcherWithWatchListSemantics(lw, c.cfg.Dynamic), expected, store, toolscache.ReflectorOptions{
+	r := toolscache.NewReflectorWithOptions(toolscache.ToListWatcherWithWatchListSemantics(lw, c.cfg.Source), expected, store, toolscache.ReflectorOptions{
 		Name:    "mapper-apiserver source " + info.GVR.String(),
 		Backoff: &sourceBackoff,
 	})

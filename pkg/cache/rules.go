@@ -55,7 +55,7 @@ func (s *ResourceStore) LocationView(u *unstructured.Unstructured, cluster strin
 // resourceVersion semantics (docs/views.md, "Customizations and resourceVersions"): a
 // re-rendering is not a change of the resource in the source, so it has no resourceVersion of
 // its own. fresh is the source's current resourceVersion, read after the rules changed (a
-// consistent LIST, Cache.SourceResourceVersion); 0 when it could not be read.
+// consistent LIST, Source.ResourceVersion); 0 when it could not be read.
 //   - fresh above the store's resourceVersion: the re-rendering is an event at fresh, and the
 //     store's resourceVersion moves to fresh. The locations whose view of an object changed get
 //     a MODIFIED (an ADDED for an object withheld until now) whose object shows fresh, a
@@ -196,7 +196,7 @@ func (c *Cache) SetRules(rules Rules) {
 		var fresh uint64
 		if s.HasSynced() {
 			ctx, cancel := context.WithTimeout(context.Background(), rulesProbeTimeout)
-			rv, err := c.SourceResourceVersion(ctx, s.gvr)
+			rv, err := c.cfg.Source.ResourceVersion(ctx, s.gvr)
 			cancel()
 			if err != nil {
 				klog.InfoS("Reading the source's resourceVersion for a re-rendering failed; re-rendering at the store's resourceVersion",

@@ -212,7 +212,7 @@ func (s *ResourceStore) HasSynced() bool {
 
 // WaitForResourceVersion blocks until ResourceVersion() >= rv. It returns ctx.Err() when ctx
 // ends first, and a ServiceUnavailable error when the store is closed first. The view uses it
-// for consistent reads: fetch the source's current RV (Cache.SourceResourceVersion), wait, read.
+// for consistent reads: fetch the source's current RV (source.Source.ResourceVersion), wait, read.
 func (s *ResourceStore) WaitForResourceVersion(ctx context.Context, rv uint64) error {
 	if err := s.waitUntil(ctx, func() bool { return s.rv >= rv || s.closed }); err != nil {
 		return err

@@ -21,18 +21,24 @@ import (
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
 
 // fieldManager names the reconciler's writes on the source.
 const fieldManager = "mapper-apiserver-status-records"
 
-// Cache is what the reconciler reads and writes through. *cache.Cache implements it.
+// Cache is what the reconciler reads: the mirrored resources and their stores. *cache.Cache
+// implements it.
 type Cache interface {
-	Resources() []cache.ResourceInfo
+	Resources() []source.ResourceInfo
 	Store(gvr schema.GroupVersionResource) (*cache.ResourceStore, bool)
-	// SourceClusterResource returns a client of gvr in namespace of one logical cluster of
-	// the source (on a kcp source, under /clusters/<cluster>: kcp accepts writes only there).
-	SourceClusterResource(gvr schema.GroupVersionResource, cluster, namespace string) (dynamic.ResourceInterface, error)
+}
+
+// Writer is what the reconciler writes through. *source.Source implements it.
+type Writer interface {
+	// ClusterResource returns a client of gvr in namespace of one logical cluster of the
+	// source (on a kcp source, under /clusters/<cluster>: kcp accepts writes only there).
+	ClusterResource(gvr schema.GroupVersionResource, cluster, namespace string) (dynamic.ResourceInterface, error)
 }
 
 // Reconciler visits, every interval, the cached objects that carry status records or reflect
@@ -51,12 +57,13 @@ type Cache interface {
 // writes are idempotent.
 type Reconciler struct {
 	cache    Cache
+	writer   Writer
 	interval time.Duration
 }
 
-// New returns a reconciler over c that runs every interval.
-func New(c Cache, interval time.Duration) *Reconciler {
-	return &Reconciler{cache: c, interval: interval}
+// New returns a reconciler that reads c, writes through w and runs every interval.
+func New(c Cache, w Writer, interval time.Duration) *Reconciler {
+	return &Reconciler{cache: c, writer: w, interval: interval}
 }
 
 // Run reconciles every interval until ctx ends.
@@ -79,10 +86,10 @@ func (r *Reconciler) reconcileAll(ctx context.Context) {
 }
 
 // reconcile brings one object's .status and records in step (see Reconciler).
-func (r *Reconciler) reconcile(ctx context.Context, info cache.ResourceInfo, o *cache.Object) error {
+func (r *Reconciler) reconcile(ctx context.Context, info source.ResourceInfo, o *cache.Object) error {
 	u := o.Unstructured()
 	locations := o.Locations()
-	client, err := r.cache.SourceClusterResource(info.GVR, o.Cluster(), u.GetNamespace())
+	client, err := r.writer.ClusterResource(info.GVR, o.Cluster(), u.GetNamespace())
 	if err != nil {
 		return err
 	}

@@ -39,7 +39,7 @@ func (c clusters) requestCluster(ctx context.Context) string {
 // find returns location's object namespace/name of the request's cluster: on a per-cluster
 // path (or a plain source) that cluster's, on a kcp source's all-clusters path the only
 // cluster's that holds it. 404 when there is none; 400 naming the clusters when several hold it.
-func (c clusters) find(ctx context.Context, store *cache.ResourceStore, gr schema.GroupResource, location, namespace, name string) (*cache.Object, error) {
+func (c clusters) find(ctx context.Context, store Store, gr schema.GroupResource, location, namespace, name string) (*cache.Object, error) {
 	if cl := c.requestCluster(ctx); cl != "" {
 		obj, _, ok := store.GetInCluster(location, cl, namespace, name)
 		if !ok {

@@ -19,43 +19,44 @@ import (
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
 
 var cmGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
-// clusterTestCache is a view Cache over one real ResourceStore of configmaps; the source side is
+// clusterTestCache is the views' Objects and Source over one real ResourceStore of configmaps; the source side is
 // a fake dynamic client per logical cluster, which records the clusters written to.
 type clusterTestCache struct {
 	store   *cache.ResourceStore
 	sources map[string]*dynamicfake.FakeDynamicClient
 }
 
-func (c *clusterTestCache) Resources() []cache.ResourceInfo {
-	return []cache.ResourceInfo{{GVR: cmGVR, Kind: "ConfigMap", ListKind: "ConfigMapList", SingularName: "configmap", Namespaced: true,
+func (c *clusterTestCache) Resources() []source.ResourceInfo {
+	return []source.ResourceInfo{{GVR: cmGVR, Kind: "ConfigMap", ListKind: "ConfigMapList", SingularName: "configmap", Namespaced: true,
 		Verbs: []string{"get", "list", "watch", "update", "patch"}}}
 }
 
-func (c *clusterTestCache) Store(gvr schema.GroupVersionResource) (*cache.ResourceStore, bool) {
+func (c *clusterTestCache) Store(gvr schema.GroupVersionResource) (Store, bool) {
 	return c.store, gvr == cmGVR
 }
 
-func (c *clusterTestCache) SourceResourceVersion(context.Context, schema.GroupVersionResource) (uint64, error) {
+func (c *clusterTestCache) ResourceVersion(context.Context, schema.GroupVersionResource) (uint64, error) {
 	return c.store.ResourceVersion(), nil
 }
 
-func (c *clusterTestCache) SourceGet(ctx context.Context, gvr schema.GroupVersionResource, cluster, namespace, name string) (*unstructured.Unstructured, error) {
-	ri, err := c.SourceClusterResource(gvr, cluster, namespace)
+func (c *clusterTestCache) Get(ctx context.Context, gvr schema.GroupVersionResource, cluster, namespace, name string) (*unstructured.Unstructured, error) {
+	ri, err := c.ClusterResource(gvr, cluster, namespace)
 	if err != nil {
 		return nil, err
 	}
 	return ri.Get(ctx, name, metav1.GetOptions{})
 }
 
-func (c *clusterTestCache) SourceResource(gvr schema.GroupVersionResource, namespace string) dynamic.ResourceInterface {
+func (c *clusterTestCache) Resource(gvr schema.GroupVersionResource, namespace string) dynamic.ResourceInterface {
 	panic("a view must not use the wildcard client for reads by name or writes")
 }
 
-func (c *clusterTestCache) SourceClusterResource(gvr schema.GroupVersionResource, cluster, namespace string) (dynamic.ResourceInterface, error) {
+func (c *clusterTestCache) ClusterResource(gvr schema.GroupVersionResource, cluster, namespace string) (dynamic.ResourceInterface, error) {
 	src, ok := c.sources[cluster]
 	if !ok {
 		return nil, fmt.Errorf("no source for cluster %q", cluster)
@@ -105,7 +106,7 @@ func newClusterViews(t *testing.T) (*Views, *clusterTestCache) {
 	if err := store.Replace(items, "10"); err != nil {
 		t.Fatal(err)
 	}
-	return New(c, Options{}), c
+	return New(c, c, Options{}), c
 }
 
 // serve runs one request inside east's view and returns the status code and the decoded body.

@@ -17,13 +17,13 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	"k8s.io/klog/v2"
 
-	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
+	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
 
 // resourceLister lists the mirrored resources (cache.Cache.Resources).
 type resourceLister interface {
 	// Resources returns the currently mirrored resources, sorted by group, resource, version.
-	Resources() []cache.ResourceInfo
+	Resources() []source.ResourceInfo
 }
 
 // viewDiscovery serves the discovery of location views with k8s.io/apiserver's own discovery
@@ -63,7 +63,7 @@ type viewDiscovery struct {
 	mu sync.Mutex
 	// applied are the resources the handlers were built from; handlers is nil until the first
 	// request.
-	applied  []cache.ResourceInfo
+	applied  []source.ResourceInfo
 	handlers *discoveryHandlers
 }
 
@@ -163,8 +163,8 @@ func (d *viewDiscovery) current() (*discoveryHandlers, error) {
 // resources with the same fields that discovery shows (newDiscoveryContent). It is the check
 // every discovery request makes, written out because reflect.DeepEqual cost a quarter of an
 // aggregated /apis request over 200 resources (BenchmarkDiscoveryAggregated).
-func sameDiscovery(a, b []cache.ResourceInfo) bool {
-	return slices.EqualFunc(a, b, func(x, y cache.ResourceInfo) bool {
+func sameDiscovery(a, b []source.ResourceInfo) bool {
+	return slices.EqualFunc(a, b, func(x, y source.ResourceInfo) bool {
 		return x.GVR == y.GVR && x.Kind == y.Kind && x.SingularName == y.SingularName && x.Namespaced == y.Namespaced &&
 			slices.Equal(x.ShortNames, y.ShortNames) && slices.Equal(x.Categories, y.Categories)
 	})

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/endpoints"
 
-	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
+	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
 
 // namespacesGVR is the view's own, read-only namespaces resource: the namespaces that hold
@@ -65,7 +65,7 @@ type discoveryContent struct {
 // endpoints.ConvertGroupVersionIntoToDiscovery, the function kube-apiserver uses for its own
 // resources, so both forms always agree. It fails only if that conversion does (a resource and
 // its subresource of different scopes, which cannot happen here).
-func newDiscoveryContent(infos []cache.ResourceInfo) (*discoveryContent, error) {
+func newDiscoveryContent(infos []source.ResourceInfo) (*discoveryContent, error) {
 	core := schema.GroupVersion{Version: "v1"}
 	resources := map[schema.GroupVersion][]metav1.APIResource{core: {namespacesAPIResource}}
 	versions := map[string][]string{}

@@ -19,55 +19,55 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 
-	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
+	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
 
 // aggregatedAccept is the Accept header of an aggregated discovery request (KEP-3352), as
 // client-go sends it first.
 const aggregatedAccept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 
-// fakeResources is a Cache whose mirrored resources a test sets; nothing else of it is used
+// fakeResources is the views' Objects (and Source) whose mirrored resources a test sets; nothing else of it is used
 // by discovery.
 type fakeResources struct {
 	Source
-	StatusWriter
+
 	mu    sync.Mutex
-	infos []cache.ResourceInfo
+	infos []source.ResourceInfo
 }
 
-func (f *fakeResources) Resources() []cache.ResourceInfo {
+func (f *fakeResources) Resources() []source.ResourceInfo {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]cache.ResourceInfo{}, f.infos...)
+	return append([]source.ResourceInfo{}, f.infos...)
 }
 
-func (f *fakeResources) Store(schema.GroupVersionResource) (*cache.ResourceStore, bool) {
+func (f *fakeResources) Store(schema.GroupVersionResource) (Store, bool) {
 	return nil, false
 }
 
-func (f *fakeResources) set(infos ...cache.ResourceInfo) {
+func (f *fakeResources) set(infos ...source.ResourceInfo) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.infos = infos
 }
 
 var (
-	discoveryConfigMaps = cache.ResourceInfo{
+	discoveryConfigMaps = source.ResourceInfo{
 		GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", ListKind: "ConfigMapList",
 		SingularName: "configmap", Namespaced: true, ShortNames: []string{"cm"}, Verbs: []string{"create", "get", "list", "watch"},
 	}
-	discoveryDeployments = cache.ResourceInfo{
+	discoveryDeployments = source.ResourceInfo{
 		GVR: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, Kind: "Deployment", ListKind: "DeploymentList",
 		SingularName: "deployment", Namespaced: true, ShortNames: []string{"deploy"}, Categories: []string{"all"},
 		Verbs: []string{"create", "delete", "get", "list", "watch"}, HasStatus: true,
 	}
-	discoveryWidgets = cache.ResourceInfo{
+	discoveryWidgets = source.ResourceInfo{
 		GVR: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}, Kind: "Widget", ListKind: "WidgetList",
 		SingularName: "widget", Namespaced: true, ShortNames: []string{"wd"}, Categories: []string{"things"},
 		Verbs: []string{"get", "list", "watch"},
 	}
 	// discoveryClusterThings is a cluster-scoped resource at a second version of example.com.
-	discoveryClusterThings = cache.ResourceInfo{
+	discoveryClusterThings = source.ResourceInfo{
 		GVR: schema.GroupVersionResource{Group: "example.com", Version: "v1beta1", Resource: "clusterthings"}, Kind: "ClusterThing",
 		ListKind: "ClusterThingList", SingularName: "clusterthing", Verbs: []string{"get", "list", "watch"},
 	}
@@ -77,7 +77,7 @@ var (
 // way connect.go hands requests to ServeView.
 func startDiscoveryServer(t *testing.T, res *fakeResources) string {
 	t.Helper()
-	views := New(res, Options{})
+	views := New(res, res, Options{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		views.ServeView(w, req, "east", req.URL.Path)
 	}))
@@ -447,7 +447,7 @@ func describeResource(r metav1.APIResource) string {
 // cache's resources on every discovery request, plus serving the cached document.
 func BenchmarkDiscoveryAggregated(b *testing.B) {
 	res := &fakeResources{}
-	var infos []cache.ResourceInfo
+	var infos []source.ResourceInfo
 	for g := 0; g < 20; g++ {
 		for r := 0; r < 10; r++ {
 			info := discoveryWidgets
@@ -456,7 +456,7 @@ func BenchmarkDiscoveryAggregated(b *testing.B) {
 		}
 	}
 	res.set(infos...)
-	views := New(res, Options{})
+	views := New(res, res, Options{})
 	req := httptest.NewRequest(http.MethodGet, "/apis", nil)
 	req.Header.Set("Accept", aggregatedAccept)
 	b.ReportAllocs()

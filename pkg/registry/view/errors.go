@@ -69,12 +69,6 @@ func pathNotFound(innerPath string, reason error) error {
 	return err
 }
 
-// exactTooOld is the 410 of a list with resourceVersionMatch=Exact at a resourceVersion whose
-// state is no longer kept, with kube-apiserver's message (its etcd3 store's ErrCompacted answer).
-func exactTooOld() error {
-	return apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
-}
-
 // strictPatchError turns the source's 400 strict decoding error of a status write made for a
 // PATCH into kube-apiserver's answer to a strict PATCH: 422 with the error on the field
 // "patch" (k8s.io/apiserver's patch handler). Other errors are returned unchanged.

@@ -22,6 +22,7 @@ import (
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
 
 // This file holds the fixture of the storage tests: one resource (ConfigMaps) of a location
@@ -31,25 +32,26 @@ import (
 
 var (
 	configMapsGVR  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	configMapsInfo = cache.ResourceInfo{GVR: configMapsGVR, Kind: "ConfigMap", ListKind: "ConfigMapList", SingularName: "configmap", Namespaced: true, HasStatus: false}
+	configMapsInfo = source.ResourceInfo{GVR: configMapsGVR, Kind: "ConfigMap", ListKind: "ConfigMapList", SingularName: "configmap", Namespaced: true, HasStatus: false}
 )
 
 // testSource is the view's Source: the source API server's current resourceVersion and its
 // objects as the test sets them, or an error as when the source is unreachable.
 type testSource struct {
+	Source  // ClusterResource and Resource: not used by reads
 	mu      sync.Mutex
 	rv      uint64
 	objects map[string]*unstructured.Unstructured // namespace/name
 	err     error
 }
 
-func (s *testSource) SourceResourceVersion(context.Context, schema.GroupVersionResource) (uint64, error) {
+func (s *testSource) ResourceVersion(context.Context, schema.GroupVersionResource) (uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.rv, s.err
 }
 
-func (s *testSource) SourceGet(_ context.Context, gvr schema.GroupVersionResource, _, namespace, name string) (*unstructured.Unstructured, error) {
+func (s *testSource) Get(_ context.Context, gvr schema.GroupVersionResource, _, namespace, name string) (*unstructured.Unstructured, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
@@ -101,8 +103,8 @@ func newViewFixture(t *testing.T, opts fixtureOptions, listRV uint64, objs ...*u
 	src := &testSource{rv: listRV, objects: map[string]*unstructured.Unstructured{}}
 	f := &viewFixture{t: t, store: store, source: src, clock: clk, storage: &resourceStorage{
 		info: configMapsInfo, store: store, source: src,
-		freshnessTimeout: 300 * time.Millisecond, consistentReadWait: 300 * time.Millisecond,
-		clusters: clusters{plain: "root"},
+		freshness: freshness{gvr: configMapsGVR, store: store, source: src, timeout: 300 * time.Millisecond, consistentReadWait: 300 * time.Millisecond},
+		clusters:  clusters{plain: "root"},
 	}}
 	items := make([]interface{}, len(objs))
 	for i, o := range objs {

@@ -20,7 +20,7 @@ import (
 // logical cluster count. Get and list only; no watch.
 type namespaceStorage struct {
 	tableConvertor
-	cache Cache
+	objects Objects
 }
 
 // New returns an empty Namespace.
@@ -71,11 +71,11 @@ func (s *namespaceStorage) List(ctx context.Context, opts *metainternalversion.L
 func (s *namespaceStorage) namespaces(ctx context.Context) map[string]struct{} {
 	location, _ := LocationFrom(ctx)
 	out := map[string]struct{}{}
-	for _, r := range s.cache.Resources() {
+	for _, r := range s.objects.Resources() {
 		if !r.Namespaced {
 			continue
 		}
-		if store, ok := s.cache.Store(r.GVR); ok {
+		if store, ok := s.objects.Store(r.GVR); ok {
 			for ns := range store.Namespaces(location, ClusterFrom(ctx)) {
 				out[ns] = struct{}{}
 			}

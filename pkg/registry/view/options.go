@@ -2,12 +2,10 @@ package view
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apiserver/pkg/storage"
@@ -19,44 +17,6 @@ import (
 // continuePrefix is the key prefix storage.EncodeContinue/DecodeContinue expect; cache keys are
 // stored below it in continue tokens.
 const continuePrefix = "/"
-
-// readMode says how a list or watch relates to the source's resourceVersion, following the
-// resourceVersion / resourceVersionMatch table of the Kubernetes API concepts documentation.
-type readMode int
-
-const (
-	// readConsistent: resourceVersion "" — the result must include every source write that
-	// completed before the request.
-	readConsistent readMode = iota
-	// readAny: resourceVersion "0" — any cached state.
-	readAny
-	// readNotOlderThan: resourceVersion N (no match or NotOlderThan) — state at least as new as N.
-	readNotOlderThan
-	// readExact: resourceVersion N with resourceVersionMatch=Exact — state exactly at N.
-	readExact
-)
-
-// parseResourceVersion turns a request's resourceVersion and resourceVersionMatch into a
-// readMode and a number. It returns a 400 Status for a resourceVersion that is not a number.
-func parseResourceVersion(rv string, match metav1.ResourceVersionMatch) (readMode, uint64, error) {
-	switch rv {
-	case "":
-		return readConsistent, 0, nil
-	case "0":
-		if match == metav1.ResourceVersionMatchExact {
-			return 0, 0, apierrors.NewBadRequest("resourceVersionMatch=Exact requires a resourceVersion other than 0")
-		}
-		return readAny, 0, nil
-	}
-	n, err := strconv.ParseUint(rv, 10, 64)
-	if err != nil {
-		return 0, 0, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: it must be a number the server returned", contract.Truncate(rv, maxQuoted)))
-	}
-	if match == metav1.ResourceVersionMatchExact {
-		return readExact, n, nil
-	}
-	return readNotOlderThan, n, nil
-}
 
 // predicate returns the filter a list or watch applies on top of the location: the request's
 // namespace (empty for all), label selector and field selector (metadata.name and

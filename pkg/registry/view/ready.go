@@ -15,18 +15,18 @@ import (
 // they wait for all of them (within one shared timeout).
 func (v *Views) waitSynced(ctx context.Context, gvr schema.GroupVersionResource) error {
 	if gvr != namespacesGVR {
-		store, ok := v.cache.Store(gvr)
+		store, ok := v.objects.Store(gvr)
 		if !ok {
 			return nil // handlers answered 404 already; a store closed meanwhile answers 503 itself
 		}
 		return store.WaitUntilSynced(ctx, v.opts.FreshnessTimeout)
 	}
 	deadline := time.Now().Add(v.opts.FreshnessTimeout)
-	for _, r := range v.cache.Resources() {
+	for _, r := range v.objects.Resources() {
 		if !r.Namespaced {
 			continue
 		}
-		store, ok := v.cache.Store(r.GVR)
+		store, ok := v.objects.Store(r.GVR)
 		if !ok {
 			continue
 		}

@@ -14,28 +14,29 @@ import (
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
 
-// oneStoreCache is a Cache over one ResourceStore (no source: reads with resourceVersion "0").
+// oneStoreCache is the views' Objects and Source over one ResourceStore (no source: reads with resourceVersion "0").
 type oneStoreCache struct {
-	info  cache.ResourceInfo
+	info  source.ResourceInfo
 	store *cache.ResourceStore
 }
 
-func (c *oneStoreCache) Resources() []cache.ResourceInfo { return []cache.ResourceInfo{c.info} }
-func (c *oneStoreCache) Store(gvr schema.GroupVersionResource) (*cache.ResourceStore, bool) {
+func (c *oneStoreCache) Resources() []source.ResourceInfo { return []source.ResourceInfo{c.info} }
+func (c *oneStoreCache) Store(gvr schema.GroupVersionResource) (Store, bool) {
 	return c.store, gvr == c.info.GVR
 }
-func (c *oneStoreCache) SourceResourceVersion(context.Context, schema.GroupVersionResource) (uint64, error) {
+func (c *oneStoreCache) ResourceVersion(context.Context, schema.GroupVersionResource) (uint64, error) {
 	return c.store.ResourceVersion(), nil
 }
-func (c *oneStoreCache) SourceGet(context.Context, schema.GroupVersionResource, string, string, string) (*unstructured.Unstructured, error) {
+func (c *oneStoreCache) Get(context.Context, schema.GroupVersionResource, string, string, string) (*unstructured.Unstructured, error) {
 	panic("not used")
 }
-func (c *oneStoreCache) SourceClusterResource(schema.GroupVersionResource, string, string) (dynamic.ResourceInterface, error) {
+func (c *oneStoreCache) ClusterResource(schema.GroupVersionResource, string, string) (dynamic.ResourceInterface, error) {
 	panic("not used")
 }
-func (c *oneStoreCache) SourceResource(schema.GroupVersionResource, string) dynamic.ResourceInterface {
+func (c *oneStoreCache) Resource(schema.GroupVersionResource, string) dynamic.ResourceInterface {
 	return nil
 }
 
@@ -44,10 +45,11 @@ func (c *oneStoreCache) SourceResource(schema.GroupVersionResource, string) dyna
 // after the freshness timeout (never 200 with no items), and the first sync lets them through.
 func TestUnsyncedResourceIsNotServedEmpty(t *testing.T) {
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	info := cache.ResourceInfo{GVR: gvr, Kind: "ConfigMap", ListKind: "ConfigMapList", SingularName: "configmap", Namespaced: true, Verbs: []string{"get", "list", "watch"}}
+	info := source.ResourceInfo{GVR: gvr, Kind: "ConfigMap", ListKind: "ConfigMapList", SingularName: "configmap", Namespaced: true, Verbs: []string{"get", "list", "watch"}}
 	store := cache.NewResourceStore(gvr, info.GVK(), true, cache.StoreOptions{DefaultCluster: "root"})
 	defer store.Close()
-	v := New(&oneStoreCache{info: info, store: store}, Options{FreshnessTimeout: 200 * time.Millisecond})
+	c := &oneStoreCache{info: info, store: store}
+	v := New(c, c, Options{FreshnessTimeout: 200 * time.Millisecond})
 
 	serve := func(path string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodGet, "/apis/mapper.kcp.io/v1alpha1/locations/east/proxy/"+path, nil)

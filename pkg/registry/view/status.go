@@ -18,18 +18,8 @@ import (
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
-
-// StatusWriter is what the status write path needs of the source: a client of a resource with
-// the server's own identity. *cache.Cache implements it.
-type StatusWriter interface {
-	// SourceResource returns a client of gvr on the source as configured (for a kcp source,
-	// the wildcard endpoint) in namespace.
-	SourceResource(gvr schema.GroupVersionResource, namespace string) dynamic.ResourceInterface
-	// SourceClusterResource returns a client of gvr in namespace of one logical cluster of the
-	// source (for a kcp source, under /clusters/<cluster>).
-	SourceClusterResource(gvr schema.GroupVersionResource, cluster, namespace string) (dynamic.ResourceInterface, error)
-}
 
 // maxWriteAttempts bounds how often a status write is re-applied to a fresh source object
 // after losing a race with another writer (each attempt checks the request's resourceVersion
@@ -59,17 +49,16 @@ const maxWriteAttempts = 5
 // The source object is read fresh from the source for every write (not from the cache), so
 // the assignment and opt-in checks are made on the state the write applies to.
 //
-// The write goes to the object's logical cluster (StatusWriter.SourceClusterResource): the
+// The write goes to the object's logical cluster (Source.ClusterResource): the
 // cluster of a per-cluster view path, else the only cluster whose object the view holds under
 // namespace/name (400 when several do, see clusters.find).
 type statusStorage struct {
-	info     cache.ResourceInfo
-	store    *cache.ResourceStore
-	writer   StatusWriter
+	info     source.ResourceInfo
+	store    Store
+	source   Source
 	clusters clusters
-	// freshnessTimeout bounds the wait for the cache to reach the source object just read,
-	// when the request's resourceVersion is not the source's (preconditionHolds); 0: no wait.
-	freshnessTimeout time.Duration
+	// freshness waits for the cache to reach the source object just read (visibleView).
+	freshness freshness
 }
 
 var (
@@ -111,7 +100,7 @@ func (s *statusStorage) Update(ctx context.Context, name string, objInfo rest.Up
 	if s.clusters.plain != "" && cluster != s.clusters.plain {
 		return nil, false, apierrors.NewNotFound(s.info.GVR.GroupResource(), name) // a plain source has no other cluster
 	}
-	client, err := s.writer.SourceClusterResource(s.info.GVR, cluster, namespace)
+	client, err := s.source.ClusterResource(s.info.GVR, cluster, namespace)
 	if err != nil {
 		return nil, false, sourceError(err)
 	}

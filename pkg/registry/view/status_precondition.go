@@ -18,14 +18,12 @@ import (
 
 // visibleView returns the location's view of the object cluster/namespace/name from the cache
 // once the cache has caught up with sourceRV, the resourceVersion of the source object just
-// read (waiting at most freshnessTimeout; no wait when the cache has not synced or the timeout
-// is 0). ok is false when the cache cannot say (the object is not in this location's view, or
+// read (waiting at most the freshness timeout, freshness.waitFor; no wait when the cache has
+// not synced). ok is false when the cache cannot say (the object is not in this location's view, or
 // the cache is still behind sourceRV).
 func (s *statusStorage) visibleView(ctx context.Context, location, cluster, namespace, name string, sourceRV uint64) (visible, cachedSourceRV uint64, ok bool) {
-	if s.store.ResourceVersion() < sourceRV && s.store.HasSynced() && s.freshnessTimeout > 0 {
-		wctx, cancel := context.WithTimeout(ctx, s.freshnessTimeout)
-		_ = s.store.WaitForResourceVersion(wctx, sourceRV)
-		cancel()
+	if s.store.HasSynced() {
+		_ = s.freshness.waitFor(ctx, sourceRV)
 	}
 	obj, _, found := s.store.GetInCluster(location, cluster, namespace, name)
 	if !found || obj.SourceResourceVersion() < sourceRV {

@@ -10,13 +10,13 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/handlers"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
+	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
 
 // newStatusScope builds the RequestScope of a resource's /status writes: the read scope plus
 // a field manager (server-side apply and managedFields bookkeeping over a deduced schema, as
 // for a CRD without one) and the schema source strategic merge patches need.
-func newStatusScope(info cache.ResourceInfo, ser runtime.NegotiatedSerializer, st *statusStorage) (*handlers.RequestScope, error) {
+func newStatusScope(info source.ResourceInfo, ser runtime.NegotiatedSerializer, st *statusStorage) (*handlers.RequestScope, error) {
 	scope := newRequestScope(info.GVR, info.Kind, info.Namespaced, ser, nil)
 	scope.Subresource = "status"
 	scope.UnsafeConvertor = strategicSchemaConvertor{}
@@ -32,7 +32,7 @@ func newStatusScope(info cache.ResourceInfo, ser runtime.NegotiatedSerializer, s
 // statusPatchTypes are the patch types a status write accepts: JSON patch, merge patch and
 // server-side apply for every resource, and strategic merge patch for the built-in types
 // client-go knows (kube-apiserver does not offer it for custom resources either).
-func statusPatchTypes(info cache.ResourceInfo) []string {
+func statusPatchTypes(info source.ResourceInfo) []string {
 	t := []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.ApplyYAMLPatchType)}
 	if clientgoscheme.Scheme.Recognizes(info.GVK()) {
 		t = append(t, string(types.StrategicMergePatchType))

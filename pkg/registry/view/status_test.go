@@ -21,6 +21,7 @@ import (
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
 
 // The tests of this file write status through the view's status storage as k8s.io/apiserver's
@@ -32,12 +33,13 @@ import (
 
 var (
 	widgetsGVR  = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
-	widgetsInfo = cache.ResourceInfo{GVR: widgetsGVR, Kind: "Widget", ListKind: "WidgetList", SingularName: "widget", Namespaced: true, HasStatus: true}
+	widgetsInfo = source.ResourceInfo{GVR: widgetsGVR, Kind: "Widget", ListKind: "WidgetList", SingularName: "widget", Namespaced: true, HasStatus: true}
 )
 
 // statusSource is the source of status writes: a fake dynamic client that enforces
 // resourceVersion preconditions.
 type statusSource struct {
+	Source // ResourceVersion and Get: not used by status writes
 	client *dynamicfake.FakeDynamicClient
 	// race, when set, runs once before the next update reaches the source: another writer that
 	// wins the race.
@@ -46,14 +48,14 @@ type statusSource struct {
 	writes int
 }
 
-// SourceResource implements StatusWriter.
-func (s *statusSource) SourceResource(gvr schema.GroupVersionResource, namespace string) dynamic.ResourceInterface {
+// Resource implements Source.
+func (s *statusSource) Resource(gvr schema.GroupVersionResource, namespace string) dynamic.ResourceInterface {
 	return s.client.Resource(gvr).Namespace(namespace)
 }
 
-// SourceClusterResource implements StatusWriter: the test source is one plain cluster.
-func (s *statusSource) SourceClusterResource(gvr schema.GroupVersionResource, _, namespace string) (dynamic.ResourceInterface, error) {
-	return s.SourceResource(gvr, namespace), nil
+// ClusterResource implements Source: the test source is one plain cluster.
+func (s *statusSource) ClusterResource(gvr schema.GroupVersionResource, _, namespace string) (dynamic.ResourceInterface, error) {
+	return s.Resource(gvr, namespace), nil
 }
 
 func newStatusSource(t *testing.T, objs ...*unstructured.Unstructured) *statusSource {
@@ -221,8 +223,9 @@ func TestStatusUpdate(t *testing.T) {
 					return true, nil, errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
 				})
 			}
-			st := &statusStorage{info: widgetsInfo, store: cache.NewResourceStore(widgetsGVR, widgetsInfo.GVK(), true, cache.StoreOptions{DefaultCluster: "root"}), writer: src, clusters: clusters{plain: "root"}}
-			t.Cleanup(st.store.Close)
+			store := cache.NewResourceStore(widgetsGVR, widgetsInfo.GVK(), true, cache.StoreOptions{DefaultCluster: "root"})
+			st := &statusStorage{info: widgetsInfo, store: store, source: src, clusters: clusters{plain: "root"}, freshness: freshness{gvr: widgetsGVR, store: store, source: src}}
+			t.Cleanup(store.Close)
 			var updater rest.Updater = st
 			obj, created, err := updater.Update(viewCtx("east", "team-a"), c.write.GetName(), rest.DefaultUpdatedObjectInfo(c.write), nil, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
 			if c.code != 0 {
@@ -272,7 +275,8 @@ func TestStatusGet(t *testing.T) {
 	if err := store.Replace([]interface{}{east, west}, "10"); err != nil {
 		t.Fatal(err)
 	}
-	var getter rest.Getter = &statusStorage{info: widgetsInfo, store: store, writer: newStatusSource(t), clusters: clusters{plain: "root"}}
+	src := newStatusSource(t)
+	var getter rest.Getter = &statusStorage{info: widgetsInfo, store: store, source: src, clusters: clusters{plain: "root"}, freshness: freshness{gvr: widgetsGVR, store: store, source: src}}
 	obj, err := getter.Get(viewCtx("east", "team-a"), "e", &metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("Get: %v", err)

@@ -67,7 +67,7 @@ func TestStatusWriteAtVisibleResourceVersion(t *testing.T) {
 			if err := store.Replace([]interface{}{src.get(t, "w")}, "7"); err != nil {
 				t.Fatal(err)
 			}
-			st := &statusStorage{info: widgetsInfo, store: store, writer: src, clusters: clusters{plain: "root"}, freshnessTimeout: 0}
+			st := &statusStorage{info: widgetsInfo, store: store, source: src, clusters: clusters{plain: "root"}, freshness: freshness{gvr: widgetsGVR, store: store, source: src}}
 			seen, err := st.Get(viewCtx("east", "team-a"), "w", &metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)

@@ -4,50 +4,35 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
-	"k8s.io/apiserver/pkg/storage"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
+	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
 
 // maxQuoted is how many bytes of a client- or source-supplied value a Status message repeats
 // (contract.Truncate): a hostile value never becomes a huge error response or log line.
 const maxQuoted = 256
 
-// Source is what a view needs of the source API server besides the cache: its current
-// resourceVersion (to prove the cache fresh for a consistent read) and a live GET.
-// *cache.Cache implements it.
-type Source interface {
-	// SourceResourceVersion returns the source's current resourceVersion for gvr.
-	SourceResourceVersion(ctx context.Context, gvr schema.GroupVersionResource) (uint64, error)
-	// SourceGet reads one object of a logical cluster from the source (not from the cache).
-	SourceGet(ctx context.Context, gvr schema.GroupVersionResource, cluster, namespace, name string) (*unstructured.Unstructured, error)
-}
-
 // resourceStorage serves one mirrored resource of a location view: rest.Getter, rest.Lister,
 // rest.Watcher and rest.TableConvertor over a cache.ResourceStore. The location comes from the
 // request context (LocationFrom); one resourceStorage serves every location.
 type resourceStorage struct {
-	info   cache.ResourceInfo
-	store  *cache.ResourceStore
+	info   source.ResourceInfo
+	store  Store
 	source Source
-	// freshnessTimeout bounds how long a read waits for the cache to reach a resourceVersion.
-	freshnessTimeout time.Duration
-	// consistentReadWait bounds how long a consistent read waits for the cache to prove it
-	// caught up with the source (waitConsistent).
-	consistentReadWait time.Duration
-	table              tableConvertor
-	clusters           clusters
+	// freshness waits for the cache to reach the resourceVersions reads ask for.
+	freshness freshness
+	table     tableConvertor
+	clusters  clusters
 }
 
 var (
@@ -101,7 +86,7 @@ func (r *resourceStorage) Get(ctx context.Context, name string, opts *metav1.Get
 			obj, err := r.clusters.find(ctx, r.store, r.info.GVR.GroupResource(), location, namespace, name)
 			switch {
 			case apierrors.IsNotFound(err):
-				if err := r.waitConsistent(ctx); err != nil {
+				if err := r.freshness.waitConsistent(ctx); err != nil {
 					return nil, err
 				}
 				return r.clusters.find(ctx, r.store, r.info.GVR.GroupResource(), location, namespace, name)
@@ -113,7 +98,7 @@ func (r *resourceStorage) Get(ctx context.Context, name string, opts *metav1.Get
 		if r.clusters.plain != "" && cluster != r.clusters.plain {
 			return nil, r.notFound(name) // a plain source has no other cluster
 		}
-		src, err := r.source.SourceGet(ctx, r.info.GVR, cluster, namespace, name)
+		src, err := r.source.Get(ctx, r.info.GVR, cluster, namespace, name)
 		if apierrors.IsNotFound(err) {
 			return nil, r.notFound(name)
 		}
@@ -124,11 +109,11 @@ func (r *resourceStorage) Get(ctx context.Context, name string, opts *metav1.Get
 		if err != nil {
 			return nil, apierrors.NewInternalError(fmt.Errorf("source returned resourceVersion %q: %w", src.GetResourceVersion(), err))
 		}
-		if err := r.waitFor(ctx, srcRV); err != nil {
+		if err := r.freshness.waitFor(ctx, srcRV); err != nil {
 			return nil, err
 		}
 	case readNotOlderThan:
-		if err := r.waitFor(ctx, rv); err != nil {
+		if err := r.freshness.waitFor(ctx, rv); err != nil {
 			return nil, err
 		}
 	}
@@ -160,16 +145,16 @@ func (r *resourceStorage) List(ctx context.Context, opts *metainternalversion.Li
 		}
 		switch mode {
 		case readConsistent:
-			if err := r.waitConsistent(ctx); err != nil {
+			if err := r.freshness.waitConsistent(ctx); err != nil {
 				return nil, err
 			}
 		case readNotOlderThan:
-			if err := r.waitFor(ctx, rv); err != nil {
+			if err := r.freshness.waitFor(ctx, rv); err != nil {
 				return nil, err
 			}
 		case readExact:
 			if rv > r.store.ResourceVersion() {
-				if err := r.waitFor(ctx, rv); err != nil {
+				if err := r.freshness.waitFor(ctx, rv); err != nil {
 					return nil, err
 				}
 			}
@@ -237,9 +222,9 @@ func (r *resourceStorage) Watch(ctx context.Context, opts *metainternalversion.L
 		wo.InitialEventsEndBookmark = sendInitialEvents && opts.AllowWatchBookmarks
 		switch mode {
 		case readConsistent:
-			err = r.waitConsistent(ctx)
+			err = r.freshness.waitConsistent(ctx)
 		case readNotOlderThan:
-			err = r.waitFor(ctx, rv)
+			err = r.freshness.waitFor(ctx, rv)
 		}
 		if err != nil && ctx.Err() != nil {
 			// The watch's own timeout (timeoutSeconds, also 0 or negative) passed before it
@@ -251,7 +236,7 @@ func (r *resourceStorage) Watch(ctx context.Context, opts *metainternalversion.L
 		}
 	default:
 		wo.ResourceVersion = rv
-		if err := r.waitFor(ctx, rv); err != nil {
+		if err := r.freshness.waitFor(ctx, rv); err != nil {
 			if ctx.Err() != nil {
 				return watch.NewEmptyWatch(), nil
 			}
@@ -259,53 +244,6 @@ func (r *resourceStorage) Watch(ctx context.Context, opts *metainternalversion.L
 		}
 	}
 	return r.store.Watch(ctx, location, wo)
-}
-
-// waitFor waits until the cache has processed the source up to rv. After freshnessTimeout it
-// answers 504 "Too large resource version" with a retry hint, as kube-apiserver's watch cache does.
-func (r *resourceStorage) waitFor(ctx context.Context, rv uint64) error {
-	if r.store.ResourceVersion() >= rv {
-		return nil
-	}
-	wctx, cancel := context.WithTimeout(ctx, r.freshnessTimeout)
-	defer cancel()
-	if err := r.store.WaitForResourceVersion(wctx, rv); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return storage.NewTooLargeResourceVersionError(rv, r.store.ResourceVersion(), 1)
-	}
-	return nil
-}
-
-// waitConsistent makes a read with resourceVersion "" include every source write that completed
-// before it: it reads the source's current resourceVersion R (one coalesced limit=1 LIST) and
-// waits until the cache has processed the source's events up to R.
-//
-// The cache's resourceVersion for a resource advances with that resource's events and with the
-// source's bookmarks, and kube-apiserver sends a watcher bookmarks only about once a minute. So
-// for a resource with no writes since R's predecessors the cache cannot prove it reached R
-// before the wait (consistentReadWait) ends. In that case the read is served at the cache's own resourceVersion
-// (the response's resourceVersion says which state it shows) and counted in
-// mapper_apiserver_view_unproven_consistent_reads_total: every write whose watch event reached
-// the server before the request is included. The source being unreachable is a 503.
-func (r *resourceStorage) waitConsistent(ctx context.Context) error {
-	want, err := r.source.SourceResourceVersion(ctx, r.info.GVR)
-	if err != nil {
-		return sourceError(err)
-	}
-	if r.store.ResourceVersion() >= want {
-		return nil
-	}
-	wctx, cancel := context.WithTimeout(ctx, r.consistentReadWait)
-	defer cancel()
-	if err := r.store.WaitForResourceVersion(wctx, want); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		unprovenConsistentReads.WithLabelValues(r.info.GVR.GroupResource().String()).Inc()
-	}
-	return nil
 }
 
 // notFound is the 404 of an object absent from this location's view: assigned elsewhere is

@@ -35,7 +35,7 @@ type tableConvertor struct {
 
 // newTableConvertor returns the convertor of the view resource gvr, whose kind is kind; source
 // is where the CustomResourceDefinition of a non-built-in resource is read.
-func newTableConvertor(source StatusWriter, gvr schema.GroupVersionResource, kind string) tableConvertor {
+func newTableConvertor(source Source, gvr schema.GroupVersionResource, kind string) tableConvertor {
 	if b := newBuiltinTable(gvr, kind); b != nil {
 		return tableConvertor{builtin: b}
 	}
@@ -117,7 +117,7 @@ const crdColumnsTTL = 30 * time.Second
 // source when a Table is asked for, at most once per crdColumnsTTL. A resource without a CRD
 // (built-in or aggregated) is remembered as such for the same time.
 type crdColumns struct {
-	source  StatusWriter
+	source  Source
 	gvr     schema.GroupVersionResource
 	mu      sync.Mutex
 	conv    rest.TableConvertor
@@ -132,7 +132,7 @@ func (c *crdColumns) convertor(ctx context.Context) rest.TableConvertor {
 	if !c.fetched.IsZero() && time.Since(c.fetched) < crdColumnsTTL {
 		return c.conv
 	}
-	u, err := c.source.SourceResource(crdGVR, "").Get(ctx, c.gvr.GroupResource().String(), metav1.GetOptions{})
+	u, err := c.source.Resource(crdGVR, "").Get(ctx, c.gvr.GroupResource().String(), metav1.GetOptions{})
 	if err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
 			c.conv, c.fetched = nil, time.Now()

@@ -13,20 +13,9 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/klog/v2"
 
-	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
-
-// Cache is what views read (the mirrored resources and their stores) and write through
-// (status write-back). *cache.Cache implements it.
-type Cache interface {
-	Source
-	StatusWriter
-	// Resources lists the currently mirrored resources.
-	Resources() []cache.ResourceInfo
-	// Store returns the store of a mirrored resource.
-	Store(gvr schema.GroupVersionResource) (*cache.ResourceStore, bool)
-}
 
 // Options tunes how views serve.
 type Options struct {
@@ -54,7 +43,8 @@ type Options struct {
 
 // Views serves every location's view from one cache. It is safe for concurrent use.
 type Views struct {
-	cache      Cache
+	objects    Objects
+	source     Source
 	opts       Options
 	serializer *serializer
 	namespaces *resourceHandlers
@@ -67,7 +57,7 @@ type Views struct {
 
 // resourceHandlers are the endpoint handlers of one mirrored resource, built once per store.
 type resourceHandlers struct {
-	store *cache.ResourceStore
+	store Store
 	scope *handlers.RequestScope
 	get   http.Handler
 	list  http.Handler // list, and watch with ?watch=true
@@ -80,7 +70,7 @@ type resourceHandlers struct {
 }
 
 // New returns the views over c.
-func New(c Cache, opts Options) *Views {
+func New(objects Objects, src Source, opts Options) *Views {
 	if opts.FreshnessTimeout <= 0 {
 		opts.FreshnessTimeout = 3 * time.Second
 	}
@@ -90,8 +80,8 @@ func New(c Cache, opts Options) *Views {
 	if opts.MinRequestTimeout <= 0 {
 		opts.MinRequestTimeout = 1800 * time.Second
 	}
-	v := &Views{cache: c, opts: opts, serializer: newSerializer(), discovery: newViewDiscovery(c), watches: newWatchLimiter(opts.MaxWatchesPerUser), resources: map[schema.GroupVersionResource]*resourceHandlers{}}
-	ns := &namespaceStorage{cache: c, tableConvertor: newTableConvertor(c, namespacesGVR, "Namespace")}
+	v := &Views{objects: objects, source: src, opts: opts, serializer: newSerializer(), discovery: newViewDiscovery(objects), watches: newWatchLimiter(opts.MaxWatchesPerUser), resources: map[schema.GroupVersionResource]*resourceHandlers{}}
+	ns := &namespaceStorage{objects: objects, tableConvertor: newTableConvertor(src, namespacesGVR, "Namespace")}
 	scope := newRequestScope(namespacesGVR, "Namespace", false, v.serializer, ns)
 	v.namespaces = &resourceHandlers{
 		scope: scope,
@@ -184,7 +174,7 @@ func (v *Views) handlers(gvr schema.GroupVersionResource) (*resourceHandlers, bo
 	if gvr == namespacesGVR {
 		return v.namespaces, true
 	}
-	store, ok := v.cache.Store(gvr)
+	store, ok := v.objects.Store(gvr)
 	if !ok {
 		return nil, false
 	}
@@ -193,8 +183,8 @@ func (v *Views) handlers(gvr schema.GroupVersionResource) (*resourceHandlers, bo
 	if h, ok := v.resources[gvr]; ok && h.store == store {
 		return h, true
 	}
-	var info cache.ResourceInfo
-	for _, r := range v.cache.Resources() {
+	var info source.ResourceInfo
+	for _, r := range v.objects.Resources() {
 		if r.GVR == gvr {
 			info = r
 		}
@@ -202,8 +192,9 @@ func (v *Views) handlers(gvr schema.GroupVersionResource) (*resourceHandlers, bo
 	if info.Kind == "" {
 		return nil, false
 	}
-	st := &resourceStorage{info: info, store: store, source: v.cache, freshnessTimeout: v.opts.FreshnessTimeout, consistentReadWait: v.opts.ConsistentReadWait,
-		table: newTableConvertor(v.cache, gvr, info.Kind), clusters: clusters{plain: v.opts.PlainCluster}}
+	fresh := freshness{gvr: gvr, store: store, source: v.source, timeout: v.opts.FreshnessTimeout, consistentReadWait: v.opts.ConsistentReadWait}
+	st := &resourceStorage{info: info, store: store, source: v.source, freshness: fresh,
+		table: newTableConvertor(v.source, gvr, info.Kind), clusters: clusters{plain: v.opts.PlainCluster}}
 	scope := newRequestScope(gvr, info.Kind, info.Namespaced, v.serializer, st)
 	h := &resourceHandlers{
 		store: store,
@@ -212,7 +203,7 @@ func (v *Views) handlers(gvr schema.GroupVersionResource) (*resourceHandlers, bo
 		list:  handlers.ListResource(st, st, scope, false, v.opts.MinRequestTimeout),
 		watch: handlers.ListResource(st, st, scope, true, v.opts.MinRequestTimeout),
 	}
-	ss := &statusStorage{info: info, store: store, writer: v.cache, clusters: clusters{plain: v.opts.PlainCluster}, freshnessTimeout: v.opts.FreshnessTimeout}
+	ss := &statusStorage{info: info, store: store, source: v.source, clusters: clusters{plain: v.opts.PlainCluster}, freshness: fresh}
 	if statusScope, err := newStatusScope(info, v.serializer, ss); err != nil {
 		klog.ErrorS(err, "status writes are disabled for the resource", "resource", gvr)
 	} else {

@@ -1,8 +1,7 @@
-package cache
+package source
 
 import (
 	"errors"
-	"sort"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,27 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/discovery"
 )
-
-// ResourceInfo describes one mirrored resource, as the source's discovery describes it, for the
-// view's own discovery documents.
-type ResourceInfo struct {
-	// GVR is the resource at the source's preferred version.
-	GVR schema.GroupVersionResource
-	// Kind, ListKind and SingularName name the resource's types (ListKind is Kind+"List").
-	Kind, ListKind, SingularName string
-	// Namespaced says whether the resource is namespaced.
-	Namespaced bool
-	// ShortNames and Categories are copied from the source.
-	ShortNames, Categories []string
-	// Verbs are the verbs the source serves for the resource (the view decides which it
-	// offers).
-	Verbs []string
-	// HasStatus says whether the source serves the resource's /status subresource.
-	HasStatus bool
-}
-
-// GVK returns the kind of the resource's objects.
-func (r ResourceInfo) GVK() schema.GroupVersionKind { return r.GVR.GroupVersion().WithKind(r.Kind) }
 
 // excludedByDefault are the resources that are never mirrored unless Config.Resources names
 // them: events (core and events.k8s.io, high churn, not workload) and leases (heartbeats).
@@ -40,7 +18,16 @@ var excludedByDefault = sets.New(
 	schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"},
 )
 
-// discoverResources reads the source's discovery and selects the resources to mirror (see
+// Discover reads the source's discovery and selects the resources to mirror (see
+// selectResources): wanted empty means every namespaced resource with list and watch except
+// events and leases, otherwise exactly the wanted group resources. failedGroups are the API
+// groups whose discovery failed (discovery.ErrGroupDiscoveryFailed): the caller keeps mirroring
+// what it already mirrors of those groups. err is set only when nothing could be read.
+func (s *Source) Discover(wanted []schema.GroupResource) (infos []ResourceInfo, failedGroups sets.Set[string], err error) {
+	return discoverResources(s.cfg.Discovery, wanted)
+}
+
+// discoverResources reads d and selects the resources to mirror (see
 // selectResources). failedGroups are the API groups whose discovery failed: the caller keeps
 // mirroring what it already mirrors of those groups. err is set only when nothing could be read.
 func discoverResources(d discovery.DiscoveryInterface, wanted []schema.GroupResource) (infos []ResourceInfo, failedGroups sets.Set[string], err error) {
@@ -135,20 +122,6 @@ func selectResources(groups []*metav1.APIGroup, lists []*metav1.APIResourceList,
 			}
 		}
 	}
-	sortResources(out)
+	SortResources(out)
 	return out
-}
-
-// sortResources orders infos by group, resource, version.
-func sortResources(infos []ResourceInfo) {
-	sort.Slice(infos, func(i, j int) bool {
-		a, b := infos[i].GVR, infos[j].GVR
-		if a.Group != b.Group {
-			return a.Group < b.Group
-		}
-		if a.Resource != b.Resource {
-			return a.Resource < b.Resource
-		}
-		return a.Version < b.Version
-	})
 }

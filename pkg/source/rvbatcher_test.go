@@ -1,0 +1,69 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestResourceVersionBatching checks that concurrent callers share requests, and that a
+// caller never gets the answer of a request that started before it called.
+func TestResourceVersionBatching(t *testing.T) {
+	var calls atomic.Int64
+	release := make(chan struct{})
+	var current atomic.Uint64
+	b := &rvBatcher{fetch: func(ctx context.Context) (uint64, error) {
+		calls.Add(1)
+		rv := current.Load() // the RV at the start of the request
+		<-release
+		return rv, nil
+	}}
+	current.Store(10)
+	first := make(chan uint64)
+	go func() { rv, _ := b.get(context.Background()); first <- rv }()
+	waitFor(t, "first request", func() bool { return calls.Load() == 1 })
+	// A write happens at 11 after the first request started; later callers must see >= 11.
+	current.Store(11)
+	var wg sync.WaitGroup
+	results := make([]uint64, 20)
+	for i := range results {
+		wg.Add(1)
+		go func(i int) { defer wg.Done(); results[i], _ = b.get(context.Background()) }(i)
+	}
+	time.Sleep(20 * time.Millisecond)
+	release <- struct{}{} // first request ends
+	if rv := <-first; rv != 10 {
+		t.Fatalf("first got %d", rv)
+	}
+	release <- struct{}{} // the shared second request ends
+	wg.Wait()
+	for i, rv := range results {
+		if rv != 11 {
+			t.Fatalf("caller %d got %d, want 11", i, rv)
+		}
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("%d requests, want 2", n)
+	}
+	// A caller whose context ends stops waiting.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := b.get(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v", err)
+	}
+	close(release)
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
