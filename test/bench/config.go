@@ -65,9 +65,15 @@ type Config struct {
 	// LocationGracePeriod is mapper-controller's --location-grace-period in scenario 8 (and the
 	// heartbeats' Lease duration).
 	LocationGracePeriod time.Duration `json:"locationGracePeriod"`
+	// StormLocations is the number of locations that write the status of the same objects in
+	// scenario 11 (each object is assigned to all of them).
+	StormLocations int `json:"stormLocations"`
+	// StormObjects is the number of Deployments whose status every location writes once in
+	// scenario 11.
+	StormObjects int `json:"stormObjects"`
 	// Scenarios are the scenarios to run; empty: all. Scenarios 1-7 and 9 share one data set
-	// and run together (all or none); 8 needs no data set. A run of a subset merges its scenarios
-	// into the report already in OutDir.
+	// and run together (all or none); 8, 10 and 11 need no data set. A run of a subset merges
+	// its scenarios into the report already in OutDir.
 	Scenarios []int `json:"scenarios,omitempty"`
 
 	// MicroBenchmarks runs the Go micro-benchmarks of pkg/cache into the report.
@@ -105,6 +111,8 @@ var Presets = map[string]Config{
 		MapperTimeout:          5 * time.Minute,
 		LocationsWindow:        2 * time.Minute,
 		LocationGracePeriod:    40 * time.Second,
+		StormLocations:         20,
+		StormObjects:           100,
 		MicroBenchmarks:        true,
 		MicroBenchtime:         "1s",
 		Profiles:               true,
@@ -130,6 +138,8 @@ var Presets = map[string]Config{
 		MapperTimeout:          2 * time.Minute,
 		LocationsWindow:        20 * time.Second,
 		LocationGracePeriod:    15 * time.Second,
+		StormLocations:         20,
+		StormObjects:           20,
 		MicroBenchmarks:        false,
 		MicroBenchtime:         "100ms",
 		Profiles:               true,
@@ -166,6 +176,7 @@ func ParseFlags(fs *flag.FlagSet, args []string) (Config, error) {
 		fanout, encode, gap, mapperTimeout, locWindow, locGrace    time.Duration
 		objects, namespaces, locations, depPct, bulk, loadClients  int
 		assignPct, listSamples, naiveSamples, encWatchers, startup int
+		stormLocations, stormObjects                               int
 		seed                                                       int64
 		rate                                                       float64
 		micro, profiles, skipMapper                                bool
@@ -192,7 +203,9 @@ func ParseFlags(fs *flag.FlagSet, args []string) (Config, error) {
 	fs.BoolVar(&skipMapper, "skip-mapper", false, "Skip scenario 6 (mapper initial sync).")
 	fs.DurationVar(&locWindow, "locations-window", 0, "Measured window of scenario 8 (location heartbeats).")
 	fs.DurationVar(&locGrace, "location-grace-period", 0, "mapper-controller's --location-grace-period in scenario 8.")
-	fs.StringVar(&scenarios, "scenarios", "", "Comma-separated scenarios to run (default all); 1-7 and 9 run together, e.g. --scenarios=8. A subset is merged into the report in --out.")
+	fs.IntVar(&stormLocations, "storm-locations", 0, "Locations that write the status of the same objects in scenario 11.")
+	fs.IntVar(&stormObjects, "storm-objects", 0, "Deployments whose status every location writes in scenario 11.")
+	fs.StringVar(&scenarios, "scenarios", "", "Comma-separated scenarios to run (default all); 1-7 and 9 run together, e.g. --scenarios=8 or --scenarios=11. A subset is merged into the report in --out.")
 	fs.BoolVar(&micro, "micro", false, "Run the Go micro-benchmarks of pkg/cache into the report.")
 	fs.StringVar(&benchtime, "micro-benchtime", "", "-benchtime of the micro-benchmarks.")
 	fs.BoolVar(&profiles, "profiles", false, "Capture server CPU and heap profiles during the scenarios.")
@@ -247,6 +260,10 @@ func ParseFlags(fs *flag.FlagSet, args []string) (Config, error) {
 			c.LocationsWindow = locWindow
 		case "location-grace-period":
 			c.LocationGracePeriod = locGrace
+		case "storm-locations":
+			c.StormLocations = stormLocations
+		case "storm-objects":
+			c.StormObjects = stormObjects
 		case "scenarios":
 			ids, err := parseScenarios(scenarios)
 			if err != nil {
@@ -296,10 +313,13 @@ func (c Config) Validate() error {
 	if c.LocationGracePeriod <= heartbeatRenewInterval {
 		errs = append(errs, fmt.Sprintf("--location-grace-period must exceed the Lease renew interval (%s)", heartbeatRenewInterval))
 	}
+	if c.StormLocations < 2 || c.StormObjects < 1 {
+		errs = append(errs, "scenario 11 needs at least 2 storm locations and 1 storm object")
+	}
 	dataSet := 0
 	for _, id := range c.Scenarios {
-		if id < 1 || id > 10 || id == 9 {
-			errs = append(errs, fmt.Sprintf("no scenario %d to give (1-8, 10; 9 runs with 1-7)", id))
+		if id < 1 || id > lastScenario || id == 9 {
+			errs = append(errs, fmt.Sprintf("no scenario %d to give (1-8, 10, 11; 9 runs with 1-7)", id))
 		}
 		if id <= 7 {
 			dataSet++
@@ -356,6 +376,9 @@ func (c Config) runs(id int) bool {
 	return false
 }
 
+// lastScenario is the highest scenario number.
+const lastScenario = 11
+
 // partial reports whether the run covers a subset of the scenarios (and is merged into an
-// existing report).
-func (c Config) partial() bool { return len(c.Scenarios) > 0 && len(c.Scenarios) < 9 }
+// existing report): every scenario but 9, which runs with 1-7, can be given.
+func (c Config) partial() bool { return len(c.Scenarios) > 0 && len(c.Scenarios) < lastScenario-1 }

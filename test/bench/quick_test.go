@@ -16,7 +16,8 @@ import (
 // scenario 8: mapper-controller keeps every heartbeating location Ready and marks a stopped one;
 // scenario 9: every customized ConfigMap shows its location in each view, no other does;
 // scenario 10: every object is placed on 2 locations, none on the one whose heartbeat stopped,
-// and a quiet window writes nothing),
+// and a quiet window writes nothing; scenario 11: every status write of the storm succeeds and
+// each location's watch gets the event of each of its own writes),
 // and the report files must be written. It asserts no timings (they belong in bench/RESULTS.md,
 // not in a pass/fail test on a shared CI machine).
 func TestQuickPreset(t *testing.T) {
@@ -32,8 +33,8 @@ func TestQuickPreset(t *testing.T) {
 	defer cancel()
 	r := Run(ctx, t, cfg, "go test ./test/bench -run TestQuickPreset")
 
-	if len(r.Scenarios) != 10 {
-		t.Fatalf("%d scenarios in the report, want 10", len(r.Scenarios))
+	if len(r.Scenarios) != 11 {
+		t.Fatalf("%d scenarios in the report, want 11", len(r.Scenarios))
 	}
 	for i, s := range r.Scenarios {
 		if s.ID != i+1 {
@@ -62,7 +63,8 @@ func TestQuickPreset(t *testing.T) {
 	// The scenarios whose figures depend on a correct result carry checks; a run that lost them
 	// would pass without proving anything.
 	for id, name := range map[int]string{1: "lists agree", 6: "mapper finished", 8: "locations stay Ready; a stopped one becomes Unknown",
-		9: "customized views show their location", 10: "every object placed, none on the stopped location, no write when nothing changes"} {
+		9: "customized views show their location", 10: "every object placed, none on the stopped location, no write when nothing changes",
+		11: "status writes succeed and reach the writer's own watch"} {
 		if s := r.Scenarios[id-1]; s.Ran && len(s.Checks) == 0 {
 			t.Errorf("scenario %d (%s) recorded no correctness check (%s)", id, s.Title, name)
 		}
