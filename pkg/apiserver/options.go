@@ -231,7 +231,11 @@ func (o *Options) Config() (*Config, error) {
 		store = cache.StoreOptions{ClusterFromAnnotation: true}
 		viewOpts.PlainCluster = ""
 	}
-	src, err := source.New(source.Config{Dynamic: dyn, Discovery: disc, ClusterDynamic: clusterDynamic})
+	objects, err := source.NewObjectClient(sourceConfig, nil)
+	if err != nil {
+		return nil, err
+	}
+	src, err := source.New(source.Config{Dynamic: dyn, Discovery: disc, ClusterDynamic: clusterDynamic, Objects: objects})
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,8 @@ import (
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
 
 // benchStore returns a synced store with total objects: perTarget of them assigned to
@@ -149,16 +151,11 @@ func BenchmarkEncodeEvent(b *testing.B) {
 	}
 }
 
-// BenchmarkStoreHeap measures the heap a store holds per object, after a forced garbage
-// collection, for 10,000 ConfigMaps like make bench's (about 1.5 KiB of JSON each, data,
-// labels and annotations, assigned to 1-3 of 1000 locations), decoded from JSON as the
-// reflector hands them to the store. It reports heap-B/object and heap/json (the live heap
-// over the objects' JSON bytes; issue 12's target for the whole process RSS is ≤ 2), and
-// inuse/json (the heap's in-use spans: live objects and the free space between them).
-func BenchmarkStoreHeap(b *testing.B) {
-	const total = 10_000
-	raws := make([][]byte, total)
-	jsonBytes := 0
+// benchObjectsJSON returns total ConfigMaps like make bench's (about 1.5 KiB of JSON each,
+// data, labels and annotations, assigned to 1-3 of 1000 locations), as the source sends them
+// (with managedFields), and their total size.
+func benchObjectsJSON(b *testing.B, total int) (raws [][]byte, jsonBytes int) {
+	raws = make([][]byte, total)
 	for i := range raws {
 		var ls []string
 		for j := 0; j <= i%3; j++ {
@@ -176,6 +173,8 @@ func BenchmarkStoreHeap(b *testing.B) {
 		u.Object["data"] = data
 		u.SetUID(types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i)))
 		u.SetCreationTimestamp(metav1.Now())
+		u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "bench", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", FieldsType: "FieldsV1",
+			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{".":{},"f:key-00":{}},"f:metadata":{"f:annotations":{".":{},"f:owner":{}}}}`)}}})
 		raw, err := u.MarshalJSON()
 		if err != nil {
 			b.Fatal(err)
@@ -183,6 +182,58 @@ func BenchmarkStoreHeap(b *testing.B) {
 		raws[i] = raw
 		jsonBytes += len(raw)
 	}
+	return raws, jsonBytes
+}
+
+// ingestPaths are the two ways objects reach a store: decoded into trees, as a dynamic client
+// reads them, and as bytes with their metadata, as the source's object client reads them
+// (source.DecodeObject).
+var ingestPaths = []struct {
+	name   string
+	decode func([]byte) (interface{}, error)
+}{
+	{"decoded", func(raw []byte) (interface{}, error) {
+		u := &unstructured.Unstructured{}
+		return u, u.UnmarshalJSON(raw)
+	}},
+	{"bytes", func(raw []byte) (interface{}, error) { return source.DecodeObject(raw) }},
+}
+
+// BenchmarkIngest measures the decoding of 10,000 objects as the source sent them and their
+// Replace into a store (a first list), per object, for both ingest paths.
+func BenchmarkIngest(b *testing.B) {
+	const total = 10_000
+	raws, _ := benchObjectsJSON(b, total)
+	for _, path := range ingestPaths {
+		b.Run(path.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for n := 0; n < b.N; n++ {
+				s := newTestStore(b, StoreOptions{})
+				items := make([]interface{}, total)
+				for i, raw := range raws {
+					var err error
+					if items[i], err = path.decode(raw); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := s.Replace(items, strconv.Itoa(total+1)); err != nil {
+					b.Fatal(err)
+				}
+				s.Close()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*total), "ns/object")
+		})
+	}
+}
+
+// BenchmarkStoreHeap measures the heap a store holds per object, after a forced garbage
+// collection, for 10,000 ConfigMaps like make bench's (benchObjectsJSON), for both ingest paths
+// (ingestPaths). It reports heap-B/object and heap/json (the live heap over the objects' JSON
+// bytes; issue 12's target for the whole process RSS is ≤ 2), and inuse/json (the heap's
+// in-use spans: live objects and the free space between them).
+func BenchmarkStoreHeap(b *testing.B) {
+	const total = 10_000
+	raws, jsonBytes := benchObjectsJSON(b, total)
 	heap := func() (alloc, inuse uint64) {
 		var m goruntime.MemStats
 		goruntime.GC()
@@ -190,29 +241,31 @@ func BenchmarkStoreHeap(b *testing.B) {
 		goruntime.ReadMemStats(&m)
 		return m.HeapAlloc, m.HeapInuse
 	}
-	b.ResetTimer()
-	for n := 0; n < b.N; n++ {
-		before, beforeInuse := heap()
-		s := newTestStore(b, StoreOptions{})
-		items := make([]interface{}, total)
-		for i, raw := range raws {
-			u := &unstructured.Unstructured{}
-			if err := u.UnmarshalJSON(raw); err != nil {
-				b.Fatal(err)
+	for _, path := range ingestPaths {
+		b.Run(path.name, func(b *testing.B) {
+			for n := 0; n < b.N; n++ {
+				before, beforeInuse := heap()
+				s := newTestStore(b, StoreOptions{})
+				items := make([]interface{}, total)
+				for i, raw := range raws {
+					var err error
+					if items[i], err = path.decode(raw); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := s.Replace(items, strconv.Itoa(total+1)); err != nil {
+					b.Fatal(err)
+				}
+				items = nil
+				after, afterInuse := heap()
+				held := float64(after - before)
+				b.ReportMetric(held/total, "heap-B/object")
+				b.ReportMetric(held/float64(jsonBytes), "heap/json")
+				// Memory in spans with live objects: the live heap plus fragmentation.
+				b.ReportMetric(float64(afterInuse-beforeInuse)/float64(jsonBytes), "inuse/json")
+				goruntime.KeepAlive(s)
+				s.Close()
 			}
-			items[i] = u
-		}
-		if err := s.Replace(items, strconv.Itoa(total+1)); err != nil {
-			b.Fatal(err)
-		}
-		items = nil
-		after, afterInuse := heap()
-		held := float64(after - before)
-		b.ReportMetric(held/total, "heap-B/object")
-		b.ReportMetric(held/float64(jsonBytes), "heap/json")
-		// Memory in spans with live objects: the live heap plus fragmentation.
-		b.ReportMetric(float64(afterInuse-beforeInuse)/float64(jsonBytes), "inuse/json")
-		goruntime.KeepAlive(s)
-		s.Close()
+		})
 	}
 }

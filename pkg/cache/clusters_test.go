@@ -4,10 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-base/metrics/testutil"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // withUID sets the object's UID (kcp mode follows objects by UID across cluster changes).

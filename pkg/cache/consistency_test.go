@@ -12,10 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // TestConsistencyUnderConcurrency drives random ingest (adds, updates with re-assignment and

@@ -9,11 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 var (

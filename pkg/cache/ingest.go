@@ -5,11 +5,15 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
 
 var (
@@ -23,23 +27,36 @@ const maxLoggedValue = 512
 
 // identity is the part of an object that is computed before deciding whether it is new.
 type identity struct {
-	u         *unstructured.Unstructured
+	// u is the decoded object as views show it (on a plain source, with kcp.io/cluster set);
+	// for a version that arrived as bytes (raw) it is nil until tree decodes it.
+	u *unstructured.Unstructured
+	// raw, when not nil, is the version as the source's object client read it: its JSON and
+	// metadata (source.Object).
+	raw       *source.Object
 	key       contract.Key
 	cluster   string
 	namespace string
 	name      string
-	// annotations is the object's metadata.annotations (not copied; may be nil).
-	annotations map[string]interface{}
+	uid       types.UID
+	rvString  string
+	// annotations is the object's metadata.annotations (may be nil; shared: read-only).
+	annotations map[string]string
+	// assignmentNotString: the decoded object's kcp.io/assigned-locations is not a string
+	// (impossible on a Kubernetes API server, which validates annotations; counted as malformed).
+	assignmentNotString bool
 	// invalid, when set, says why the object has no valid logical cluster (a kcp source
 	// only); such an object is not stored.
 	invalid error
-	// edit, when not nil, says how u differs from the object the source sent: a copy with
-	// kcp.io/cluster set (a plain source).
+	// edit, when not nil, says how the object views show differs from the object the source
+	// sent: kcp.io/cluster set (a plain source).
 	edit *clusterEdit
 }
 
-// toUnstructured accepts what a reflector hands to the store.
-func toUnstructured(obj interface{}) (*unstructured.Unstructured, error) {
+// toVersion accepts what a reflector hands to the store: an *unstructured.Unstructured (from a
+// dynamic client; its managedFields are dropped) or a *source.Object (from the source's object
+// client), also inside a cache.DeletedFinalStateUnknown. It returns the object's metadata and
+// the object; anything else is an error.
+func toVersion(obj interface{}) (metav1.Object, error) {
 	switch t := obj.(type) {
 	case *unstructured.Unstructured:
 		if t == nil {
@@ -47,36 +64,46 @@ func toUnstructured(obj interface{}) (*unstructured.Unstructured, error) {
 		}
 		dropManagedFields(t)
 		return t, nil
+	case *source.Object:
+		if t == nil {
+			return nil, fmt.Errorf("nil object")
+		}
+		return t, nil
 	case toolscache.DeletedFinalStateUnknown:
-		return toUnstructured(t.Obj)
+		return toVersion(t.Obj)
 	case *toolscache.DeletedFinalStateUnknown:
 		if t == nil {
 			return nil, fmt.Errorf("nil object")
 		}
-		return toUnstructured(t.Obj)
+		return toVersion(t.Obj)
 	default:
-		return nil, fmt.Errorf("expected *unstructured.Unstructured, got %T", obj)
+		return nil, fmt.Errorf("expected *unstructured.Unstructured or *source.Object, got %T", obj)
 	}
 }
 
-// identify computes the logical cluster and the contract.Key of u (DESIGN.md, "Names"):
+// identify computes the logical cluster and the contract.Key of v, an *unstructured.Unstructured
+// or a *source.Object (toVersion), from its metadata (DESIGN.md, "Names"):
 //   - a plain source (StoreOptions.DefaultCluster): every object belongs to the configured
-//     cluster; a kcp.io/cluster annotation written by a user is ignored, and the returned
-//     identity's object is u with kcp.io/cluster set to the configured cluster (a shallow
-//     copy when u lacks it, so u itself is never changed), so that views always show it and
-//     it is encoded once per object version;
-//   - a kcp source (StoreOptions.ClusterFromAnnotation): the cluster is u's kcp.io/cluster;
+//     cluster; a kcp.io/cluster annotation written by a user is ignored, and the object views
+//     show has kcp.io/cluster set to the configured cluster (edit; for a decoded object, a
+//     shallow copy when it lacks it, so v itself is never changed), so that views always show
+//     it and it is encoded once per object version;
+//   - a kcp source (StoreOptions.ClusterFromAnnotation): the cluster is v's kcp.io/cluster;
 //     when it is missing or not a valid logical cluster name, invalid says why.
-func (s *ResourceStore) identify(u *unstructured.Unstructured) identity {
-	id := identity{u: u, name: u.GetName()}
-	if s.namespaced {
-		id.namespace = u.GetNamespace()
+func (s *ResourceStore) identify(v metav1.Object) identity {
+	id := identity{name: v.GetName(), uid: v.GetUID(), rvString: v.GetResourceVersion()}
+	switch t := v.(type) {
+	case *unstructured.Unstructured:
+		id.u = t
+		id.annotations, id.assignmentNotString = stringAnnotations(t)
+	case *source.Object:
+		id.raw, id.annotations = t, t.Annotations
 	}
-	if a, found, err := unstructured.NestedFieldNoCopy(u.Object, "metadata", "annotations"); found && err == nil {
-		id.annotations, _ = a.(map[string]interface{})
+	if s.namespaced {
+		id.namespace = v.GetNamespace()
 	}
 	if s.opts.ClusterFromAnnotation {
-		c, _ := id.annotations[contract.ClusterAnnotation].(string)
+		c := id.annotations[contract.ClusterAnnotation]
 		switch {
 		case c == "":
 			id.invalid = fmt.Errorf("the object has no %s annotation (a kcp source sets it on every object)", contract.ClusterAnnotation)
@@ -86,13 +113,53 @@ func (s *ResourceStore) identify(u *unstructured.Unstructured) identity {
 		id.cluster = c
 	} else {
 		id.cluster = s.opts.DefaultCluster
-		if c, _ := id.annotations[contract.ClusterAnnotation].(string); c != id.cluster {
-			id.edit = editOf(u)
-			id.u, id.annotations = withAnnotation(u, contract.ClusterAnnotation, id.cluster)
+		if c, had := id.annotations[contract.ClusterAnnotation]; c != id.cluster {
+			id.edit = editFor(id.annotations != nil, had, c)
+			if id.u != nil {
+				id.u, _ = withAnnotation(id.u, contract.ClusterAnnotation, id.cluster)
+			}
 		}
 	}
 	id.key = contract.NewKey(id.cluster, id.namespace, id.name)
 	return id
+}
+
+// stringAnnotations returns the string-valued annotations of u, and whether its
+// kcp.io/assigned-locations annotation has a value that is not a string. (u.GetAnnotations
+// returns nothing at all when one value is not a string.)
+func stringAnnotations(u *unstructured.Unstructured) (map[string]string, bool) {
+	a, _, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "annotations")
+	m, _ := a.(map[string]interface{})
+	if m == nil {
+		return nil, false
+	}
+	out := make(map[string]string, len(m))
+	notString := false
+	for k, v := range m {
+		if s, ok := v.(string); ok {
+			out[k] = s
+		} else if k == contract.AssignedLocationsAnnotation {
+			notString = true
+		}
+	}
+	return out, notString
+}
+
+// tree returns the decoded object as views show it: id.u, or for a version that arrived as
+// bytes its JSON decoded, with the cluster edit applied. An error is the decoder's.
+func (id *identity) tree() (*unstructured.Unstructured, error) {
+	if id.u != nil {
+		return id.u, nil
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(id.raw.JSON()); err != nil {
+		return nil, err
+	}
+	if id.edit != nil {
+		u, _ = withAnnotation(u, contract.ClusterAnnotation, id.cluster)
+	}
+	id.u = u
+	return u, nil
 }
 
 // withAnnotation returns a shallow copy of u whose annotation key is value, and the copy's
@@ -123,7 +190,7 @@ func withAnnotation(u *unstructured.Unstructured, key, value string) (*unstructu
 // once per object version (s.rejected remembers the last rejected version per UID). Called
 // with s.writeMu held.
 func (s *ResourceStore) rejectLocked(id identity) {
-	uid, rv := id.u.GetUID(), id.u.GetResourceVersion()
+	uid, rv := id.uid, id.rvString
 	if uid != "" {
 		if s.rejected[uid] == rv {
 			return
@@ -143,7 +210,7 @@ func (s *ResourceStore) movedLocked(id identity) *Object {
 	if !s.opts.ClusterFromAnnotation {
 		return nil
 	}
-	uid := id.u.GetUID()
+	uid := id.uid
 	if uid == "" {
 		return nil
 	}
@@ -178,12 +245,12 @@ func (s *ResourceStore) deleteMovedLocked(moved *Object, rv uint64) {
 // prev's rendering (settleRendering).
 func (s *ResourceStore) build(id identity, prev *Object) *Object {
 	var locs []string
-	if raw, present := id.annotations[contract.AssignedLocationsAnnotation]; present {
+	if str, present := id.annotations[contract.AssignedLocationsAnnotation]; present || id.assignmentNotString {
 		var err error
-		if str, ok := raw.(string); ok {
-			locs, err = contract.ParseLocations(str)
-		} else {
+		if id.assignmentNotString {
 			err = fmt.Errorf("annotation value is not a string")
+		} else {
+			locs, err = contract.ParseLocations(str)
 		}
 		if err != nil {
 			locs = nil
@@ -192,12 +259,27 @@ func (s *ResourceStore) build(id identity, prev *Object) *Object {
 			// must not become a 200 KB log line per object version (issue 10).
 			klog.InfoS("Ignoring malformed location assignment; the object is assigned to no location",
 				"resource", s.gvr.GroupResource().String(), "object", contract.Truncate(string(id.key), maxLoggedValue),
-				"resourceVersion", contract.Truncate(id.u.GetResourceVersion(), maxLoggedValue),
+				"resourceVersion", contract.Truncate(id.rvString, maxLoggedValue),
 				"annotation", contract.AssignedLocationsAnnotation, "err", contract.Truncate(err.Error(), maxLoggedValue))
 		}
 	}
-	rv, _ := strconv.ParseUint(id.u.GetResourceVersion(), 10, 64)
-	o := newObject(id.key, id.cluster, id.namespace, id.name, locs, rv, id.u)
+	rv, _ := strconv.ParseUint(id.rvString, 10, 64)
+	if o := s.buildFromJSON(id, prev, locs, rv); o != nil {
+		return o
+	}
+	u, err := id.tree()
+	if err != nil {
+		// Impossible for bytes the source's object client accepted; the object is served with
+		// its identity only, like an Object whose bytes cannot be decoded (Object.content).
+		klog.ErrorS(err, "Cannot decode a source object", "resource", s.gvr.GroupResource().String(), "object", contract.Truncate(string(id.key), maxLoggedValue))
+		u = &unstructured.Unstructured{}
+		u.SetAPIVersion(id.raw.APIVersion)
+		u.SetKind(id.raw.Kind)
+		u.SetNamespace(id.namespace)
+		u.SetName(id.name)
+		u.SetResourceVersion(id.rvString)
+	}
+	o := newObject(id.key, id.cluster, id.namespace, id.name, locs, rv, u)
 	o.edit = id.edit
 	o.settleRendering(s.rules.load(), s.gvr, prev, func(location string, err error) {
 		if (RenderFailure{Err: err}).isCustomization() {
@@ -207,7 +289,7 @@ func (s *ResourceStore) build(id identity, prev *Object) *Object {
 		}
 		klog.InfoS("An object cannot be rendered for a location; its view keeps the last version that rendered, or withholds the object",
 			"resource", s.gvr.GroupResource().String(), "object", contract.Truncate(string(id.key), maxLoggedValue),
-			"location", location, "resourceVersion", contract.Truncate(id.u.GetResourceVersion(), maxLoggedValue),
+			"location", location, "resourceVersion", contract.Truncate(id.rvString, maxLoggedValue),
 			"err", contract.Truncate(err.Error(), maxLoggedValue))
 	})
 	return o
@@ -219,17 +301,20 @@ func (s *ResourceStore) build(id identity, prev *Object) *Object {
 // are not blocked while o is rendered.
 func (s *ResourceStore) settle(prev, o *Object) {
 	setVisibility(prev, o)
-	o.compact(prev)
+	if o.u != nil {
+		// An Object built from the source's bytes (buildFromJSON) is stored as it is.
+		o.compact(prev)
+	}
 }
 
-// sameVersion reports whether u is the version already stored as prev (same non-empty
-// resourceVersion), in which case it carries no change.
-func sameVersion(prev *Object, u *unstructured.Unstructured) bool {
-	return prev != nil && prev.rvString != "" && prev.rvString == u.GetResourceVersion()
+// sameVersion reports whether resourceVersion is that of the version already stored as prev
+// (same non-empty resourceVersion), in which case the version carries no change.
+func sameVersion(prev *Object, resourceVersion string) bool {
+	return prev != nil && prev.rvString != "" && prev.rvString == resourceVersion
 }
 
-// Add implements cache.ReflectorStore: the source reported obj (an *unstructured.Unstructured,
-// which the store keeps and never changes) as added.
+// Add implements cache.ReflectorStore: the source reported obj (a *source.Object, or an
+// *unstructured.Unstructured, which the store keeps and never changes) as added.
 func (s *ResourceStore) Add(obj interface{}) error { return s.upsert(obj) }
 
 // Update implements cache.ReflectorStore: the source reported obj as modified.
@@ -238,20 +323,20 @@ func (s *ResourceStore) Update(obj interface{}) error { return s.upsert(obj) }
 // upsert applies an added or modified object version. A version already stored (same
 // resourceVersion) is ignored.
 func (s *ResourceStore) upsert(obj interface{}) error {
-	u, err := toUnstructured(obj)
+	v, err := toVersion(obj)
 	if err != nil {
 		return err
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	id := s.identify(u)
+	id := s.identify(v)
 	moved := s.movedLocked(id)
 	if id.invalid != nil {
 		s.rejectLocked(id)
 		if moved == nil {
 			return nil
 		}
-		rv, _ := strconv.ParseUint(u.GetResourceVersion(), 10, 64)
+		rv, _ := strconv.ParseUint(id.rvString, 10, 64)
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if !s.closed {
@@ -261,7 +346,7 @@ func (s *ResourceStore) upsert(obj interface{}) error {
 		return nil
 	}
 	prev := s.objects[id.key]
-	if sameVersion(prev, u) {
+	if sameVersion(prev, id.rvString) {
 		return nil
 	}
 	o := s.build(id, prev)
@@ -292,14 +377,14 @@ func (s *ResourceStore) upsert(obj interface{}) error {
 // cache.DeletedFinalStateUnknown is accepted too) as deleted. Every location of the stored
 // object gets a DELETED event with that final state.
 func (s *ResourceStore) Delete(obj interface{}) error {
-	u, err := toUnstructured(obj)
+	v, err := toVersion(obj)
 	if err != nil {
 		return err
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	id := s.identify(u)
-	if uid := u.GetUID(); uid != "" {
+	id := s.identify(v)
+	if uid := id.uid; uid != "" {
 		delete(s.rejected, uid)
 	}
 	var prev *Object
@@ -320,14 +405,17 @@ func (s *ResourceStore) Delete(obj interface{}) error {
 	if s.closed {
 		return nil
 	}
-	rv, _ := strconv.ParseUint(u.GetResourceVersion(), 10, 64)
+	rv, _ := strconv.ParseUint(id.rvString, 10, 64)
 	late := s.noteStreamLocked(rv)
 	rv = max(rv, s.rv)
-	final := id.u // on a plain source, with kcp.io/cluster set
-	if u.GetResourceVersion() != strconv.FormatUint(rv, 10) {
+	final, err := id.tree() // on a plain source, with kcp.io/cluster set
+	if err != nil {
+		final = prev.content()
+	}
+	if final.GetResourceVersion() != strconv.FormatUint(rv, 10) {
 		// A stale final state (DeletedFinalStateUnknown) or an unparsable RV: the DELETED
 		// object must carry the event's RV.
-		final = id.u.DeepCopy()
+		final = final.DeepCopy()
 		final.SetResourceVersion(strconv.FormatUint(rv, 10))
 	}
 	if final.GetAnnotations()[contract.ClusterAnnotation] != prev.cluster {
@@ -394,12 +482,12 @@ func (s *ResourceStore) Replace(list []interface{}, resourceVersion string) erro
 	seen := make(map[contract.Key]struct{}, len(list))
 	var changed []*Object
 	for _, item := range list {
-		u, err := toUnstructured(item)
+		v, err := toVersion(item)
 		if err != nil {
 			klog.ErrorS(err, "Ignoring list item", "resource", s.gvr.GroupResource().String())
 			continue
 		}
-		id := s.identify(u)
+		id := s.identify(v)
 		if id.invalid != nil {
 			s.rejectLocked(id)
 			continue
@@ -408,7 +496,7 @@ func (s *ResourceStore) Replace(list []interface{}, resourceVersion string) erro
 			continue
 		}
 		seen[id.key] = struct{}{}
-		if sameVersion(s.objects[id.key], u) {
+		if sameVersion(s.objects[id.key], id.rvString) {
 			continue
 		}
 		prev := s.objects[id.key]

@@ -6,9 +6,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -16,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // Object is one immutable cached object version.
@@ -126,23 +127,16 @@ var (
 	addedCluster              = &clusterEdit{hadAnnotations: true}
 )
 
-// editOf returns the clusterEdit that turns u (as the source sent it) into the object the
-// views show, nil when u already shows cluster.
-func editOf(source *unstructured.Unstructured) *clusterEdit {
-	if source == nil {
-		return nil
-	}
-	ann, found, err := unstructured.NestedFieldNoCopy(source.Object, "metadata", "annotations")
-	m, _ := ann.(map[string]interface{})
-	if !found || err != nil || m == nil {
+// editFor returns the clusterEdit of an object as the source sent it: hadAnnotations says it
+// has metadata.annotations, had that one of them is kcp.io/cluster, with value.
+func editFor(hadAnnotations, had bool, value string) *clusterEdit {
+	switch {
+	case !hadAnnotations:
 		return addedClusterNoAnnotations
-	}
-	v, had := m[contract.ClusterAnnotation]
-	if !had {
+	case !had:
 		return addedCluster
 	}
-	s, _ := v.(string)
-	return &clusterEdit{hadAnnotations: true, had: true, value: s}
+	return &clusterEdit{hadAnnotations: true, had: true, value: value}
 }
 
 // undo changes u (a decoded copy of the shown object, owned by the caller) back into the
@@ -220,8 +214,9 @@ func newObject(key contract.Key, cluster, namespace, name string, locations []st
 // an object share what did not change.
 func (o *Object) compact(prev *Object) {
 	if o.variants != nil && o.templatable(o.u) {
-		if raw, err := o.MarshalJSON(); err == nil {
-			if h, ok := findAssignmentHole(o.u, raw); ok {
+		value, has := o.u.GetAnnotations()[contract.AssignedLocationsAnnotation]
+		if raw, err := o.MarshalJSON(); err == nil && has {
+			if h, ok := findAssignmentHole(value, raw); ok {
 				o.hole = h
 				o.u = nil
 				return

@@ -3,9 +3,10 @@ package cache
 import (
 	"strings"
 
-	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/google/btree"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // ListOptions selects a page of a location's objects for ResourceStore.List.

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
@@ -48,11 +47,11 @@ func (c *Cache) startMirror(parent context.Context, info source.ResourceInfo) *m
 			return w, err
 		},
 	}
-	expected := &unstructured.Unstructured{}
-	expected.SetGroupVersionKind(info.GVK())
+	// No expected type: the source hands *source.Object (its object client) or
+	// *unstructured.Unstructured (a dynamic client), and the store accepts both (toVersion).
 	// Streaming lists (WatchListClient) are used when the client supports them, like
 	// informer factories decide.
-	r := toolscache.NewReflectorWithOptions(toolscache.ToListWatcherWithWatchListSemantics(lw, c.cfg.Source), expected, store, toolscache.ReflectorOptions{
+	r := toolscache.NewReflectorWithOptions(toolscache.ToListWatcherWithWatchListSemantics(lw, c.cfg.Source), nil, store, toolscache.ReflectorOptions{
 		Name:    "mapper-apiserver source " + info.GVR.String(),
 		Backoff: &sourceBackoff,
 	})

@@ -149,11 +149,8 @@ func (s *ResourceStore) SetRules(rules Rules, fresh uint64) {
 // identityOf returns the identity a stored object was built from, to build it again; u is
 // its content (Object.content).
 func identityOf(o *Object, u *unstructured.Unstructured) identity {
-	id := identity{u: u, key: o.key, cluster: o.cluster, namespace: o.namespace, name: o.name, edit: o.edit}
-	if a, found, err := unstructured.NestedFieldNoCopy(id.u.Object, "metadata", "annotations"); found && err == nil {
-		id.annotations, _ = a.(map[string]interface{})
-	}
-	return id
+	return identity{u: u, key: o.key, cluster: o.cluster, namespace: o.namespace, name: o.name, uid: o.uid,
+		rvString: o.rvString, annotations: u.GetAnnotations(), edit: o.edit}
 }
 
 // rerenderedVisibility returns the visible resourceVersions of obj, a re-rendering at rv of

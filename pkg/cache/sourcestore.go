@@ -3,8 +3,9 @@ package cache
 import (
 	"strconv"
 
-	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // SourceStore returns the store as a complete client-go cache.Store of the source's objects
@@ -44,11 +45,11 @@ func (s sourceStore) ListKeys() []string {
 
 // Get returns the stored version of obj.
 func (s sourceStore) Get(obj interface{}) (interface{}, bool, error) {
-	u, err := toUnstructured(obj)
+	v, err := toVersion(obj)
 	if err != nil {
 		return nil, false, err
 	}
-	return s.GetByKey(string(s.identify(u).key))
+	return s.GetByKey(string(s.identify(v).key))
 }
 
 // GetByKey returns the stored object with contract.Key key.

@@ -5,9 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 func statusObject(annotations map[string]string, status map[string]interface{}) *unstructured.Unstructured {
@@ -172,7 +173,7 @@ func TestIngestDropsManagedFields(t *testing.T) {
 	u := statusObject(map[string]string{contract.AssignedLocationsAnnotation: `["east"]`}, nil)
 	u.SetResourceVersion("5")
 	u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate}})
-	got, err := toUnstructured(u)
+	got, err := toVersion(u)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,11 +6,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // Defaults of StoreOptions.

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -16,6 +15,8 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/metrics/testutil"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // TestAssignmentSequence follows one object through assign / re-assign / edit / unassign /

@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 
-	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // An object assigned to several locations has one view per location, and most such views
@@ -48,15 +49,13 @@ func (o *Object) templatable(u *unstructured.Unstructured) bool {
 // encoding/json writes it in an object: "kcp.io/assigned-locations":
 var assignmentKey = []byte(`"` + contract.AssignedLocationsAnnotation + `":`)
 
-// findAssignmentHole returns where, in raw (the JSON encoding of u), the value of u's
-// kcp.io/assigned-locations annotation is. ok is false unless the key and its value occur
-// exactly once in raw (a nested object could carry the same key and value; then the object
-// keeps rendered views).
-func findAssignmentHole(u *unstructured.Unstructured, raw []byte) (assignmentHole, bool) {
-	value, ok := u.GetAnnotations()[contract.AssignedLocationsAnnotation]
-	if !ok {
-		return assignmentHole{}, false
-	}
+// findAssignmentHole returns where, in raw (an object's JSON), the value of its
+// kcp.io/assigned-locations annotation is; value is that annotation's value. ok is false unless
+// the key and its value occur exactly once in raw (a nested object could carry the same key and
+// value; then the object keeps rendered views). raw may be the cache's encoding or the source's
+// own bytes: both write the value as encoding/json does, since the JSON of a string is the same
+// in every encoder that escapes HTML characters, as Kubernetes API servers and encoding/json do.
+func findAssignmentHole(value string, raw []byte) (assignmentHole, bool) {
 	val, err := json.Marshal(value)
 	if err != nil {
 		return assignmentHole{}, false

@@ -7,9 +7,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/google/btree"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // watcher is one location-view watch: a watch.Interface fed by the store's dispatcher.

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/watchlist"
 )
 
@@ -28,6 +29,11 @@ type Config struct {
 	// there, not on the wildcard endpoint that Dynamic reads (ClusterClients.For). nil for a
 	// plain source, whose one cluster is Dynamic's.
 	ClusterDynamic func(cluster string) (dynamic.Interface, error)
+	// Objects, when set, is the client List and Watch read through (NewObjectClient, from the
+	// same rest.Config as Dynamic): objects arrive as *Object, bytes and metadata, not decoded.
+	// nil lists and watches through Dynamic, whose objects are *unstructured.Unstructured (as
+	// client-go's fake clients in unit tests).
+	Objects rest.Interface
 }
 
 // Source is the gateway to the source API server, with the server's own identity: its
@@ -54,15 +60,34 @@ func New(cfg Config) (*Source, error) {
 }
 
 // List lists gvr in all namespaces (of every logical cluster, on a kcp source) with opts: the
-// reflector's list of the cache. The result is an *unstructured.UnstructuredList.
+// reflector's list of the cache. The result is a *List of *Object with Config.Objects, else an
+// *unstructured.UnstructuredList. Errors are the source's API errors.
 func (s *Source) List(ctx context.Context, gvr schema.GroupVersionResource, opts metav1.ListOptions) (runtime.Object, error) {
-	return s.cfg.Dynamic.Resource(gvr).List(ctx, opts)
+	if s.cfg.Objects == nil {
+		return s.cfg.Dynamic.Resource(gvr).List(ctx, opts)
+	}
+	list := &List{}
+	err := s.cfg.Objects.Get().AbsPath(resourcePath(gvr)...).
+		SpecificallyVersionedParams(&opts, parameterCodec, versionV1).
+		Do(ctx).Into(list)
+	if err != nil {
+		return nil, err
+	}
+	return list, nil
 }
 
 // Watch watches gvr in all namespaces with opts (also streaming lists, sendInitialEvents): the
-// reflector's watch of the cache. Events carry *unstructured.Unstructured objects.
+// reflector's watch of the cache. Events carry *Object with Config.Objects, else
+// *unstructured.Unstructured (and *metav1.Status for errors). Errors are the source's API
+// errors.
 func (s *Source) Watch(ctx context.Context, gvr schema.GroupVersionResource, opts metav1.ListOptions) (watch.Interface, error) {
-	return s.cfg.Dynamic.Resource(gvr).Watch(ctx, opts)
+	if s.cfg.Objects == nil {
+		return s.cfg.Dynamic.Resource(gvr).Watch(ctx, opts)
+	}
+	opts.Watch = true
+	return s.cfg.Objects.Get().AbsPath(resourcePath(gvr)...).
+		SpecificallyVersionedParams(&opts, parameterCodec, versionV1).
+		Watch(ctx)
 }
 
 // IsWatchListSemanticsUnSupported reports whether the source's client cannot do streaming lists

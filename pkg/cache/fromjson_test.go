@@ -1,0 +1,189 @@
+package cache
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/source"
+)
+
+// asSource returns u as the source's object client reads it: its JSON, with managedFields as a
+// Kubernetes API server sends them, decoded by source.DecodeObject.
+func asSource(t *testing.T, u *unstructured.Unstructured) *source.Object {
+	t.Helper()
+	c := u.DeepCopy()
+	c.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1"}})
+	raw, err := c.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := source.DecodeObject(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// twinStores are two stores fed the same history: bytes as the source's object client reads
+// them, and decoded objects (as a dynamic client reads them).
+type twinStores struct {
+	t                *testing.T
+	fromJSON, fromUs *ResourceStore
+}
+
+func (s twinStores) replace(rv uint64, objs ...*unstructured.Unstructured) {
+	s.t.Helper()
+	mustReplace(s.t, s.fromUs, rv, objs...)
+	items := make([]interface{}, len(objs))
+	for i, o := range objs {
+		items[i] = asSource(s.t, o)
+	}
+	if err := s.fromJSON.Replace(items, fmt.Sprint(rv)); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s twinStores) update(u *unstructured.Unstructured) {
+	s.t.Helper()
+	mustUpdate(s.t, s.fromUs, u)
+	if err := s.fromJSON.Update(asSource(s.t, u)); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s twinStores) delete(u *unstructured.Unstructured) {
+	s.t.Helper()
+	mustDelete(s.t, s.fromUs, u)
+	if err := s.fromJSON.Delete(asSource(s.t, u)); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// decoded returns the content of a listed or watched object.
+func decoded(t *testing.T, obj interface{}) map[string]interface{} {
+	t.Helper()
+	o, ok := obj.(*Object)
+	if !ok {
+		t.Fatalf("%T is not an *Object", obj)
+	}
+	raw, err := o.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(raw); err != nil {
+		t.Fatalf("%s: %v", raw, err)
+	}
+	return u.Object
+}
+
+// TestJSONIngestMatchesDecodedIngest checks that a store fed the source's bytes
+// (source.Object, stored without decoding where buildFromJSON allows) serves exactly what a
+// store fed decoded objects serves: the same watch events, resourceVersions and contents, and
+// the same lists, for objects of one and several locations, with status records, patches, a
+// user's own kcp.io/cluster, re-assignments and deletions, on a plain and on a kcp source. It
+// also checks that the plain objects were stored as the source's bytes.
+func TestJSONIngestMatchesDecodedIngest(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		opts StoreOptions
+		ann  []string
+	}{
+		{"plain", StoreOptions{DefaultCluster: "root"}, nil},
+		{"kcp", StoreOptions{ClusterFromAnnotation: true}, []string{"a:kcp.io/cluster=c1"}},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			s := twinStores{t: t, fromJSON: newTestStore(t, mode.opts), fromUs: newTestStore(t, mode.opts)}
+			obj := func(name string, rv uint64, l []string, extra ...string) *unstructured.Unstructured {
+				return cm("ns", name, rv, l, append(append([]string{}, mode.ann...), extra...)...)
+			}
+			s.replace(10,
+				obj("a", 5, locs("east"), "d:k=1"),
+				obj("b", 6, locs("east", "west"), "l:app=web"),
+				obj("c", 7, nil),
+				obj("d", 8, locs("east"), `a:spec-diff.kcp.io/east=[{"op":"add","path":"/data/x","value":"y"}]`),
+				obj("e", 9, locs("east", "west"), `a:status.kcp.io/east={"phase":"Up"}`, "a:kcp.io/status-policy=Reflect"),
+				obj("f", 10, locs("east"), "a:kcp.io/cluster=zeta"),
+			)
+			if mode.name == "plain" {
+				for _, name := range []string{"a", "b"} {
+					stored := s.fromJSON.objects[contract.NewKey("root", "ns", name)]
+					src := asSource(t, obj(name, stored.rv, stored.assigned, map[string]string{"a": "d:k=1", "b": "l:app=web"}[name]))
+					want, _ := src.WithAnnotation(contract.ClusterAnnotation, "root")
+					if got, _ := stored.MarshalJSON(); !bytes.Equal(got, want) || stored.u != nil {
+						t.Errorf("%s was not stored as the source's bytes:\n got %s\nwant %s", name, got, want)
+					}
+				}
+			}
+			watches := map[string][2]watch.Interface{}
+			for _, loc := range []string{"east", "west", "north"} {
+				watches[loc] = [2]watch.Interface{mustWatch(t, s.fromJSON, loc, WatchOptions{}), mustWatch(t, s.fromUs, loc, WatchOptions{})}
+			}
+			s.update(obj("a", 11, locs("east"), "d:k=2"))
+			s.update(obj("b", 12, locs("east", "west", "north"), "l:app=web"))
+			s.update(obj("a", 13, locs("east", "west"), "d:k=2"))
+			s.update(obj("b", 14, locs("east", "west", "north"), "l:app=web", `a:status.kcp.io/west={"phase":"Down"}`))
+			s.update(obj("c", 15, locs("west")))
+			s.delete(obj("a", 16, locs("east", "west"), "d:k=2"))
+			s.update(obj("g", 17, locs("west", "north")))
+			s.update(obj("f", 18, locs("east", "north"), "a:kcp.io/cluster=zeta"))
+
+			for loc, w := range watches {
+				events := 0
+				for ; ; events++ {
+					a, b := nextOrNone(w[0]), nextOrNone(w[1])
+					if a == nil && b == nil {
+						break
+					}
+					if a == nil || b == nil {
+						t.Fatalf("%s: events differ: from bytes %v, decoded %v", loc, a, b)
+					}
+					if ev(*a) != ev(*b) || !reflect.DeepEqual(decoded(t, a.Object), decoded(t, b.Object)) {
+						t.Fatalf("%s: from bytes %s %v\ndecoded %s %v", loc, ev(*a), decoded(t, a.Object), ev(*b), decoded(t, b.Object))
+					}
+				}
+				if events == 0 {
+					t.Errorf("%s: no events", loc)
+				}
+				la, err := s.fromJSON.List(loc, ListOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				lb, err := s.fromUs.List(loc, ListOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if la.ResourceVersion != lb.ResourceVersion || len(la.Items) != len(lb.Items) {
+					t.Fatalf("%s: list at %d with %d items from bytes, at %d with %d decoded", loc, la.ResourceVersion, len(la.Items), lb.ResourceVersion, len(lb.Items))
+				}
+				for i := range la.Items {
+					if !reflect.DeepEqual(decoded(t, la.Items[i]), decoded(t, lb.Items[i])) {
+						t.Errorf("%s: item %d from bytes %v, decoded %v", loc, i, decoded(t, la.Items[i]), decoded(t, lb.Items[i]))
+					}
+				}
+			}
+		})
+	}
+}
+
+// nextOrNone returns the next event of w, or nil when none comes within 300ms (the store
+// delivers an event it applied within microseconds).
+func nextOrNone(w watch.Interface) *watch.Event {
+	select {
+	case e, ok := <-w.ResultChan():
+		if !ok {
+			return nil
+		}
+		return &e
+	case <-time.After(300 * time.Millisecond):
+		return nil
+	}
+}

@@ -1,0 +1,178 @@
+package source
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	kjson "sigs.k8s.io/json"
+)
+
+// This file walks JSON text without decoding it: it finds where values begin and end, so that an
+// object's metadata can be read and its bytes kept (Object) without building a tree of maps.
+// The text has already been validated by the decoder that framed it (encoding/json's checks on
+// a list body or a watch event), so the walker only tracks strings and nesting; it still never
+// reads out of bounds and reports malformed text as an error.
+
+// errTruncated is returned for JSON text that ends inside a value.
+var errTruncated = errors.New("unexpected end of JSON input")
+
+// skipSpace returns the index of the first byte at or after i that is not JSON whitespace.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipString returns the index just after the JSON string whose opening quote is b[i].
+func skipString(b []byte, i int) (int, error) {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1, nil
+		}
+	}
+	return 0, errTruncated
+}
+
+// skipValue returns the start (after whitespace) and the end (just after) of the JSON value at
+// or after b[i].
+func skipValue(b []byte, i int) (start, end int, err error) {
+	i = skipSpace(b, i)
+	if i >= len(b) {
+		return 0, 0, errTruncated
+	}
+	switch b[i] {
+	case '"':
+		end, err = skipString(b, i)
+		return i, end, err
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				k, err := skipString(b, j)
+				if err != nil {
+					return 0, 0, err
+				}
+				j = k - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i, j + 1, nil
+				}
+			}
+		}
+		return 0, 0, errTruncated
+	default: // a number, true, false or null
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				if j == i {
+					return 0, 0, fmt.Errorf("invalid character %q at offset %d", b[j], j)
+				}
+				return i, j, nil
+			}
+		}
+		return i, len(b), nil
+	}
+}
+
+// member is one member of a JSON object: the key's token (with its quotes, as written) and
+// where the member and its value are in the text.
+type member struct {
+	key []byte
+	// start is the index of the key's opening quote; valueStart and end delimit the value.
+	start, valueStart, end int
+}
+
+// walkObject calls fn for each member of the JSON object at or after b[i], in order, and
+// returns the index of its opening brace and the index just after its closing brace. It stops
+// at fn's first error.
+func walkObject(b []byte, i int, fn func(m member) error) (open, end int, err error) {
+	i = skipSpace(b, i)
+	if i >= len(b) || b[i] != '{' {
+		return 0, 0, fmt.Errorf("expected a JSON object at offset %d", i)
+	}
+	open = i
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return open, i + 1, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return 0, 0, fmt.Errorf("expected a member name at offset %d", i)
+		}
+		keyEnd, err := skipString(b, i)
+		if err != nil {
+			return 0, 0, err
+		}
+		colon := skipSpace(b, keyEnd)
+		if colon >= len(b) || b[colon] != ':' {
+			return 0, 0, fmt.Errorf("expected ':' at offset %d", colon)
+		}
+		vs, ve, err := skipValue(b, colon+1)
+		if err != nil {
+			return 0, 0, err
+		}
+		if err := fn(member{key: b[i:keyEnd], start: i, valueStart: vs, end: ve}); err != nil {
+			return 0, 0, err
+		}
+		i = skipSpace(b, ve)
+		if i >= len(b) {
+			return 0, 0, errTruncated
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			return open, i + 1, nil
+		default:
+			return 0, 0, fmt.Errorf("invalid character %q after a member at offset %d", b[i], i)
+		}
+	}
+}
+
+// unquote returns the string a JSON string token (with its quotes) denotes.
+func unquote(tok []byte) (string, error) {
+	if len(tok) >= 2 && tok[0] == '"' && tok[len(tok)-1] == '"' && bytes.IndexByte(tok, '\\') < 0 {
+		return string(tok[1 : len(tok)-1]), nil
+	}
+	var s string
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(tok, &s); err != nil {
+		return "", err
+	}
+	return s, nil
+}
+
+// stringMap decodes a JSON object whose values are strings (labels, annotations); null is an
+// empty map.
+func stringMap(v []byte) (map[string]string, error) {
+	if string(v) == "null" {
+		return nil, nil
+	}
+	out := map[string]string{}
+	_, _, err := walkObject(v, 0, func(m member) error {
+		k, err := unquote(m.key)
+		if err != nil {
+			return err
+		}
+		s, err := unquote(v[m.valueStart:m.end])
+		if err != nil {
+			return fmt.Errorf("the value of %q is not a string", k)
+		}
+		out[k] = s
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,132 @@
+package source
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// objectDocs are source objects as API servers write them and as they could be written: the
+// managedFields member first, in the middle, last and alone; no annotations, empty
+// annotations; escapes in keys and values; whitespace; look-alike keys nested in the spec.
+var objectDocs = map[string]string{
+	"configmap":            `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","uid":"u-1","resourceVersion":"12","creationTimestamp":"2026-11-25T10:00:00Z","labels":{"app":"web"},"annotations":{"kcp.io/assigned-locations":"[\"east\",\"west\"]"},"managedFields":[{"manager":"kubectl","operation":"Apply","apiVersion":"v1","fieldsType":"FieldsV1","fieldsV1":{"f:data":{"f:k":{}}}}]},"data":{"k":"v"}}`,
+	"managed first":        `{"metadata":{"managedFields":[{"manager":"m"}],"name":"b","resourceVersion":"3"},"kind":"Widget","apiVersion":"example.com/v1","spec":{"metadata":{"name":"not-me"}}}`,
+	"managed alone":        `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"managedFields":[]}}`,
+	"no annotations":       `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d","namespace":"ns","generation":4,"labels":{}},"spec":{"replicas":3,"template":{"metadata":{"annotations":{"x":"y"}}}}}`,
+	"empty annotations":    `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"e","annotations":{}}}`,
+	"escapes":              `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"f","labels":{"a\u002fb":"c\"d"},"annotations":{"note":"\u003cb\u003e \\ \n","na\u006de":"x"}},"data":{"q":"}{][\"\\"}}`,
+	"spaces":               " {\n  \"apiVersion\" : \"v1\" ,\n  \"kind\":\"ConfigMap\",\n  \"metadata\" : { \"name\" : \"g\" , \"managedFields\" : [ ] , \"uid\" : \"u\" }\n}\n",
+	"null metadata fields": `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"h","labels":null,"annotations":null,"generation":null}}`,
+}
+
+// decodeTree is what client-go's dynamic client makes of data, with managedFields dropped.
+func decodeTree(t *testing.T, data []byte) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(data); err != nil {
+		t.Fatalf("decoding %s: %v", data, err)
+	}
+	if meta, ok := u.Object["metadata"].(map[string]interface{}); ok {
+		delete(meta, "managedFields")
+	}
+	return u
+}
+
+// TestDecodeObjectMatchesTheTree checks DecodeObject against a full decoding: the metadata it
+// reads equals the tree's, and its bytes decode to the tree without managedFields.
+func TestDecodeObjectMatchesTheTree(t *testing.T) {
+	for name, doc := range objectDocs {
+		t.Run(name, func(t *testing.T) {
+			o, err := DecodeObject([]byte(doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := decodeTree(t, []byte(doc))
+			got := decodeTree(t, o.JSON())
+			if !reflect.DeepEqual(got.Object, want.Object) {
+				t.Fatalf("the kept bytes decode to\n%v\nwant\n%v", got.Object, want.Object)
+			}
+			if strings.Contains(string(o.JSON()), "managedFields") {
+				t.Errorf("managedFields kept: %s", o.JSON())
+			}
+			if !json.Valid(o.JSON()) {
+				t.Errorf("invalid JSON kept: %s", o.JSON())
+			}
+			if o.APIVersion != want.GetAPIVersion() || o.Kind != want.GetKind() || o.Name != want.GetName() || o.Namespace != want.GetNamespace() ||
+				o.UID != want.GetUID() || o.ResourceVersion != want.GetResourceVersion() || o.Generation != want.GetGeneration() {
+				t.Errorf("metadata %+v %+v, want the tree's %s %s %s/%s uid %s rv %s gen %d", o.TypeMeta, o.ObjectMeta,
+					want.GetAPIVersion(), want.GetKind(), want.GetNamespace(), want.GetName(), want.GetUID(), want.GetResourceVersion(), want.GetGeneration())
+			}
+			if len(o.Labels)+len(want.GetLabels()) > 0 && !reflect.DeepEqual(o.Labels, want.GetLabels()) {
+				t.Errorf("labels %v, want %v", o.Labels, want.GetLabels())
+			}
+			if len(o.Annotations)+len(want.GetAnnotations()) > 0 && !reflect.DeepEqual(o.Annotations, want.GetAnnotations()) {
+				t.Errorf("annotations %v, want %v", o.Annotations, want.GetAnnotations())
+			}
+
+			// WithAnnotation is SetAnnotations on the tree.
+			edited, err := o.WithAnnotation("kcp.io/cluster", `ro"ot`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ann := want.GetAnnotations()
+			if ann == nil {
+				ann = map[string]string{}
+			}
+			ann["kcp.io/cluster"] = `ro"ot`
+			want.SetAnnotations(ann)
+			if got := decodeTree(t, edited); !reflect.DeepEqual(got.Object, want.Object) {
+				t.Fatalf("WithAnnotation gives\n%s\nwant\n%v", edited, want.Object)
+			}
+		})
+	}
+}
+
+// TestDecodeObjectRefusesMalformedText checks that text that is not one JSON object, or whose
+// metadata has the wrong types, is an error and never a panic.
+func TestDecodeObjectRefusesMalformedText(t *testing.T) {
+	for _, doc := range []string{
+		``, `[]`, `"x"`, `{`, `{"metadata":{"name":"a"}`, `{"metadata":{"name":5}}`, `{"metadata":{"labels":{"a":1}}}`,
+		`{"metadata":{"annotations":[]}}`, `{"metadata":{"generation":"x"}}`, `{"kind":"A"} {}`, `{"a" 1}`, `{"a":1,}`,
+		`{"metadata":{"name":"a\`,
+	} {
+		if _, err := DecodeObject([]byte(doc)); err == nil {
+			t.Errorf("DecodeObject(%q) succeeded", doc)
+		}
+	}
+	o, _ := DecodeObject([]byte(objectDocs["configmap"]))
+	if _, err := o.WithAnnotation("kcp.io/assigned-locations", "x"); err == nil {
+		t.Error("WithAnnotation replaced an existing annotation")
+	}
+}
+
+// FuzzDecodeObject checks that DecodeObject never panics, and that for any JSON object it
+// accepts, the kept bytes are valid JSON that decode to the input without managedFields.
+func FuzzDecodeObject(f *testing.F) {
+	for _, doc := range objectDocs {
+		f.Add([]byte(doc))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		o, err := DecodeObject(data)
+		if err != nil || !json.Valid(data) {
+			return
+		}
+		var in, kept map[string]interface{}
+		if json.Unmarshal(data, &in) != nil {
+			return
+		}
+		if err := json.Unmarshal(o.JSON(), &kept); err != nil {
+			t.Fatalf("kept bytes %q of %q are not JSON: %v", o.JSON(), data, err)
+		}
+		if meta, ok := in["metadata"].(map[string]interface{}); ok {
+			delete(meta, "managedFields")
+		}
+		if !reflect.DeepEqual(in, kept) {
+			t.Fatalf("kept %q of %q", o.JSON(), data)
+		}
+	})
+}
