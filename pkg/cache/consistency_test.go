@@ -58,7 +58,7 @@ func TestConsistencyUnderConcurrency(t *testing.T) {
 		log     []string
 		initial bool // receiving initial events (not RV-ordered) until the end bookmark
 	}
-	preds := []func(*Object) bool{nil, func(o *Object) bool { return o.Labels()["app"] == "x" }}
+	preds := []func(*Object) bool{nil, func(o *Object) bool { return o.Labels().Get("app") == "x" }}
 	clients := make([]*client, 12)
 	for i := range clients {
 		clients[i] = &client{loc: locations[i%len(locations)], pred: preds[(i/len(locations))%2], state: map[contract.Key]uint64{}}

@@ -30,12 +30,15 @@ func (s *ResourceStore) buildFromJSON(id identity, prev *Object, locs []string, 
 		}
 	}
 	o := &Object{
-		key: id.key, cluster: id.cluster, namespace: id.namespace, name: id.name, uid: id.uid,
+		key: id.key, cluster: id.cluster, namespace: s.intern.get(id.namespace), name: id.name, uid: id.uid,
 		typeMeta:  id.raw.TypeMeta,
 		locations: locs, assigned: locs,
 		rv: rv, rvString: id.rvString, sourceRV: rv,
-		labels: labels.Set(id.raw.Labels),
+		labels: newObjectLabels(id.raw.Labels, s.intern.get),
 		edit:   id.edit,
+	}
+	if o.typeMeta == s.typeMeta {
+		o.typeMeta = s.typeMeta
 	}
 	o.jsonOnce.Do(func() { o.json = raw })
 	if len(locs) > 1 {

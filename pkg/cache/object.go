@@ -87,7 +87,7 @@ type Object struct {
 	// edit, when not nil, says how the object differs from the source's on a plain source: the
 	// cache set kcp.io/cluster (identify). SourceObject undoes it.
 	edit   *clusterEdit
-	labels labels.Set
+	labels objectLabels
 
 	// serializations caches CacheEncode results: map[runtime.Identifier]*serialization,
 	// replaced (copy on insert) under encodeMu so that lookups are lock-free.
@@ -187,7 +187,7 @@ func newObject(key contract.Key, cluster, namespace, name string, locations []st
 		rvString:  u.GetResourceVersion(),
 		sourceRV:  rv,
 		u:         u,
-		labels:    labels.Set(u.GetLabels()),
+		labels:    newObjectLabels(u.GetLabels(), nil),
 	}
 	if needsVariants(u, locations) {
 		o.variants = &locationVariants{}
@@ -352,8 +352,9 @@ func (o *Object) SourceObject() *unstructured.Unstructured {
 // objects: the LIST and watch paths use MarshalJSON and CacheEncode instead.
 func (o *Object) Unstructured() *unstructured.Unstructured { return o.content() }
 
-// Labels returns the object's labels for label-selector matching. Shared: READ-ONLY.
-func (o *Object) Labels() labels.Set { return o.labels }
+// Labels returns the object's labels for label-selector matching (labels.Labels; no map is
+// built).
+func (o *Object) Labels() labels.Labels { return o.labels }
 
 // Fields returns the object's selectable fields, "metadata.name" and "metadata.namespace"
 // (the field selectors a location view supports, DESIGN.md), without building a map.

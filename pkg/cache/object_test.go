@@ -102,7 +102,7 @@ func TestObjectInterfaces(t *testing.T) {
 	if o.Name() != "a" || o.Unstructured().GetName() != "a" {
 		t.Fatalf("DeepCopyObject shares state")
 	}
-	if o.Labels()["app"] != "x" || o.Fields().Get("metadata.namespace") != "ns" || o.Fields().Get("metadata.name") != "a" {
+	if o.Labels().Get("app") != "x" || o.Fields().Get("metadata.namespace") != "ns" || o.Fields().Get("metadata.name") != "a" {
 		t.Fatalf("labels/fields %v %v", o.Labels(), o.Fields())
 	}
 	d := o.withResourceVersion(9)

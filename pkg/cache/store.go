@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -160,6 +161,12 @@ type ResourceStore struct {
 
 	// rules are the Customizations and locations the store renders with (rules.go).
 	rules storeRules
+	// typeMeta is the apiVersion and kind of the resource's objects, shared by the objects
+	// stored from the source's bytes that carry them (buildFromJSON).
+	typeMeta metav1.TypeMeta
+	// intern holds the label keys and values and namespaces of the stored objects once
+	// (buildFromJSON). Guarded by writeMu.
+	intern interner
 }
 
 // NewResourceStore returns an empty store for the resource gvr of kind gvk. namespaced says
@@ -184,6 +191,7 @@ func NewResourceStore(gvr schema.GroupVersionResource, gvk schema.GroupVersionKi
 		changed:        make(chan struct{}),
 		snaps:          newSnapshots(opts.SnapshotTTL, opts.MaxSnapshotsPerLocation),
 		created:        opts.Clock.Now(),
+		typeMeta:       metav1.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind},
 	}
 }
 

@@ -100,7 +100,7 @@ func TestSelectorEnterExit(t *testing.T) {
 func TestResume(t *testing.T) {
 	s := newTestStore(t, StoreOptions{})
 	mustReplace(t, s, 100, cm("ns", "pre", 90, locs("east")))
-	pred := func(o *Object) bool { return o.Labels()["keep"] == "1" }
+	pred := func(o *Object) bool { return o.Labels().Get("keep") == "1" }
 	live := mustWatch(t, s, "east", WatchOptions{})
 	livePred := mustWatch(t, s, "east", WatchOptions{Predicate: pred})
 
@@ -209,7 +209,7 @@ func TestInitialEvents(t *testing.T) {
 	expect(t, w, "DELETED c@51")
 
 	// With a predicate, without the bookmark; an empty location.
-	p := mustWatch(t, s, "east", WatchOptions{InitialEvents: true, Predicate: func(o *Object) bool { return o.Labels()["skip"] == "" }})
+	p := mustWatch(t, s, "east", WatchOptions{InitialEvents: true, Predicate: func(o *Object) bool { return o.Labels().Get("skip") == "" }})
 	expect(t, p, "ADDED a@42")
 	e := mustWatch(t, s, "nowhere", WatchOptions{InitialEvents: true, InitialEventsEndBookmark: true})
 	expect(t, e, "BOOKMARK@51+end")
