@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	toolscache "k8s.io/client-go/tools/cache"
+
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
@@ -116,6 +118,11 @@ func (c completedConfig) New() (*Server, error) {
 			go rulesStatus.Run(ctx)
 		}
 		go sourceCache.Run(ctx)
+		go func() {
+			if toolscache.WaitForCacheSync(ctx.Done(), sourceCache.HasSynced) {
+				releaseStartupMemory()
+			}
+		}()
 		if registrations != nil {
 			registrations.Run(ctx)
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -227,27 +226,9 @@ func (c *Cache) HasSynced() bool {
 	}
 	c.mu.RUnlock()
 	c.mu.Lock()
-	first := !c.ready
 	c.ready = true
 	c.mu.Unlock()
-	if first {
-		go releaseStartupMemory()
-	}
 	return true
-}
-
-// releaseStartupMemory returns the memory the first sync freed to the operating system, once.
-//
-// The first list of each resource is the process's peak: client-go's reflector hands the store
-// every object of the list at once (Replace), decoded, and the store keeps each as bytes
-// (Object), so most of that memory is garbage right after the sync. Go's background scavenger
-// returns such memory only slowly and only down to the next heap goal (twice the live heap
-// with GOGC=100), so the process would keep its start-up peak resident for minutes. One
-// debug.FreeOSMemory (a garbage collection, then every free page returned) makes the resident
-// size after start-up that of the cache, at the cost of one collection.
-func releaseStartupMemory() {
-	debug.FreeOSMemory()
-	klog.V(2).InfoS("Returned the memory of the first sync to the operating system")
 }
 
 // refusedBySource reports whether err is an answer of the source that retrying will not change
