@@ -6,9 +6,10 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // StatusRecord returns the status recorded for location on u (the JSON of
@@ -205,8 +206,9 @@ func statusDiffers(u *unstructured.Unstructured, locations []string) bool {
 //     it cannot be applied the view keeps the last rendering that succeeded (see render.go).
 //
 // A record that is not a JSON object counts as no record. Its metadata.resourceVersion is the
-// location's visible resourceVersion (VisibleResourceVersion): the view of a location does not
-// change, in content or resourceVersion, when only what it cannot see changed.
+// location's visible resourceVersion (VisibleResourceVersion), and its metadata.generation the
+// generation the object had there (VisibleGeneration): the view of a location does not
+// change, in content or resourceVersion, when only what it cannot see changed (visible.go).
 func (o *Object) ForLocation(location string) *Object {
 	if o.variants == nil {
 		return o
@@ -228,6 +230,11 @@ func (o *Object) ForLocation(location string) *Object {
 	rv := o.VisibleResourceVersion(location)
 	if s := strconv.FormatUint(rv, 10); u.GetResourceVersion() != s {
 		u.SetResourceVersion(s)
+	}
+	if g, older := o.VisibleGeneration(location); older {
+		// Rendered from this version, whose generation may have moved since (a status record
+		// of another location on a Deployment): show the one the location saw.
+		setGeneration(u, g)
 	}
 	v := newObject(o.key, o.cluster, o.namespace, o.name, o.locations, rv, u)
 	v.sourceRV = o.rv

@@ -16,6 +16,13 @@ import (
 // "visible resourceVersion"). docs/views.md, "Status writes of other locations", gives the
 // reasons (issue 10 item 11: L locations writing status on one object made L² events and a
 // timing side channel).
+//
+// metadata.generation is treated like metadata.resourceVersion: kube-apiserver bumps it on
+// changes a location may not see (a Deployment's generation moves on every change of its
+// annotations, k8s.io/kubernetes pkg/registry/apps/deployment/strategy.go, so on every status
+// record written), so the comparisons leave it out, and a view shows the generation of its
+// last visible change (VisibleGeneration). Otherwise every status write of a location would
+// be an event in every view (issue 12 target 7).
 
 // visibleVersions records, for an object version whose views did not all change at its own
 // resourceVersion, the visible resourceVersion of each location: byLocation[location] when
@@ -25,9 +32,19 @@ import (
 // byLocation holds only the locations whose view changed since the last version every location
 // saw changed (base is that version's resourceVersion), so it stays as small as the set of
 // locations that wrote status since, not as large as the object's locations.
+//
+// baseGeneration and generations are the metadata.generation the object had at those
+// resourceVersions, what the views of those locations show (VisibleGeneration):
+// generations[location] for a location of byLocation whose visible resourceVersion is older
+// than the object's, else baseGeneration. setVisibility and the re-rendering after a
+// Customization change (rerenderedVisibility, rules.go) fill them; a visibleVersions without
+// generations (nil) records none, and VisibleGeneration then reports the object's own.
 type visibleVersions struct {
 	base       uint64
 	byLocation map[string]uint64
+
+	baseGeneration int64
+	generations    map[string]int64
 }
 
 // VisibleResourceVersion returns the resourceVersion at which location's view of this object
@@ -48,6 +65,46 @@ func (o *Object) VisibleResourceVersion(location string) uint64 {
 	return o.visible.base
 }
 
+// VisibleGeneration returns the metadata.generation location's view of this object version
+// shows when it is not the object's own: the generation the object had at the location's
+// visible resourceVersion, when that is older than this version (older is then true; 0 means
+// no metadata.generation). A view shows the generation of its last visible change as it shows
+// its resourceVersion, so that a change it cannot see that only bumps the generation (a status
+// record of another location on a Deployment) leaves it unchanged, byte for byte. older is
+// false when the view shows this version's own generation, and for a version whose
+// visibleVersions records no generations.
+func (o *Object) VisibleGeneration(location string) (generation int64, older bool) {
+	if o.visible == nil || o.visible.generations == nil || o.VisibleResourceVersion(location) >= o.rv {
+		return 0, false
+	}
+	if g, ok := o.visible.generations[location]; ok {
+		return g, true
+	}
+	return o.visible.baseGeneration, true
+}
+
+// shownGeneration returns the metadata.generation location's view of o shows; u is o's
+// content (Object.content).
+func (o *Object) shownGeneration(u *unstructured.Unstructured, location string) int64 {
+	if g, older := o.VisibleGeneration(location); older {
+		return g
+	}
+	return u.GetGeneration()
+}
+
+// setGeneration sets u's metadata.generation to generation (0: none), changing u only when it
+// differs.
+func setGeneration(u *unstructured.Unstructured, generation int64) {
+	if u.GetGeneration() == generation {
+		return
+	}
+	if generation == 0 {
+		unstructured.RemoveNestedField(u.Object, "metadata", "generation")
+		return
+	}
+	u.SetGeneration(generation)
+}
+
 // SourceResourceVersion returns the source's resourceVersion of this object version. It differs
 // from ResourceVersion only for a location's view (ForLocation) whose visible resourceVersion is
 // older than the source's.
@@ -62,15 +119,17 @@ func (o *Object) viewChangedFor(location string) bool {
 // setVisibility computes obj.visible from its predecessor prev (nil for a new object): which of
 // obj's locations see the event change their view. A location new to the object sees it
 // (ADDED). A location that held prev too sees a change exactly when LocationView renders prev
-// and obj differently, metadata.resourceVersion aside; viewsUnchanged decides that without
-// rendering the object once per location. Called once per object version, before obj is
-// published (obj is not shared yet).
+// and obj differently, metadata.resourceVersion and metadata.generation aside; viewsUnchanged
+// decides that without rendering the object once per location. A location that sees no
+// change keeps its visible resourceVersion and the generation its view showed. Called once
+// per object version, before obj is published (obj is not shared yet).
 func setVisibility(prev, obj *Object) {
 	if prev == nil || len(obj.locations) == 0 || (prev.variants == nil && obj.variants == nil) {
 		// New, in no view, or shown as it is to its one location: every view changed.
 		return
 	}
-	unchanged := viewsUnchanged(prev, obj)
+	prevU := prev.content()
+	unchanged := viewsUnchanged(prev, obj, prevU)
 	for loc := range obj.lastGood {
 		// Its patch failed: it keeps showing prev's rendering (render.go).
 		if unchanged == nil {
@@ -81,9 +140,10 @@ func setVisibility(prev, obj *Object) {
 	if len(unchanged) == 0 {
 		return
 	}
-	vis := &visibleVersions{base: prev.rv, byLocation: map[string]uint64{}}
+	vis := &visibleVersions{base: prev.rv, byLocation: map[string]uint64{},
+		baseGeneration: prevU.GetGeneration(), generations: map[string]int64{}}
 	if prev.visible != nil {
-		vis.base = prev.visible.base
+		vis.base, vis.baseGeneration = prev.visible.base, prev.visible.baseGeneration
 	}
 	for _, loc := range obj.locations {
 		switch {
@@ -91,6 +151,7 @@ func setVisibility(prev, obj *Object) {
 			if prev.visible != nil {
 				if rv, ok := prev.visible.byLocation[loc]; ok {
 					vis.byLocation[loc] = rv
+					vis.generations[loc] = prev.shownGeneration(prevU, loc)
 				}
 			}
 		default:
@@ -105,7 +166,8 @@ func setVisibility(prev, obj *Object) {
 }
 
 // viewsUnchanged returns the locations of both prev and obj whose view (LocationView) is the
-// same for both, metadata.resourceVersion aside.
+// same for both, metadata.resourceVersion and metadata.generation aside. prevU is prev's
+// content (Object.content).
 //
 // Every view is "the common view" (LocationView for the location "", which is no location:
 // it shows nothing that belongs to one) with what belongs to the location itself added: its
@@ -118,8 +180,8 @@ func setVisibility(prev, obj *Object) {
 //   - when it did change, a location that owns no annotation in either version sees exactly
 //     the common view, so it sees the change; the owners are rendered and compared (also
 //     everyone when an annotation is owned by "", which the common view shows and no location).
-func viewsUnchanged(prev, obj *Object) map[string]bool {
-	prevU, objU := prev.content(), obj.content()
+func viewsUnchanged(prev, obj *Object, prevU *unstructured.Unstructured) map[string]bool {
+	objU := obj.content()
 	prevCommon, objCommon := baseView(prevU, prev.assigned, ""), baseView(objU, obj.assigned, "")
 	commonSame := sameView(prevCommon, objCommon)
 	if !commonSame && !sameContent(prevCommon, objCommon, true) {
@@ -198,8 +260,9 @@ func changedAnnotationOwners(a, b *unstructured.Unstructured) map[string]bool {
 }
 
 // sameView reports whether two renderings of an object are equal but for
-// metadata.resourceVersion. Both come from JSON decoding (the same value types), so
-// reflect.DeepEqual compares them as kube-apiserver would compare their JSON.
+// metadata.resourceVersion and metadata.generation, which a view shows as of its last visible
+// change (VisibleResourceVersion, VisibleGeneration). Both come from JSON decoding (the same
+// value types), so reflect.DeepEqual compares them as kube-apiserver would compare their JSON.
 func sameView(a, b *unstructured.Unstructured) bool { return sameContent(a, b, false) }
 
 // sameContent is sameView, and with outsideStatusAndAnnotations it also ignores .status and
@@ -214,7 +277,7 @@ func sameContent(a, b *unstructured.Unstructured, outsideStatusAndAnnotations bo
 	}
 	am, _ := a.Object["metadata"].(map[string]interface{})
 	bm, _ := b.Object["metadata"].(map[string]interface{})
-	skip = []string{"resourceVersion"}
+	skip = []string{"resourceVersion", "generation"}
 	if outsideStatusAndAnnotations {
 		skip = append(skip, "annotations")
 	}

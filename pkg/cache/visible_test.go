@@ -7,9 +7,10 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // shared is a ConfigMap assigned to east and west that reflects status, with the given status

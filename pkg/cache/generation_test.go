@@ -1,0 +1,271 @@
+package cache
+
+import (
+	"bytes"
+	"sort"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
+)
+
+// deployment is a Deployment-like object assigned to east, north and west that reflects status,
+// at rv with metadata.generation generation, spec.replicas replicas, the given status records
+// ("east" → its record JSON) and extra annotations ("key=value"). kube-apiserver bumps a
+// Deployment's generation on every change of its annotations, so a status record written by a
+// location comes with a generation bump (k8s.io/kubernetes
+// pkg/registry/apps/deployment/strategy.go).
+func deployment(rv uint64, generation, replicas int64, records map[string]string, extra ...string) *unstructured.Unstructured {
+	return deploymentWith(true, rv, generation, replicas, records, extra...)
+}
+
+// deploymentWith is deployment, reflecting status only when reflect is set. Without it (and
+// without records) the object is a template object (template.go): its views are made from its
+// JSON when read, not when it is stored.
+func deploymentWith(reflect bool, rv uint64, generation, replicas int64, records map[string]string, extra ...string) *unstructured.Unstructured {
+	var args []string
+	if reflect {
+		args = append(args, "a:"+contract.StatusPolicyAnnotation+"="+contract.StatusPolicyReflect)
+	}
+	for loc, rec := range records {
+		args = append(args, "a:"+contract.StatusRecordAnnotationPrefix+loc+"="+rec)
+	}
+	for _, e := range extra {
+		args = append(args, "a:"+e)
+	}
+	u := cm("ns", "d", rv, locs("east", "north", "west"), args...)
+	u.SetAPIVersion("apps/v1")
+	u.SetKind("Deployment")
+	u.SetGeneration(generation)
+	u.Object["spec"] = map[string]interface{}{"replicas": replicas}
+	return u
+}
+
+// viewJSON returns the JSON of the one object location's LIST shows, and checks the list holds
+// exactly one object.
+func viewJSON(t *testing.T, s *ResourceStore, location string) []byte {
+	t.Helper()
+	res, err := s.List(location, ListOptions{})
+	if err != nil || len(res.Items) != 1 {
+		t.Fatalf("%s's List: %+v %v, want one object", location, res, err)
+	}
+	raw, err := res.Items[0].MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]byte(nil), raw...)
+}
+
+// decodeView returns raw (a view's JSON) decoded.
+func decodeView(t *testing.T, raw []byte) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(raw); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// expectView checks that location's view (LIST) shows resourceVersion rv and generation
+// generation, and returns its JSON.
+func expectView(t *testing.T, s *ResourceStore, location, rv string, generation int64) []byte {
+	t.Helper()
+	raw := viewJSON(t, s, location)
+	if u := decodeView(t, raw); u.GetResourceVersion() != rv || u.GetGeneration() != generation {
+		t.Fatalf("%s's view shows resourceVersion %s, generation %d; want %s, %d\n%s", location, u.GetResourceVersion(), u.GetGeneration(), rv, generation, raw)
+	}
+	return raw
+}
+
+// TestStatusRecordWithGenerationBumpIsNoEventElsewhere (issue 12 target 7): on a Deployment
+// every status record written bumps metadata.generation, which every view shows. A view shows
+// the generation of its last visible change, like its resourceVersion, so a location's record
+// (and the bump it brings) is an event in its own view only; the other views keep showing the
+// same bytes, resourceVersion and generation included, whether they are shared from the
+// previous version's view or rendered anew (north lists for the first time after the writes;
+// without the Reflect policy version 10 is a template object whose views are made when read, so
+// north's view is rendered from version 11 and must show version 10's generation). A spec
+// change (with its generation bump) reaches every view. Fails without the generation rule:
+// every write was a MODIFIED in all three views; and without VisibleGeneration in the rendering
+// (comparisons alone), north's view showed generation 2 at resourceVersion 10.
+func TestStatusRecordWithGenerationBumpIsNoEventElsewhere(t *testing.T) {
+	for _, reflect := range []bool{true, false} {
+		t.Run(map[bool]string{true: "reflect", false: "template"}[reflect], func(t *testing.T) {
+			testStatusRecordWithGenerationBump(t, func(rv uint64, generation, replicas int64, records map[string]string) *unstructured.Unstructured {
+				return deploymentWith(reflect, rv, generation, replicas, records)
+			})
+		})
+	}
+}
+
+// testStatusRecordWithGenerationBump runs TestStatusRecordWithGenerationBumpIsNoEventElsewhere
+// with deployment building the object's versions.
+func testStatusRecordWithGenerationBump(t *testing.T, deployment func(rv uint64, generation, replicas int64, records map[string]string) *unstructured.Unstructured) {
+	s := newTestStore(t, StoreOptions{})
+	mustReplace(t, s, 10, deployment(10, 1, 3, nil))
+	// What north saw at 10, from a store that holds version 10 only: north's view below is
+	// rendered from later versions (no view of north was made before), and must equal it.
+	ref := newTestStore(t, StoreOptions{})
+	mustReplace(t, ref, 10, deployment(10, 1, 3, nil))
+	north10 := expectView(t, ref, "north", "10", 1)
+
+	east, north, west := mustWatch(t, s, "east", WatchOptions{ResourceVersion: 10}),
+		mustWatch(t, s, "north", WatchOptions{ResourceVersion: 10}), mustWatch(t, s, "west", WatchOptions{ResourceVersion: 10})
+	east10 := expectView(t, s, "east", "10", 1)
+
+	// west writes its status: generation 1 → 2. Only west's view changes.
+	mustUpdate(t, s, deployment(11, 2, 3, map[string]string{"west": `{"replicas":3}`}))
+	expect(t, east)
+	expect(t, north)
+	e := next(t, west)
+	if got := ev(e); got != "MODIFIED d@11" {
+		t.Fatalf("west's event %s, want MODIFIED d@11", got)
+	}
+	wu := e.Object.(*Object).Unstructured()
+	if wu.GetGeneration() != 2 || !equality.Semantic.DeepEqual(wu.Object["status"], map[string]interface{}{"replicas": int64(3)}) {
+		t.Fatalf("west's event shows generation %d, status %v; want 2 and its record", wu.GetGeneration(), wu.Object["status"])
+	}
+	expectNothing(t, west)
+	if got := expectView(t, s, "east", "10", 1); !bytes.Equal(got, east10) {
+		t.Fatalf("east's view changed:\n got %s\nwant %s", got, east10)
+	}
+	if got := expectView(t, s, "north", "10", 1); !bytes.Equal(got, north10) {
+		t.Fatalf("north's view (rendered from version 11) is not what it showed at 10:\n got %s\nwant %s", got, north10)
+	}
+	west11 := expectView(t, s, "west", "11", 2)
+
+	// east writes: generation 2 → 3. Only east's view changes; west keeps 11 (generation 2),
+	// north 10 (generation 1).
+	mustUpdate(t, s, deployment(12, 3, 3, map[string]string{"west": `{"replicas":3}`, "east": `{"replicas":1}`}))
+	expect(t, east, "MODIFIED d@12")
+	expect(t, north)
+	expect(t, west)
+	expectView(t, s, "east", "12", 3)
+	if got := expectView(t, s, "west", "11", 2); !bytes.Equal(got, west11) {
+		t.Fatalf("west's view changed:\n got %s\nwant %s", got, west11)
+	}
+	if got := expectView(t, s, "north", "10", 1); !bytes.Equal(got, north10) {
+		t.Fatalf("north's view changed:\n got %s\nwant %s", got, north10)
+	}
+	if o, _, _ := s.Get("north", "ns", "d"); o.ResourceVersion() != 10 || o.Unstructured().GetGeneration() != 1 {
+		t.Fatalf("north's Get at %d, generation %d; want 10, 1", o.ResourceVersion(), o.Unstructured().GetGeneration())
+	}
+
+	// A spec change (and its generation bump) is a change of every view, with the new
+	// generation.
+	mustUpdate(t, s, deployment(13, 4, 5, map[string]string{"west": `{"replicas":3}`, "east": `{"replicas":1}`}))
+	expect(t, east, "MODIFIED d@13")
+	expect(t, north, "MODIFIED d@13")
+	expect(t, west, "MODIFIED d@13")
+	for _, loc := range []string{"east", "north", "west"} {
+		u := decodeView(t, expectView(t, s, loc, "13", 4))
+		if r, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas"); r != 5 {
+			t.Fatalf("%s's view shows spec.replicas %d, want 5", loc, r)
+		}
+	}
+
+	// A resume replays the same decisions.
+	expect(t, mustWatch(t, s, "north", WatchOptions{ResourceVersion: 10}), "MODIFIED d@13")
+	expect(t, mustWatch(t, s, "west", WatchOptions{ResourceVersion: 10}), "MODIFIED d@11", "MODIFIED d@13")
+}
+
+// TestLastRenderingKeepsVisibleGeneration: a location whose patch stops applying keeps showing
+// its last rendering (render.go); when other locations' records moved the generation since its
+// last visible change, that rendering shows the generation it showed then, not the one of the
+// version it was taken from. Fails without the generation rule (north saw west's record as a
+// change, and its kept rendering showed generation 2).
+func TestLastRenderingKeepsVisibleGeneration(t *testing.T) {
+	s := newTestStore(t, StoreOptions{})
+	mustReplace(t, s, 10, deployment(10, 1, 3, nil))
+	north := mustWatch(t, s, "north", WatchOptions{ResourceVersion: 10})
+	north10 := expectView(t, s, "north", "10", 1)
+
+	mustUpdate(t, s, deployment(11, 2, 3, map[string]string{"west": `{"replicas":3}`}))
+	// west writes again, and north's patch is broken in the same version: north keeps its
+	// last rendering (taken from version 11, whose generation is 2).
+	mustUpdate(t, s, deployment(12, 3, 3, map[string]string{"west": `{"replicas":2}`}, contract.SpecDiffAnnotationPrefix+"north=not a patch"))
+	expect(t, north)
+	if got := expectView(t, s, "north", "10", 1); !bytes.Equal(got, north10) {
+		t.Fatalf("north's kept rendering is not what it showed:\n got %s\nwant %s", got, north10)
+	}
+	if failures := s.RenderFailures(); len(failures) != 1 || failures[0].Location != "north" || failures[0].Withheld {
+		t.Fatalf("render failures %+v, want north's, keeping its last rendering", failures)
+	}
+}
+
+// TestVisibleGenerationAcrossVersions follows VisibleGeneration through a series of versions,
+// each bumping the generation.
+func TestVisibleGenerationAcrossVersions(t *testing.T) {
+	s := newTestStore(t, StoreOptions{})
+	mustReplace(t, s, 10, deployment(10, 1, 3, nil))
+	steps := []struct {
+		u    *unstructured.Unstructured
+		want map[string]int64 // location → generation its view shows
+	}{
+		{deployment(11, 2, 3, map[string]string{"east": "{}"}), map[string]int64{"east": 2, "north": 1, "west": 1}},
+		{deployment(12, 3, 3, map[string]string{"east": "{}", "west": "{}"}), map[string]int64{"east": 2, "north": 1, "west": 3}},
+		{deployment(13, 4, 4, map[string]string{"east": "{}", "west": "{}"}), map[string]int64{"east": 4, "north": 4, "west": 4}},
+		{deployment(14, 5, 4, map[string]string{"east": "{}", "west": "{}", "north": "{}"}), map[string]int64{"east": 4, "north": 5, "west": 4}},
+	}
+	for i, st := range steps {
+		mustUpdate(t, s, st.u)
+		var got []string
+		for loc, want := range st.want {
+			o, _, ok := s.Get(loc, "ns", "d")
+			if !ok || o.Unstructured().GetGeneration() != want {
+				got = append(got, loc)
+			}
+		}
+		sort.Strings(got)
+		if len(got) > 0 {
+			t.Fatalf("step %d: wrong generation in the views of %v, want %v", i, got, st.want)
+		}
+	}
+	obj := s.objects["root|ns/d"]
+	if g, older := obj.VisibleGeneration("east"); !older || g != 4 {
+		t.Fatalf("east's VisibleGeneration: %d %v, want 4 true", g, older)
+	}
+	if _, older := obj.VisibleGeneration("north"); older {
+		t.Fatal("north's view changed at the last version: VisibleGeneration must report the object's own")
+	}
+}
+
+// TestRerenderKeepsVisibleGeneration: a Customization change that fails for every location
+// keeps each view's last rendering byte for byte, generation included, also for a location
+// whose view is behind the object (west did not see east's status record, which bumped the
+// generation); a change that renders again shows west the object's own generation.
+func TestRerenderKeepsVisibleGeneration(t *testing.T) {
+	c := customization.NewCompiler(customization.Options{PlainCluster: "root"})
+	s := newTestStore(t, StoreOptions{})
+	s.SetRules(rules(t, c, 1, "us", regionRule("")), 0)
+	dep := func(rv uint64, generation int64, records map[string]string) *unstructured.Unstructured {
+		args := []string{"a:" + contract.StatusPolicyAnnotation + "=" + contract.StatusPolicyReflect, "d:replicas=1"}
+		for loc, rec := range records {
+			args = append(args, "a:"+contract.StatusRecordAnnotationPrefix+loc+"="+rec)
+		}
+		u := cm("ns", "d", rv, locs("east", "west"), args...)
+		u.SetGeneration(generation)
+		return u
+	}
+	mustReplace(t, s, 10, dep(10, 1, nil))
+	mustUpdate(t, s, dep(11, 2, map[string]string{"east": `{"phase":"Up"}`}))
+	before := viewJSON(t, s, "west")
+	o, _, _ := s.Get("west", "ns", "d")
+	if g := o.Unstructured().GetGeneration(); o.ResourceVersion() != 10 || g != 1 {
+		t.Fatalf("west's view at resourceVersion %d with generation %d, want 10 and 1", o.ResourceVersion(), g)
+	}
+
+	s.SetRules(rules(t, c, 2, "us", regionRule(`location.metadata.labels["zone"]`)), 12)
+	if got := viewJSON(t, s, "west"); !bytes.Equal(got, before) {
+		t.Errorf("west's view under failing rules:\n got %s\nwant %s", got, before)
+	}
+
+	s.SetRules(rules(t, c, 3, "ap", regionRule("")), 13)
+	o, _, _ = s.Get("west", "ns", "d")
+	if g := o.Unstructured().GetGeneration(); g != 2 || regionIn(t, s, "west", "d") != "ap" {
+		t.Errorf("west's view after the fix: generation %d, region %q; want 2 and ap", g, regionIn(t, s, "west", "d"))
+	}
+}
