@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/google/btree"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // btreeDegree is the degree of the per-location B-trees (google/btree recommends small tens).
@@ -16,24 +18,18 @@ func objectLess(a, b *Object) bool { return a.key < b.key }
 // newObjectTree returns an empty per-location B-tree ordered by contract.Key.
 func newObjectTree() *btree.BTreeG[*Object] { return btree.NewG(btreeDegree, objectLess) }
 
-// nsName is the secondary index key for Get by namespace/name.
-type nsName struct{ namespace, name string }
-
 // clusterNamespace is a namespace of one logical cluster.
 type clusterNamespace struct{ cluster, namespace string }
 
 // locationIndex is everything a ResourceStore keeps about one location: the location's
-// objects ordered by contract.Key, a namespace/name index for Get, per-namespace counts, and the
-// watchers of the location. It is guarded by the store's mutex.
+// objects ordered by contract.Key, per-namespace and per-cluster counts, and the watchers of
+// the location. It is guarded by the store's mutex.
 type locationIndex struct {
 	name string
 
 	// tree holds the location's objects ordered by contract.Key. Cloned (O(1), copy on write) for
 	// List snapshots and for the initial events of a watch.
 	tree *btree.BTreeG[*Object]
-	// byName maps namespace/name to the location's objects with that namespace/name, sorted by
-	// contract.Key (more than one only when several logical clusters hold the same namespace/name).
-	byName map[nsName][]*Object
 	// namespaces counts the location's objects per logical cluster and namespace.
 	namespaces map[clusterNamespace]int
 	// clusters counts the location's objects per logical cluster.
@@ -58,7 +54,6 @@ func newLocationIndex(name string, now time.Time) *locationIndex {
 	return &locationIndex{
 		name:       name,
 		tree:       newObjectTree(),
-		byName:     map[nsName][]*Object{},
 		namespaces: map[clusterNamespace]int{},
 		clusters:   map[string]int{},
 		firstSeen:  now,
@@ -68,13 +63,6 @@ func newLocationIndex(name string, now time.Time) *locationIndex {
 // insert adds o, which must not be in the index yet.
 func (li *locationIndex) insert(o *Object) {
 	li.tree.ReplaceOrInsert(o)
-	k := nsName{o.namespace, o.name}
-	objs := li.byName[k]
-	i := sort.Search(len(objs), func(i int) bool { return objs[i].key >= o.key })
-	objs = append(objs, nil)
-	copy(objs[i+1:], objs[i:])
-	objs[i] = o
-	li.byName[k] = objs
 	li.namespaces[clusterNamespace{o.cluster, o.namespace}]++
 	li.clusters[o.cluster]++
 }
@@ -82,31 +70,11 @@ func (li *locationIndex) insert(o *Object) {
 // replace swaps old for new, which have the same contract.Key.
 func (li *locationIndex) replace(old, new *Object) {
 	li.tree.ReplaceOrInsert(new)
-	objs := li.byName[nsName{old.namespace, old.name}]
-	for i := range objs {
-		if objs[i].key == old.key {
-			objs[i] = new
-			return
-		}
-	}
 }
 
 // remove deletes o (found by contract.Key).
 func (li *locationIndex) remove(o *Object) {
 	li.tree.Delete(o)
-	k := nsName{o.namespace, o.name}
-	objs := li.byName[k]
-	for i := range objs {
-		if objs[i].key == o.key {
-			objs = append(objs[:i:i], objs[i+1:]...)
-			break
-		}
-	}
-	if len(objs) == 0 {
-		delete(li.byName, k)
-	} else {
-		li.byName[k] = objs
-	}
 	cn := clusterNamespace{o.cluster, o.namespace}
 	if n := li.namespaces[cn] - 1; n > 0 {
 		li.namespaces[cn] = n
@@ -120,19 +88,28 @@ func (li *locationIndex) remove(o *Object) {
 	}
 }
 
-// get returns the location's object namespace/name with the lowest contract.Key.
-func (li *locationIndex) get(namespace, name string) (*Object, bool) {
-	objs := li.byName[nsName{namespace, name}]
-	if len(objs) == 0 {
-		return nil, false
-	}
-	return objs[0], true
+// getKey returns the location's object with contract.Key k.
+func (li *locationIndex) getKey(k contract.Key) (*Object, bool) {
+	return li.tree.Get(&Object{key: k})
 }
 
 // lookup returns the location's objects namespace/name of every logical cluster, sorted by
-// contract.Key (shared slice: READ-ONLY).
+// contract.Key: one B-tree lookup per logical cluster the location holds objects of (one on a
+// plain source). Reads by name are rare next to lists and watches, so the location keeps no
+// second index by name, which would cost memory per object and location.
 func (li *locationIndex) lookup(namespace, name string) []*Object {
-	return li.byName[nsName{namespace, name}]
+	clusters := make([]string, 0, len(li.clusters))
+	for c := range li.clusters {
+		clusters = append(clusters, c)
+	}
+	sort.Strings(clusters)
+	var out []*Object
+	for _, c := range clusters {
+		if o, ok := li.getKey(contract.NewKey(c, namespace, name)); ok {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // addWatcher registers w with the location.

@@ -170,10 +170,8 @@ func (s *ResourceStore) GetInCluster(location, cluster, namespace, name string) 
 	if li == nil {
 		return nil, s.rv, false
 	}
-	for _, o := range li.lookup(namespace, name) {
-		if o.cluster == cluster {
-			return o.ForLocation(location), s.rv, true
-		}
+	if o, ok := li.getKey(contract.NewKey(cluster, namespace, name)); ok {
+		return o.ForLocation(location), s.rv, true
 	}
 	return nil, s.rv, false
 }
@@ -190,9 +188,8 @@ func (s *ResourceStore) Get(location, namespace, name string) (obj *Object, rv u
 	if li == nil {
 		return nil, rv, false
 	}
-	obj, ok = li.get(namespace, name)
-	if ok {
-		obj = obj.ForLocation(location)
+	if objs := li.lookup(namespace, name); len(objs) > 0 {
+		return objs[0].ForLocation(location), rv, true
 	}
-	return obj, rv, ok
+	return nil, rv, false
 }
