@@ -101,17 +101,16 @@ func (s *ResourceStore) dispatchLocked(li *locationIndex, ev *event, inOld, inNe
 		if !ok {
 			continue
 		}
-		select {
-		case w.in <- e:
-			w.lastQueuedRV.Store(ev.rv)
-			counts.count(e.Type)
-		default:
+		if !w.queue.push(e) {
 			slow = append(slow, w)
+			continue
 		}
+		w.lastQueuedRV.Store(ev.rv)
+		counts.count(e.Type)
 	}
 	for _, w := range slow {
 		klog.V(2).InfoS("Closing a watch that does not keep up", "resource", s.gvr.GroupResource().String(),
-			"location", li.name, "bufferSize", cap(w.in))
+			"location", li.name, "bufferSize", w.queue.limit)
 		s.metrics.slowClosed.Inc()
 		w.signalStop()
 		s.unregisterLocked(w)

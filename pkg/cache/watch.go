@@ -109,7 +109,7 @@ func (s *ResourceStore) Watch(ctx context.Context, location string, opts WatchOp
 		location:  location,
 		pred:      opts.Predicate,
 		bookmarks: opts.AllowBookmarks,
-		in:        make(chan watch.Event, s.opts.WatcherBufferSize),
+		queue:     newEventQueue(s.opts.WatcherBufferSize),
 		result:    make(chan watch.Event),
 		done:      make(chan struct{}),
 	}
@@ -161,11 +161,9 @@ func (s *ResourceStore) queueBookmark(w *watcher) {
 	if !w.registered || s.rv <= w.lastQueuedRV.Load() {
 		return
 	}
-	select {
-	case w.in <- watch.Event{Type: watch.Bookmark, Object: s.bookmarkObject(s.rv, false)}:
+	if w.queue.push(watch.Event{Type: watch.Bookmark, Object: s.bookmarkObject(s.rv, false)}) {
 		w.lastQueuedRV.Store(s.rv)
 		s.metrics.bookmarks.Inc()
-	default:
 	}
 }
 

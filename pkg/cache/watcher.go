@@ -15,8 +15,8 @@ import (
 
 // watcher is one location-view watch: a watch.Interface fed by the store's dispatcher.
 //
-// Like the cacher's cacheWatcher it owns a bounded input buffer (in) that the dispatcher fills
-// without ever blocking, and one goroutine that first emits the watch's initial events (the
+// Like the cacher's cacheWatcher it owns a bounded input buffer (queue, an eventQueue) that the
+// dispatcher fills without ever blocking, and one goroutine that first emits the watch's initial events (the
 // snapshot or the history replay, which never go through the buffer) and then forwards the
 // buffer to the consumer (result). A full buffer terminates the watcher (the client re-watches
 // from its last resourceVersion).
@@ -26,7 +26,7 @@ type watcher struct {
 	pred      func(*Object) bool
 	bookmarks bool
 
-	in     chan watch.Event
+	queue  *eventQueue
 	result chan watch.Event
 	done   chan struct{}
 
@@ -138,9 +138,11 @@ func (w *watcher) run(ctx context.Context, init initialEvents) {
 			return
 		case <-ctx.Done():
 			return
-		case ev := <-w.in:
-			if !w.send(ctx, ev) {
-				return
+		case <-w.queue.ready:
+			for _, ev := range w.queue.take() {
+				if !w.send(ctx, ev) {
+					return
+				}
 			}
 		case <-tick:
 			w.store.queueBookmark(w)
