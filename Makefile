@@ -59,8 +59,15 @@ bench: testenv ## Run the benchmark at the design scale (< 30 min on 2 cores); w
 	CLUSTER_MAPPER_TESTENV="$$testenv" BENCH_COMMAND="make bench$(if $(BENCH_FLAGS), BENCH_FLAGS='$(BENCH_FLAGS)')" \
 		bin/bench --preset=default --out=bench $(BENCH_FLAGS)
 
+.PHONY: bench-large
+bench-large: testenv ## Run the benchmark's large preset (250k objects: start-up and memory only, ~10 min on 2 cores); writes bench/large/RESULTS.md.
+	@testenv="$$(bash hack/install-testenv.sh | tail -n 1)"; \
+	$(GO) build -o bin/bench ./hack/bench; \
+	CLUSTER_MAPPER_TESTENV="$$testenv" BENCH_COMMAND="make bench-large$(if $(BENCH_FLAGS), BENCH_FLAGS='$(BENCH_FLAGS)')" \
+		bin/bench --preset=large --out=bench/large $(BENCH_FLAGS)
+
 .PHONY: bench-quick
-bench-quick: testenv ## Run the benchmark's quick preset (< 3 min); writes _output/bench-quick/RESULTS.md.
+bench-quick: testenv ## Run the benchmark's quick preset (about 5 min); writes _output/bench-quick/RESULTS.md.
 	@testenv="$$(bash hack/install-testenv.sh | tail -n 1)"; \
 	$(GO) build -o bin/bench ./hack/bench; \
 	CLUSTER_MAPPER_TESTENV="$$testenv" BENCH_COMMAND="make bench-quick$(if $(BENCH_FLAGS), BENCH_FLAGS='$(BENCH_FLAGS)')" \

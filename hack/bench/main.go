@@ -1,11 +1,13 @@
 // Command bench runs cluster-mapper's benchmark (test/bench): etcd, a source kube-apiserver and
-// mapper-apiserver from the testenv, a data set assigned to locations, the seven scenarios of
-// issue 7 side by side with kube-apiserver, and scenario 8 (issue 13: L location heartbeats
-// against mapper-controller). It writes RESULTS.md, results.json and profiles/ into --out;
-// `--scenarios=8` runs scenario 8 alone and merges it into the report already in --out.
+// mapper-apiserver from the testenv, a data set assigned to locations, and scenarios 1-11 side
+// by side with kube-apiserver where there is an equivalent (test/bench/run.go lists them). It
+// writes RESULTS.md, results.json and profiles/ into --out; `--scenarios=8` (or another subset
+// of the preset's scenarios) runs those alone and merges them into the report already in --out.
 //
 // `make bench` runs the default preset (the design scale, under 30 minutes on 2 cores);
-// `make bench-quick` the quick one. Flags override single parameters of the preset; see -help.
+// `make bench-quick` the quick one (about 5 minutes); `make bench-large` the large one (250k
+// objects: start-up and memory only, into bench/large). Flags override single parameters of the
+// preset; see -help.
 package main
 
 import (

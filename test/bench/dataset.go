@@ -27,12 +27,21 @@ const (
 	AppLabel = "bench.kcp.io/app"
 )
 
-// kind of a data-set object.
+// kind of a data-set or watch-set object (benchResources names the resource of each).
 type kind int
 
 const (
 	kindConfigMap kind = iota
 	kindDeployment
+	// The kinds of scenario 2's watch set only (watchset.go).
+	kindSecret
+	kindServiceAccount
+	kindService
+	kindPVC
+	kindPodTemplate
+	kindStatefulSet
+	kindCronJob
+	kindRole
 )
 
 // object is one object of the data set with its current assignment. The writers of scenarios
@@ -52,9 +61,15 @@ type dataset struct {
 	cfg        Config
 	namespaces []string
 	locations  []string // regular locations l0000..; BulkLocation is extra
-	objects    []*object
-	// configMaps are the indexes of the ConfigMaps in objects.
+	// objects are the data set's ConfigMaps and Deployments, followed, once scenario 2 added it
+	// (addWatchSet), by its watch set.
+	objects []*object
+	// configMaps are the indexes of the data set's ConfigMaps in objects.
 	configMaps []int
+	// watchNamespaces and watchSet (indexes in objects) are scenario 2's watch set; empty
+	// before addWatchSet.
+	watchNamespaces []string
+	watchSet        []int
 }
 
 // locationName returns the name of regular location i.

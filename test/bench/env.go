@@ -34,15 +34,14 @@ type env struct {
 	source *framework.ControlPlane
 	mapper *framework.MapperAPIServer
 
-	// kube is a typed admin client of the source (writes); kaHTTP and maHTTP are shared raw
-	// clients of the source and of mapper-apiserver (reads, measured).
+	// kube is a typed admin client of the source (writes), dyn a dynamic one (writes of
+	// objects other than ConfigMaps); kaHTTP and maHTTP are shared raw clients of the source and
+	// of mapper-apiserver (reads, measured).
 	kube   kubernetes.Interface
+	dyn    dynamic.Interface
 	kaHTTP *http.Client
 	maHTTP *http.Client
 }
-
-// mapperArgs are the extra arguments mapper-apiserver runs with.
-var mapperArgs = []string{"--resources=configmaps,deployments.apps"}
 
 // logf logs a progress line.
 func (e *env) logf(format string, args ...any) { e.tb.Logf(format, args...) }
@@ -90,6 +89,9 @@ func (e *env) setupSourceClients() {
 	cfg.QPS = -1
 	var err error
 	if e.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		e.tb.Fatal(err)
+	}
+	if e.dyn, err = dynamic.NewForConfig(cfg); err != nil {
 		e.tb.Fatal(err)
 	}
 	if e.kaHTTP, err = sharedClient(cfg); err != nil {
@@ -256,12 +258,14 @@ func (e *env) progress(what string, done *atomic.Int64, total int) func() {
 
 // writeRecord is one acknowledged source write.
 type writeRecord struct {
-	idx     int
-	rv      uint64
-	start   time.Time
-	ack     time.Time
-	oldLocs []string
-	newLocs []string
+	idx int
+	// resource is the written object's resource (benchResource.name).
+	resource string
+	rv       uint64
+	start    time.Time
+	ack      time.Time
+	oldLocs  []string
+	newLocs  []string
 }
 
 // writeJob is one planned write.
@@ -366,12 +370,14 @@ loop:
 	return res
 }
 
-// write performs one write job on the source: a data change (a new "rev") or a new assignment
-// (annotation and location labels together, so that views and label selectors see the same).
-// Objects in the bulk location stay in it.
+// write performs one write job on the source: a data change (a new "rev": a ConfigMap's
+// data.rev, any other object's annotation RevAnnotation) or a new assignment (annotation and
+// location labels together, so that views and label selectors see the same). Objects in the
+// bulk location stay in it.
 func (e *env) write(ctx context.Context, r *rand.Rand, job writeJob) (writeRecord, error) {
 	o := e.ds.objects[job.idx]
-	rec := writeRecord{idx: job.idx, oldLocs: o.locs, newLocs: o.locs}
+	res := resourceOf(o.kind)
+	rec := writeRecord{idx: job.idx, resource: res.name, oldLocs: o.locs, newLocs: o.locs}
 	var patch string
 	if job.assign {
 		// A new assignment that differs from the old one (a no-op patch makes no event).
@@ -408,16 +414,30 @@ func (e *env) write(ctx context.Context, r *rand.Rand, job writeJob) (writeRecor
 		}
 		patch = fmt.Sprintf(`{"metadata":{"annotations":{%q:%q},"labels":{%s}}}`, contract.AssignedLocationsAnnotation, assignment(newLocs), lb.String())
 		rec.newLocs = newLocs
-	} else {
+	} else if o.kind == kindConfigMap {
 		patch = fmt.Sprintf(`{"data":{"rev":"%d"}}`, o.rev+1)
+	} else {
+		patch = fmt.Sprintf(`{"metadata":{"annotations":{%q:"%d"}}}`, RevAnnotation, o.rev+1)
 	}
+	var rv string
 	rec.start = time.Now()
-	cm, err := e.kube.CoreV1().ConfigMaps(o.namespace).Patch(ctx, o.name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-	rec.ack = time.Now()
-	if err != nil {
-		return rec, err
+	if o.kind == kindConfigMap {
+		cm, err := e.kube.CoreV1().ConfigMaps(o.namespace).Patch(ctx, o.name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		rec.ack = time.Now()
+		if err != nil {
+			return rec, err
+		}
+		rv = cm.ResourceVersion
+	} else {
+		u, err := e.dyn.Resource(res.gvr).Namespace(o.namespace).Patch(ctx, o.name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		rec.ack = time.Now()
+		if err != nil {
+			return rec, err
+		}
+		rv = u.GetResourceVersion()
 	}
-	rec.rv, err = strconv.ParseUint(cm.ResourceVersion, 10, 64)
+	var err error
+	rec.rv, err = strconv.ParseUint(rv, 10, 64)
 	if err != nil {
 		return rec, err
 	}
@@ -430,12 +450,13 @@ func (e *env) write(ctx context.Context, r *rand.Rand, job writeJob) (writeRecor
 }
 
 // expectedDeliveries counts the events the writes must produce for watchers, given how many
-// watchers watch each location: one per watcher of every location in the old or new assignment.
-func expectedDeliveries(records []writeRecord, watchersPerLocation map[string]int) int {
+// watchers watch each resource on each location (by watchKey): one per watcher of the written
+// resource on every location in the old or new assignment.
+func expectedDeliveries(records []writeRecord, watchers map[string]int) int {
 	n := 0
 	for _, rec := range records {
 		for _, l := range union(rec.oldLocs, rec.newLocs) {
-			n += watchersPerLocation[l]
+			n += watchers[watchKey(rec.resource, l)]
 		}
 	}
 	return n

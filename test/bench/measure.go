@@ -208,10 +208,12 @@ type recv struct {
 // watchStream reads one open watch response: it counts bytes and frames and records the
 // resourceVersion and arrival time of every non-bookmark event.
 type watchStream struct {
-	name   string
-	cancel context.CancelFunc
-	tr     *http.Transport
-	opened time.Time
+	name string
+	// resource is the watched resource (benchResource.name), where the watch set records it.
+	resource string
+	cancel   context.CancelFunc
+	tr       *http.Transport
+	opened   time.Time
 
 	stopped   atomic.Bool
 	bytes     atomic.Int64
@@ -266,7 +268,9 @@ func openWatch(ctx context.Context, name string, c *http.Client, tr *http.Transp
 func (w *watchStream) read(body io.ReadCloser) {
 	defer close(w.done)
 	defer body.Close()
-	br := bufio.NewReaderSize(body, 32<<10)
+	// Frames of one object fit; a longer one is put together below. Small, since scenario 2 holds
+	// 10 watches per location open at once.
+	br := bufio.NewReaderSize(body, 8<<10)
 	for {
 		line, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {

@@ -12,7 +12,9 @@ import (
 // TestQuickPreset runs the benchmark's quick preset on real servers: every scenario must run
 // and produce numbers, every correctness check of the run must pass (scenario 1: the view, the
 // label-selector LIST and the naive list-all-and-filter list exactly the objects the data set
-// assigns to each sampled location; scenario 6: the mapper maps every object of its location;
+// assigns to each sampled location; scenario 2: every view watch, one per location and then
+// one per location and resource of the 10, gets each event it is owed exactly once;
+// scenario 6: the mapper maps every object of its location;
 // scenario 8: mapper-controller keeps every heartbeating location Ready and marks a stopped one;
 // scenario 9: every customized ConfigMap shows its location in each view, no other does;
 // scenario 10: every object is placed on 2 locations, none on the one whose heartbeat stopped,
@@ -62,7 +64,7 @@ func TestQuickPreset(t *testing.T) {
 	}
 	// The scenarios whose figures depend on a correct result carry checks; a run that lost them
 	// would pass without proving anything.
-	for id, name := range map[int]string{1: "lists agree", 6: "mapper finished", 8: "locations stay Ready; a stopped one becomes Unknown",
+	for id, name := range map[int]string{1: "lists agree", 2: "view watches get their events", 6: "mapper finished", 8: "locations stay Ready; a stopped one becomes Unknown",
 		9: "customized views show their location", 10: "every object placed, none on the stopped location, no write when nothing changes",
 		11: "status writes succeed and reach the writer's own watch"} {
 		if s := r.Scenarios[id-1]; s.Ran && len(s.Checks) == 0 {

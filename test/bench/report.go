@@ -65,8 +65,6 @@ type Scenario struct {
 	Profiles    []Profile    `json:"profiles,omitempty"`
 	Notes       []string     `json:"notes,omitempty"`
 	Seconds     float64      `json:"seconds"`
-
-	memJSON int64
 }
 
 // Comparison is one figure of ours next to the alternative's.
@@ -316,8 +314,12 @@ func (r *Report) Markdown() string {
 		p("| source revision | %s |\n", r.Machine.GitRevision)
 	}
 	p("| load average before / after | %s / %s |\n", r.LoadAverageBefore, r.LoadAverageAfter)
-	p("| preset | `%s`: N=%d objects (%d%% Deployments), V=%d namespaces, L=%d locations, %d objects also in location `%s`; writes at %.0f/s (%d%% re-assignments) |\n\n",
+	p("| preset | `%s`: N=%d objects (%d%% Deployments), V=%d namespaces, L=%d locations, %d objects also in location `%s`; writes at %.0f/s (%d%% re-assignments) |\n",
 		r.Config.Preset, r.Config.Objects, r.Config.DeploymentPercent, r.Config.Namespaces, r.Config.Locations, r.Load.BulkObjects, BulkLocation, r.Config.WriteRate, r.Config.AssignmentWritePercent)
+	if r.Config.Scope != "" {
+		p("| scenarios | %s |\n", r.Config.Scope)
+	}
+	p("\n")
 	p("Every process is real and runs on this machine: etcd, the source kube-apiserver, mapper-apiserver " +
 		"(and for scenario 6 a target kube-apiserver and the mapper), and this benchmark as the client. " +
 		"Latency is measured at the client, CPU time and RSS from `/proc/<pid>`. All servers share the same cores, " +

@@ -291,7 +291,7 @@ func (e *env) runStorm(ctx context.Context, view bool, locs, names []string) *st
 	} else {
 		st.name = "straight to kube-apiserver"
 	}
-	ws := &watchSet{perLoc: map[string]int{}}
+	ws := &watchSet{perKey: map[string]int{}}
 	defer ws.stop()
 	for _, loc := range locs {
 		_, rv, err := e.stormList(ctx, view, loc)
@@ -307,7 +307,7 @@ func (e *env) runStorm(ctx context.Context, view bool, locs, names []string) *st
 			e.tb.Fatalf("scenario 11: watching %s's Deployments: %v", loc, err)
 		}
 		ws.streams = append(ws.streams, w)
-		ws.perLoc[loc]++
+		ws.perKey[watchKey("deployments.apps", loc)]++
 	}
 
 	cpu0 := e.cpu()

@@ -10,10 +10,11 @@ import (
 	"time"
 )
 
-// watchSet is a set of open watches, one client connection each.
+// watchSet is a set of open watches.
 type watchSet struct {
 	streams []*watchStream
-	perLoc  map[string]int
+	// perKey counts the watches of each resource on each location (watchKey).
+	perKey map[string]int
 }
 
 // stop ends every watch.
@@ -29,18 +30,23 @@ func (ws *watchSet) stop() {
 	wg.Wait()
 }
 
-// currentRV returns the resourceVersion a server's cache is at for ConfigMaps: a LIST with
-// limit=1 and resourceVersion=0 of the view (any location) or of kube-apiserver.
+// currentRV returns the resourceVersion a server's cache is at for ConfigMaps (currentRVOf).
 func (e *env) currentRV(ctx context.Context, view bool) uint64 {
-	u := e.source.URL + "/api/v1/configmaps?limit=1&resourceVersion=0"
+	return e.currentRVOf(ctx, view, configMaps)
+}
+
+// currentRVOf returns the resourceVersion a server's cache is at for res: a LIST with limit=1
+// and resourceVersion=0 of the view (any location) or of kube-apiserver.
+func (e *env) currentRVOf(ctx context.Context, view bool, r benchResource) uint64 {
+	u := e.source.URL + r.path() + "?limit=1&resourceVersion=0"
 	c := e.kaHTTP
 	if view {
-		u = e.viewURL(e.ds.locations[0]) + "/api/v1/configmaps?limit=1&resourceVersion=0"
+		u = e.viewURL(e.ds.locations[0]) + r.path() + "?limit=1&resourceVersion=0"
 		c = e.maHTTP
 	}
 	res, err := timedGet(ctx, c, u, true)
 	if err != nil {
-		e.tb.Fatalf("reading the current resourceVersion: %v", err)
+		e.tb.Fatalf("reading the current resourceVersion of %s: %v", r.name, err)
 	}
 	var l struct {
 		Metadata struct {
@@ -57,14 +63,19 @@ func (e *env) currentRV(ctx context.Context, view bool) uint64 {
 	return rv
 }
 
-// watchURL returns the URL of a ConfigMap watch of location from rv on the view or, with a
-// label selector, on kube-apiserver. Bookmarks are allowed, as client-go's informers ask.
+// watchURL returns the URL of a ConfigMap watch of location from rv (resourceWatchURL).
 func (e *env) watchURL(view bool, loc string, rv uint64) string {
+	return e.resourceWatchURL(view, configMaps, loc, rv)
+}
+
+// resourceWatchURL returns the URL of a watch of res on location from rv on the view or, with a
+// label selector, on kube-apiserver. Bookmarks are allowed, as client-go's informers ask.
+func (e *env) resourceWatchURL(view bool, res benchResource, loc string, rv uint64) string {
 	q := fmt.Sprintf("watch=true&allowWatchBookmarks=true&timeoutSeconds=3600&resourceVersion=%d", rv)
 	if view {
-		return e.viewURL(loc) + "/api/v1/configmaps?" + q
+		return e.viewURL(loc) + res.path() + "?" + q
 	}
-	return e.source.URL + "/api/v1/configmaps?" + q + "&labelSelector=" + url.QueryEscape(LocationLabel(loc))
+	return e.source.URL + res.path() + "?" + q + "&labelSelector=" + url.QueryEscape(LocationLabel(loc))
 }
 
 // openWatchers opens one watch per entry of locs (a location may repeat), each on its own
@@ -78,13 +89,13 @@ func (e *env) openWatchers(ctx context.Context, view bool, locs []string, rv uin
 	if view {
 		cfg = e.mapperConfig()
 	}
-	ws := &watchSet{streams: make([]*watchStream, len(locs)), perLoc: map[string]int{}}
+	ws := &watchSet{streams: make([]*watchStream, len(locs)), perKey: map[string]int{}}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var firstErr error
 	sem := make(chan struct{}, 16)
 	for i, loc := range locs {
-		ws.perLoc[loc]++
+		ws.perKey[watchKey(configMaps.name, loc)]++
 		wg.Add(1)
 		sem <- struct{}{}
 		go func(i int, loc string) {
@@ -93,6 +104,9 @@ func (e *env) openWatchers(ctx context.Context, view bool, locs []string, rv uin
 			c, tr, err := dedicatedClient(cfg)
 			if err == nil {
 				ws.streams[i], err = openWatch(ctx, loc, c, tr, e.watchURL(view, loc, rv))
+			}
+			if err == nil {
+				ws.streams[i].resource = configMaps.name
 			}
 			if err != nil {
 				mu.Lock()
@@ -153,7 +167,7 @@ func (e *env) runPhase(ctx context.Context, name string, ws *watchSet, d time.Du
 	}
 	if ws != nil {
 		p.watchers = len(ws.streams)
-		p.expected = expectedDeliveries(p.writes.records, ws.perLoc)
+		p.expected = expectedDeliveries(p.writes.records, ws.perKey)
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			n := 0
@@ -213,8 +227,8 @@ func (e *env) runPhase(ctx context.Context, name string, ws *watchSet, d time.Du
 	return p
 }
 
-// logMissing logs, for diagnosis, up to 10 events a watcher was owed and did not get, and
-// events it got twice.
+// logMissing logs, for diagnosis, up to 10 events a watcher (of its resource on the location it
+// is named after) was owed and did not get, and events it got twice.
 func (e *env) logMissing(ws *watchSet, records []writeRecord) {
 	logged := 0
 	for _, w := range ws.streams {
@@ -223,13 +237,13 @@ func (e *env) logMissing(ws *watchSet, records []writeRecord) {
 			got[r.rv]++
 		}
 		for _, rec := range records {
-			if !hasString(union(rec.oldLocs, rec.newLocs), w.name) {
+			if rec.resource != w.resource || !hasString(union(rec.oldLocs, rec.newLocs), w.name) {
 				continue
 			}
 			if n := got[rec.rv]; n != 1 && logged < 10 {
 				logged++
-				e.logf("  watcher of %s got the event of rv %d %d times (object %s/%s, locations %v -> %v)",
-					w.name, rec.rv, n, e.ds.objects[rec.idx].namespace, e.ds.objects[rec.idx].name, rec.oldLocs, rec.newLocs)
+				e.logf("  watcher of %s on %s got the event of rv %d %d times (object %s/%s, locations %v -> %v)",
+					w.resource, w.name, rec.rv, n, e.ds.objects[rec.idx].namespace, e.ds.objects[rec.idx].name, rec.oldLocs, rec.newLocs)
 			}
 		}
 	}
@@ -269,6 +283,8 @@ func phaseNotes(ps ...*phase) []string {
 
 // scenarioFanout is scenario 2: one watcher per location, writes at a fixed rate; delivery
 // latency and serving CPU per 1000 events, view vs label-selector watches on kube-apiserver.
+// Then issue 12's target 4 (s2_resources.go): every location watches 10 resources, idle (memory
+// per watch) and under writes spread over them.
 func (e *env) scenarioFanout(ctx context.Context) *Scenario {
 	s := &Scenario{ID: 2, Title: "Watch fan-out", Ran: true}
 	start := time.Now()
@@ -293,11 +309,9 @@ func (e *env) scenarioFanout(ctx context.Context) *Scenario {
 	ws.stop()
 	time.Sleep(2 * time.Second)
 
-	per1000 := func(cpu float64, events int) float64 { return cpu / float64(max(events, 1)) * 1000 }
-	oursTotal := per1000(view.cpu["mapper-apiserver"], view.delivered)
-	oursMarginal := per1000(view.cpu["mapper-apiserver"]-base.cpu["mapper-apiserver"]*view.seconds/base.seconds, view.delivered)
-	kubeTotal := per1000(kube.cpu["kube-apiserver"], kube.delivered)
-	kubeMarginal := per1000(kube.cpu["kube-apiserver"]-base.cpu["kube-apiserver"]*kube.seconds/base.seconds, kube.delivered)
+	rf := e.runResourceFanout(ctx)
+
+	oursTotal, oursMarginal, kubeTotal, kubeMarginal := cpuPer1000(base, view, kube)
 
 	s.What = fmt.Sprintf("One watcher per location (%d watches of ConfigMaps, each on its own connection, with bookmarks allowed, as "+
 		"%d mapper processes would), while the source takes %.0f writes/s for %s (%d%% change an object's assignment and its labels, "+
@@ -320,15 +334,33 @@ func (e *env) scenarioFanout(ctx context.Context) *Scenario {
 		atMost(fmt.Sprintf("delivery p99 ≤ 100 ms with %d watchers at %.0f writes/s", len(e.ds.locations), e.cfg.WriteRate), view.latency.P99, 100, "%.1f ms"),
 		atMost("serving CPU per 1000 events ≤ 1/5 of kube-apiserver's (ours total / kube-apiserver marginal)", oursTotal/kubeMarginal, 0.2, "%.3f"),
 	}
-	s.Tables = []Table{{Title: "Phases:", Header: phaseHeader, Rows: [][]string{phaseRow(base), phaseRow(view), phaseRow(kube)}}}
-	s.Notes = append(s.Notes, phaseNotes(base, view, kube)...)
+	s.What += " " + rf.what(e.cfg)
+	s.Comparisons = append(s.Comparisons, rf.comparisons()...)
+	s.Targets = append(s.Targets, rf.targets(e.cfg)...)
+	s.Checks = append(s.Checks, deliveryCheck(view, rf.view))
+	s.Tables = []Table{{Title: "Phases:", Header: phaseHeader, Rows: [][]string{phaseRow(base), phaseRow(view), phaseRow(kube),
+		phaseRow(rf.base), phaseRow(rf.view), phaseRow(rf.kube)}}, rf.memoryTable()}
+	s.Notes = append(s.Notes, phaseNotes(base, view, kube, rf.base, rf.view, rf.kube)...)
 	s.Notes = append(s.Notes, fmt.Sprintf("Write latency at the source (request to response): p50 %.1f ms, p99 %.1f ms in the view phase, p50 %.1f ms, p99 %.1f ms in the kube-apiserver phase.",
 		view.writes.latency.P50, view.writes.latency.P99, kube.writes.latency.P50, kube.writes.latency.P99))
-	for _, p := range []*phase{view, kube} {
+	s.Notes = append(s.Notes, rf.notes()...)
+	for _, p := range []*phase{view, kube, rf.view, rf.kube} {
 		for _, pr := range p.profiles {
 			s.Profiles = append(s.Profiles, *pr)
 		}
 	}
 	s.Seconds = time.Since(start).Seconds()
 	return s
+}
+
+// cpuPer1000 returns the serving CPU seconds per 1000 delivered events of mapper-apiserver in the
+// view phase and of kube-apiserver in the kube phase, each total and marginal over the baseline
+// phase of the same writes without watchers (scaled to the phase's length).
+func cpuPer1000(base, view, kube *phase) (oursTotal, oursMarginal, kubeTotal, kubeMarginal float64) {
+	per1000 := func(cpu float64, events int) float64 { return cpu / float64(max(events, 1)) * 1000 }
+	oursTotal = per1000(view.cpu["mapper-apiserver"], view.delivered)
+	oursMarginal = per1000(view.cpu["mapper-apiserver"]-base.cpu["mapper-apiserver"]*view.seconds/base.seconds, view.delivered)
+	kubeTotal = per1000(kube.cpu["kube-apiserver"], kube.delivered)
+	kubeMarginal = per1000(kube.cpu["kube-apiserver"]-base.cpu["kube-apiserver"]*kube.seconds/base.seconds, kube.delivered)
+	return
 }

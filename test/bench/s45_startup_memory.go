@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"time"
 
 	"github.com/cluster-mapper/cluster-mapper/test/framework"
@@ -17,6 +19,10 @@ func (e *env) scenarioStartup(ctx context.Context) *Scenario {
 	s := &Scenario{ID: 5, Title: "Start-up to Ready", Ran: true}
 	start := time.Now()
 	framework.BuildBinary(e.tb, "./cmd/mapper-apiserver") // build outside the measurement
+	limit, scale := startupLimit(e.cfg.Objects)
+	// A slow start is measured, not failed: the framework waits 90 s by default, and a start that
+	// times out is retried (and the retry timed).
+	framework.MapperAPIServerStartTimeout = max(framework.MapperAPIServerStartTimeout, 5*limit)
 	var samples []float64
 	t0 := time.Now()
 	e.mapper = framework.StartMapperAPIServer(e.tb, e.source, mapperArgs...)
@@ -38,8 +44,10 @@ func (e *env) scenarioStartup(ctx context.Context) *Scenario {
 	s.What = fmt.Sprintf("mapper-apiserver started %d time(s) against the loaded source (%d objects): wall time from starting the "+
 		"process (the framework's StartMapperAPIServer for the first start, which also issues its serving certificate; Restart "+
 		"for the others, after the previous process has exited) until /readyz answers 200, which requires the source discovery read, every mirrored informer synced "+
-		"and the delegated client CA loaded. /readyz is polled every 200 ms, so figures are up to 0.2 s late.",
-		len(samples), e.cfg.Objects)
+		"and the delegated client CA loaded. /readyz is polled every 200 ms, so figures are up to 0.2 s late. It mirrors %d resources "+
+		"(%s); only ConfigMaps and Deployments hold the data set, the others only the few objects kube-apiserver creates itself "+
+		"(RBAC Roles, the `kubernetes` Service) until scenario 2 adds its watch set.",
+		len(samples), e.cfg.Objects, len(benchResources), resourceNames())
 	var rows [][]string
 	for i, x := range samples {
 		rows = append(rows, []string{fmt.Sprint(i + 1), fmt.Sprintf("%.2f", x)})
@@ -47,9 +55,21 @@ func (e *env) scenarioStartup(ctx context.Context) *Scenario {
 	s.Tables = []Table{{Title: "Starts:", Header: []string{"start", "seconds to Ready"}, Rows: rows}}
 	s.Comparisons = []Comparison{{Metric: "process start to Ready (median)", Unit: "s", Ours: st.P50, LowerIsBetter: true},
 		{Metric: "process start to Ready (worst)", Unit: "s", Ours: st.Max, LowerIsBetter: true}}
-	s.Targets = []Target{atMost(fmt.Sprintf("start-up to Ready ≤ 30 s at %d objects (worst start)", e.cfg.Objects), st.Max, 30, "%.2f s")}
+	s.Targets = []Target{atMost(fmt.Sprintf("start-up to Ready ≤ %.0f s at %d objects, worst start (issue 12: ≤ %.0f s at %dk objects)",
+		limit.Seconds(), e.cfg.Objects, limit.Seconds(), scale/1000), st.Max, limit.Seconds(), "%.2f s")}
 	s.Seconds = time.Since(start).Seconds()
 	return s
+}
+
+// startupLimit returns issue 12's target 3 for a data set of n objects: start-up to Ready
+// ≤ 10 s at 50k objects and ≤ 60 s at 250k. A smaller data set gets the limit of the next scale
+// up; a larger one than 250k the 250k limit (the issue states none). scale is the issue's scale
+// the limit is stated at.
+func startupLimit(n int) (limit time.Duration, scale int) {
+	if n <= 50_000 {
+		return 10 * time.Second, 50_000
+	}
+	return 60 * time.Second, 250_000
 }
 
 // memorySample is mapper-apiserver's memory at one moment.
@@ -91,28 +111,75 @@ func (e *env) sampleMemory(ctx context.Context, when string) memorySample {
 		heapAlloc: get("go_memstats_heap_alloc_bytes"), sys: get("go_memstats_sys_bytes"), kaRSS: ks.RSS}
 }
 
-// sourceJSONBytes lists every ConfigMap and Deployment from kube-apiserver and sums the JSON
-// size of the items: the JSON the cache holds.
+// sourceJSONBytes lists every object of the mirrored resources from kube-apiserver and sums the
+// JSON size of the items: the JSON the cache holds. The lists are decoded as they stream in, an
+// item at a time, so that 250k objects do not need their whole list in memory.
 func (e *env) sourceJSONBytes(ctx context.Context) (int64, int) {
 	var total int64
 	n := 0
-	for _, path := range []string{"/api/v1/configmaps", "/apis/apps/v1/deployments"} {
-		res, err := timedGet(ctx, e.kaHTTP, e.source.URL+path+"?resourceVersion=0", true)
+	for _, r := range benchResources {
+		b, c, err := listJSONBytes(ctx, e.kaHTTP, e.source.URL+r.path()+"?resourceVersion=0")
 		if err != nil {
-			e.tb.Fatal(err)
+			e.tb.Fatalf("listing %s: %v", r.name, err)
 		}
-		var l struct {
-			Items []json.RawMessage `json:"items"`
-		}
-		if err := json.Unmarshal(res.Body, &l); err != nil {
-			e.tb.Fatal(err)
-		}
-		for _, it := range l.Items {
-			total += int64(len(it))
-		}
-		n += len(l.Items)
+		total += b
+		n += c
 	}
 	return total, n
+}
+
+// listJSONBytes GETs the JSON list at url and returns the summed size of its items and their
+// number, reading the body as a stream.
+func listJSONBytes(ctx context.Context, c *http.Client, url string) (int64, int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+		return 0, 0, fmt.Errorf("GET %s: %s: %s", url, resp.Status, b)
+	}
+	dec := json.NewDecoder(resp.Body)
+	// Walk the top-level object to "items", then take one item at a time.
+	if _, err := dec.Token(); err != nil {
+		return 0, 0, err
+	}
+	var total int64
+	n := 0
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return 0, 0, err
+		}
+		if key != "items" {
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return 0, 0, err
+			}
+			continue
+		}
+		if _, err := dec.Token(); err != nil { // [ or null
+			return 0, 0, err
+		}
+		for dec.More() {
+			var it json.RawMessage
+			if err := dec.Decode(&it); err != nil {
+				return 0, 0, err
+			}
+			total += int64(len(it))
+			n++
+		}
+		if _, err := dec.Token(); err != nil { // ]
+			return 0, 0, err
+		}
+	}
+	return total, n, nil
 }
 
 // scenarioMemory is scenario 4: mapper-apiserver's RSS and heap after sync, per object and
@@ -124,7 +191,9 @@ func (e *env) scenarioMemory(ctx context.Context, at memorySample, heap *Profile
 	mib := func(b float64) float64 { return b / (1 << 20) }
 	s.What = fmt.Sprintf("mapper-apiserver right after its last start (all %d objects synced, no client yet), after a forced garbage "+
 		"collection: RSS from /proc, Go heap from its /metrics. The JSON size of the cached objects is the sum of the items of a full "+
-		"LIST of ConfigMaps and Deployments from kube-apiserver (compact JSON with managedFields, as the cache receives them).", n)
+		"LIST of every mirrored resource from kube-apiserver (compact JSON with managedFields, as the cache receives them); at this "+
+		"point ConfigMaps and Deployments hold the data set and the other resources only what kube-apiserver creates itself. "+
+		"The row at the end of the scenarios divides by the JSON at that time (after the writes, with scenario 2's watch set).", n)
 	s.Comparisons = []Comparison{
 		{Metric: "RSS", Unit: "MiB", Ours: mib(float64(at.rss)), Alternative: "kube-apiserver RSS at the same moment (its own watch cache of everything, for context)", AltValue: mib(float64(at.kaRSS)), LowerIsBetter: true},
 		{Metric: "Go heap in use", Unit: "MiB", Ours: mib(at.heapInuse), LowerIsBetter: true},
@@ -135,14 +204,13 @@ func (e *env) scenarioMemory(ctx context.Context, at memorySample, heap *Profile
 		{Metric: "heap in use per object", Unit: "KiB", Ours: at.heapInuse / float64(n) / 1024, LowerIsBetter: true},
 		{Metric: "JSON per object", Unit: "KiB", Ours: float64(jsonBytes) / float64(n) / 1024, LowerIsBetter: true},
 	}
-	s.Targets = []Target{atMost("RSS ≤ 2× the JSON bytes of the cached objects (after sync)", float64(at.rss)/float64(jsonBytes), 2, "%.2f×")}
+	s.Targets = []Target{atMost(fmt.Sprintf("RSS ≤ 2× the JSON bytes of the cached objects after sync, at %d objects", e.cfg.Objects), float64(at.rss)/float64(jsonBytes), 2, "%.2f×")}
 	s.Tables = []Table{{Title: "Samples (MiB):", Header: []string{"when", "RSS", "peak RSS (VmHWM)", "heap in use", "heap allocated", "Go sys", "RSS ÷ JSON", "kube-apiserver RSS"}}}
 	s.Notes = append(s.Notes, fmt.Sprintf("%d objects, %.1f MiB of JSON.", n, mib(float64(jsonBytes))))
 	s.addMemoryRow(at, jsonBytes)
 	if heap != nil {
 		s.Profiles = append(s.Profiles, *heap)
 	}
-	s.memJSON = jsonBytes
 	return s
 }
 
