@@ -231,7 +231,13 @@ func (o *Options) Config() (*Config, error) {
 		store = cache.StoreOptions{ClusterFromAnnotation: true}
 		viewOpts.PlainCluster = ""
 	}
-	objects, err := source.NewObjectClient(sourceConfig, nil)
+	// On a plain source, every object the cache stores carries kcp.io/cluster (DESIGN.md,
+	// "Names"): the object client writes it into the bytes it reads.
+	var add source.Annotation
+	if o.SourceMode != SourceModeKCP {
+		add = source.Annotation{Key: contract.ClusterAnnotation, Value: o.ClusterName}
+	}
+	objects, err := source.NewObjectClient(sourceConfig, nil, add)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
 
@@ -186,8 +187,8 @@ func benchObjectsJSON(b *testing.B, total int) (raws [][]byte, jsonBytes int) {
 }
 
 // ingestPaths are the two ways objects reach a store: decoded into trees, as a dynamic client
-// reads them, and as bytes with their metadata, as the source's object client reads them
-// (source.DecodeObject).
+// reads them, and as bytes with their metadata, as the source's object client reads them on a
+// plain source (source.DecodeObject, adding kcp.io/cluster).
 var ingestPaths = []struct {
 	name   string
 	decode func([]byte) (interface{}, error)
@@ -196,7 +197,10 @@ var ingestPaths = []struct {
 		u := &unstructured.Unstructured{}
 		return u, u.UnmarshalJSON(raw)
 	}},
-	{"bytes", func(raw []byte) (interface{}, error) { return source.DecodeObject(raw) }},
+	{"bytes", func(raw []byte) (interface{}, error) {
+		// As mapper-apiserver's object client on a plain source: kcp.io/cluster added.
+		return source.DecodeObject(raw, source.Annotation{Key: contract.ClusterAnnotation, Value: "root"})
+	}},
 }
 
 // BenchmarkIngest measures the decoding of 10,000 objects as the source sent them and their

@@ -9,8 +9,8 @@ import (
 // An object version that arrives as bytes (a source.Object, from the source's object client) is
 // stored without ever being decoded when its views are the object itself, or the object with
 // its assignment value replaced (a template, template.go): the cache then keeps the source's
-// JSON (with kcp.io/cluster inserted on a plain source) and the metadata the source's decoder
-// read. This is the common case, and the whole first list of a resource takes this path, so
+// JSON (with kcp.io/cluster inserted on a plain source, by the object client as it reads the
+// bytes, else here) and the metadata the source's decoder read. This is the common case, and the whole first list of a resource takes this path, so
 // start-up builds no tree of maps per object (issue 12 item 2: "decode metadata only, from the
 // bytes the source sent"). Every other version is decoded (identity.tree) and takes the
 // rendering path (newObject, settleRendering, compact), exactly as a decoded object does.
@@ -23,7 +23,7 @@ func (s *ResourceStore) buildFromJSON(id identity, prev *Object, locs []string, 
 		return nil
 	}
 	raw := id.raw.JSON()
-	if id.edit != nil {
+	if id.edit != nil && !id.editedJSON {
 		var err error
 		if raw, err = id.raw.WithAnnotation(contract.ClusterAnnotation, id.cluster); err != nil {
 			return nil

@@ -16,8 +16,8 @@ import (
 )
 
 // asSource returns u as the source's object client reads it: its JSON, with managedFields as a
-// Kubernetes API server sends them, decoded by source.DecodeObject.
-func asSource(t *testing.T, u *unstructured.Unstructured) *source.Object {
+// Kubernetes API server sends them, decoded by source.DecodeObject, which adds add.
+func asSource(t *testing.T, u *unstructured.Unstructured, add source.Annotation) *source.Object {
 	t.Helper()
 	c := u.DeepCopy()
 	c.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1"}})
@@ -25,7 +25,7 @@ func asSource(t *testing.T, u *unstructured.Unstructured) *source.Object {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := source.DecodeObject(raw)
+	o, err := source.DecodeObject(raw, add)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,6 +37,8 @@ func asSource(t *testing.T, u *unstructured.Unstructured) *source.Object {
 type twinStores struct {
 	t                *testing.T
 	fromJSON, fromUs *ResourceStore
+	// add is what the object client adds to the objects it reads.
+	add source.Annotation
 }
 
 func (s twinStores) replace(rv uint64, objs ...*unstructured.Unstructured) {
@@ -44,7 +46,7 @@ func (s twinStores) replace(rv uint64, objs ...*unstructured.Unstructured) {
 	mustReplace(s.t, s.fromUs, rv, objs...)
 	items := make([]interface{}, len(objs))
 	for i, o := range objs {
-		items[i] = asSource(s.t, o)
+		items[i] = asSource(s.t, o, s.add)
 	}
 	if err := s.fromJSON.Replace(items, fmt.Sprint(rv)); err != nil {
 		s.t.Fatal(err)
@@ -54,7 +56,7 @@ func (s twinStores) replace(rv uint64, objs ...*unstructured.Unstructured) {
 func (s twinStores) update(u *unstructured.Unstructured) {
 	s.t.Helper()
 	mustUpdate(s.t, s.fromUs, u)
-	if err := s.fromJSON.Update(asSource(s.t, u)); err != nil {
+	if err := s.fromJSON.Update(asSource(s.t, u, s.add)); err != nil {
 		s.t.Fatal(err)
 	}
 }
@@ -62,7 +64,7 @@ func (s twinStores) update(u *unstructured.Unstructured) {
 func (s twinStores) delete(u *unstructured.Unstructured) {
 	s.t.Helper()
 	mustDelete(s.t, s.fromUs, u)
-	if err := s.fromJSON.Delete(asSource(s.t, u)); err != nil {
+	if err := s.fromJSON.Delete(asSource(s.t, u, s.add)); err != nil {
 		s.t.Fatal(err)
 	}
 }
@@ -96,12 +98,14 @@ func TestJSONIngestMatchesDecodedIngest(t *testing.T) {
 		name string
 		opts StoreOptions
 		ann  []string
+		add  source.Annotation
 	}{
-		{"plain", StoreOptions{DefaultCluster: "root"}, nil},
-		{"kcp", StoreOptions{ClusterFromAnnotation: true}, []string{"a:kcp.io/cluster=c1"}},
+		{"plain", StoreOptions{DefaultCluster: "root"}, nil, source.Annotation{}},
+		{"plain, kcp.io/cluster added by the object client", StoreOptions{DefaultCluster: "root"}, nil, source.Annotation{Key: contract.ClusterAnnotation, Value: "root"}},
+		{"kcp", StoreOptions{ClusterFromAnnotation: true}, []string{"a:kcp.io/cluster=c1"}, source.Annotation{}},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
-			s := twinStores{t: t, fromJSON: newTestStore(t, mode.opts), fromUs: newTestStore(t, mode.opts)}
+			s := twinStores{t: t, fromJSON: newTestStore(t, mode.opts), fromUs: newTestStore(t, mode.opts), add: mode.add}
 			obj := func(name string, rv uint64, l []string, extra ...string) *unstructured.Unstructured {
 				return cm("ns", name, rv, l, append(append([]string{}, mode.ann...), extra...)...)
 			}
@@ -113,13 +117,21 @@ func TestJSONIngestMatchesDecodedIngest(t *testing.T) {
 				obj("e", 9, locs("east", "west"), `a:status.kcp.io/east={"phase":"Up"}`, "a:kcp.io/status-policy=Reflect"),
 				obj("f", 10, locs("east"), "a:kcp.io/cluster=zeta"),
 			)
-			if mode.name == "plain" {
+			if mode.opts.DefaultCluster != "" {
 				for _, name := range []string{"a", "b"} {
 					stored := s.fromJSON.objects[contract.NewKey("root", "ns", name)]
-					src := asSource(t, obj(name, stored.rv, stored.assigned, map[string]string{"a": "d:k=1", "b": "l:app=web"}[name]))
-					want, _ := src.WithAnnotation(contract.ClusterAnnotation, "root")
+					src := asSource(t, obj(name, stored.rv, stored.assigned, map[string]string{"a": "d:k=1", "b": "l:app=web"}[name]), s.add)
+					want := src.JSON()
+					if _, _, added := src.Added(); !added {
+						want, _ = src.WithAnnotation(contract.ClusterAnnotation, "root")
+					}
 					if got, _ := stored.MarshalJSON(); !bytes.Equal(got, want) || stored.u != nil {
 						t.Errorf("%s was not stored as the source's bytes:\n got %s\nwant %s", name, got, want)
+					}
+					// A write built from it changes nothing the source did not have.
+					orig := obj(name, stored.rv, stored.assigned, map[string]string{"a": "d:k=1", "b": "l:app=web"}[name])
+					if got := stored.SourceObject(); !reflect.DeepEqual(got.Object, orig.Object) {
+						t.Errorf("%s's source object\n got %v\nwant %v", name, got.Object, orig.Object)
 					}
 				}
 			}

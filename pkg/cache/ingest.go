@@ -50,6 +50,9 @@ type identity struct {
 	// edit, when not nil, says how the object views show differs from the object the source
 	// sent: kcp.io/cluster set (a plain source).
 	edit *clusterEdit
+	// editedJSON says raw's JSON already has the edit: the source's object client added
+	// kcp.io/cluster (source.Object.Added).
+	editedJSON bool
 }
 
 // toVersion accepts what a reflector hands to the store: an *unstructured.Unstructured (from a
@@ -113,7 +116,10 @@ func (s *ResourceStore) identify(v metav1.Object) identity {
 		id.cluster = c
 	} else {
 		id.cluster = s.opts.DefaultCluster
-		if c, had := id.annotations[contract.ClusterAnnotation]; c != id.cluster {
+		if key, hadAnnotations, added := addedByClient(id.raw); added && key == contract.ClusterAnnotation && id.annotations[key] == id.cluster {
+			// The object client wrote the configured cluster into the bytes it read.
+			id.edit, id.editedJSON = editFor(hadAnnotations, false, ""), true
+		} else if c, had := id.annotations[contract.ClusterAnnotation]; c != id.cluster {
 			id.edit = editFor(id.annotations != nil, had, c)
 			if id.u != nil {
 				id.u, _ = withAnnotation(id.u, contract.ClusterAnnotation, id.cluster)
@@ -122,6 +128,15 @@ func (s *ResourceStore) identify(v metav1.Object) identity {
 	}
 	id.key = contract.NewKey(id.cluster, id.namespace, id.name)
 	return id
+}
+
+// addedByClient returns the annotation the source's object client added to o (source.Object.Added);
+// ok is false for nil.
+func addedByClient(o *source.Object) (key string, hadAnnotations, ok bool) {
+	if o == nil {
+		return "", false, false
+	}
+	return o.Added()
 }
 
 // stringAnnotations returns the string-valued annotations of u, and whether its

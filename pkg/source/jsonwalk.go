@@ -143,6 +143,40 @@ func walkObject(b []byte, i int, fn func(m member) error) (open, end int, err er
 	}
 }
 
+// walkArray calls fn with the range of each element of the JSON array at or after b[i], in
+// order, and returns the index just after its closing bracket. It stops at fn's first error.
+func walkArray(b []byte, i int, fn func(start, end int) error) (int, error) {
+	i = skipSpace(b, i)
+	if i >= len(b) || b[i] != '[' {
+		return 0, fmt.Errorf("expected a JSON array at offset %d", i)
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return i + 1, nil
+	}
+	for {
+		vs, ve, err := skipValue(b, i)
+		if err != nil {
+			return 0, err
+		}
+		if err := fn(vs, ve); err != nil {
+			return 0, err
+		}
+		i = skipSpace(b, ve)
+		if i >= len(b) {
+			return 0, errTruncated
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case ']':
+			return i + 1, nil
+		default:
+			return 0, fmt.Errorf("invalid character %q after an array element at offset %d", b[i], i)
+		}
+	}
+}
+
 // unquote returns the string a JSON string token (with its quotes) denotes.
 func unquote(tok []byte) (string, error) {
 	if len(tok) >= 2 && tok[0] == '"' && tok[len(tok)-1] == '"' && bytes.IndexByte(tok, '\\') < 0 {

@@ -12,6 +12,15 @@ import (
 	kjson "sigs.k8s.io/json"
 )
 
+// Annotation is an annotation the object client adds to every object that lacks it
+// (NewObjectClient): a plain source's kcp.io/cluster (DESIGN.md, "Names").
+type Annotation struct {
+	// Key is the annotation's key; "" adds nothing.
+	Key string
+	// Value is its value.
+	Value string
+}
+
 // Object is one object of the source as the source sent it: its JSON bytes, without
 // metadata.managedFields (views never show them, DESIGN.md "The location view"), and the
 // metadata the cache indexes, read from those bytes without decoding the rest (issue 12: a
@@ -20,19 +29,25 @@ import (
 //
 // ObjectMeta holds name, namespace, uid, resourceVersion, generation, labels and annotations
 // only, so that client-go's reflector (meta.Accessor) and the cache can read them. An Object is
-// never changed after decoding: JSON returns shared bytes.
+// never changed after decoding.
+//
+// Its JSON is made in one allocation of the exact size while decoding, with the annotation the
+// client adds (Annotation) already in it, and the cache keeps that very slice. So every object
+// costs one allocation that lives, and the garbage of a first list is one large block (its
+// body) or one reused buffer (a streaming list's frames): no short-lived copy of each object
+// is interleaved with the kept ones, which fragmented the heap and kept the start-up peak
+// resident (issue 12 target 2).
 type Object struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
 
-	// raw is the object's JSON without metadata.managedFields.
+	// raw is the object's JSON without metadata.managedFields, with the added annotation.
 	raw []byte
-	// metaOpen is the index of metadata's opening brace in raw and metaEmpty says it has no
-	// member; annOpen is the index of metadata.annotations' value (-1 when there is no
-	// annotations member): an opening brace, or with annNull the literal null; annEmpty says the
-	// object has no member (WithAnnotation).
-	metaOpen, annOpen            int
-	metaEmpty, annEmpty, annNull bool
+	// added says the decoder added the annotation addedKey (Annotations has it too), and
+	// hadAnnotations whether the object had a metadata.annotations object before.
+	added          bool
+	addedKey       string
+	hadAnnotations bool
 }
 
 var (
@@ -41,9 +56,16 @@ var (
 	_ json.Unmarshaler          = &Object{}
 )
 
-// JSON returns the object's JSON as the source sent it, without metadata.managedFields. The
-// slice is shared: do not change it.
+// JSON returns the object's JSON as the source sent it, without metadata.managedFields and with
+// the annotation the client added. The slice is shared: do not change it.
 func (o *Object) JSON() []byte { return o.raw }
+
+// Added returns the key of the annotation the object client added to this object
+// (Annotation), and whether the object had a metadata.annotations object before; ok is false
+// when nothing was added.
+func (o *Object) Added() (key string, hadAnnotations, ok bool) {
+	return o.addedKey, o.hadAnnotations, o.added
+}
 
 // DeepCopyObject implements runtime.Object. The copy shares the (immutable) JSON bytes.
 func (o *Object) DeepCopyObject() runtime.Object {
@@ -52,10 +74,9 @@ func (o *Object) DeepCopyObject() runtime.Object {
 	return &c
 }
 
-// UnmarshalJSON implements json.Unmarshaler: it reads the metadata from data and keeps a copy
-// of data without metadata.managedFields (DecodeObject).
+// UnmarshalJSON implements json.Unmarshaler (DecodeObject).
 func (o *Object) UnmarshalJSON(data []byte) error {
-	d, err := DecodeObject(data)
+	d, err := DecodeObject(data, Annotation{})
 	if err != nil {
 		return err
 	}
@@ -64,11 +85,13 @@ func (o *Object) UnmarshalJSON(data []byte) error {
 }
 
 // DecodeObject reads an Object from data, one JSON object: apiVersion, kind and the metadata
-// fields Object keeps, and a copy of data without metadata.managedFields. Only the metadata is
-// decoded; spec, status and every other field are kept as the source wrote them. Errors name
-// what is malformed (text that is not a JSON object, a metadata field of the wrong type).
-func DecodeObject(data []byte) (*Object, error) {
-	o := &Object{annOpen: -1, metaOpen: -1}
+// fields Object keeps. Only the metadata is decoded; spec, status and every other field are kept
+// as the source wrote them, in a new slice (data is not kept), without metadata.managedFields
+// and with add (when its Key is set) added to an object that lacks it and has metadata. Errors
+// name what is malformed (text that is not a JSON object, a metadata field of the wrong type).
+func DecodeObject(data []byte, add Annotation) (*Object, error) {
+	o := &Object{}
+	var meta metaLayout
 	cutStart, cutEnd := -1, -1
 	_, end, err := walkObject(data, 0, func(m member) error {
 		v := data[m.valueStart:m.end]
@@ -82,7 +105,8 @@ func DecodeObject(data []byte) (*Object, error) {
 				return nil
 			}
 			var err error
-			cutStart, cutEnd, err = o.decodeMetadata(data, m.valueStart)
+			meta, err = o.decodeMetadata(data, m.valueStart)
+			cutStart, cutEnd = meta.cutStart, meta.cutEnd
 			return err
 		}
 		return nil
@@ -93,25 +117,112 @@ func DecodeObject(data []byte) (*Object, error) {
 	if i := skipSpace(data, end); i != len(data) {
 		return nil, fmt.Errorf("cannot decode an object of the source: unexpected data after the object at offset %d", i)
 	}
-	if cutStart < 0 {
-		o.raw = bytes.Clone(data)
-		return o, nil
+	at, replace := -1, 0
+	var insert []byte
+	if _, has := o.Annotations[add.Key]; add.Key != "" && !has && meta.present {
+		at, replace, insert = meta.insertion(add.Key, add.Value)
+		o.added, o.addedKey, o.hadAnnotations = true, add.Key, o.Annotations != nil
+		if o.Annotations == nil {
+			o.Annotations = map[string]string{}
+		}
+		o.Annotations[add.Key] = add.Value
 	}
-	cut := cutEnd - cutStart
-	o.raw = make([]byte, 0, len(data)-cut)
-	o.raw = append(append(o.raw, data[:cutStart]...), data[cutEnd:]...)
-	if o.metaOpen > cutStart {
-		o.metaOpen -= cut
-	}
-	if o.annOpen > cutStart {
-		o.annOpen -= cut
-	}
+	o.raw = splice(data, cutStart, cutEnd, at, replace, insert)
 	return o, nil
 }
 
-// decodeMetadata reads the metadata object that starts at data[i] into o and returns the byte
-// range of its managedFields member (with one separating comma) to cut, or -1, -1.
-func (o *Object) decodeMetadata(data []byte, i int) (cutStart, cutEnd int, err error) {
+// metaLayout is where the parts of an object's metadata are in its JSON.
+type metaLayout struct {
+	// present says the object has a metadata object; open is the index of its opening brace
+	// and empty says it has no member but managedFields.
+	present bool
+	open    int
+	empty   bool
+	// annOpen is the index of metadata.annotations' value (-1 when there is no annotations
+	// member): an opening brace, or with annNull the literal null; annEmpty says the
+	// annotations object has no member.
+	annOpen           int
+	annNull, annEmpty bool
+	// cutStart and cutEnd delimit the managedFields member with one separating comma
+	// (cutStart < 0: none).
+	cutStart, cutEnd int
+}
+
+// insertion returns what adding the annotation key: value writes into the object's JSON:
+// insert replaces the replace bytes at index at (a null annotations value, or nothing).
+func (l metaLayout) insertion(key, value string) (at, replace int, insert []byte) {
+	k, _ := json.Marshal(key)
+	v, _ := json.Marshal(value)
+	switch {
+	case l.annNull:
+		return l.annOpen, len("null"), append(append(append(append([]byte{'{'}, k...), ':'), v...), '}')
+	case l.annOpen >= 0:
+		insert = append(append(append(insert, k...), ':'), v...)
+		if !l.annEmpty {
+			insert = append(insert, ',')
+		}
+		return l.annOpen + 1, 0, insert
+	default:
+		insert = append(append(append(append([]byte(`"annotations":{`), k...), ':'), v...), '}')
+		if !l.empty {
+			insert = append(insert, ',')
+		}
+		return l.open + 1, 0, insert
+	}
+}
+
+// splice returns src without src[cutStart:cutEnd] (cutStart < 0: nothing cut) and with
+// src[at:at+replace] replaced by insert (at < 0: no replacement), in one allocation of the
+// exact size. The two ranges never overlap.
+func splice(src []byte, cutStart, cutEnd, at, replace int, insert []byte) []byte {
+	n := len(src) + len(insert) - replace
+	if cutStart >= 0 {
+		n -= cutEnd - cutStart
+	}
+	out := make([]byte, 0, n)
+	pos := 0
+	copyTo := func(end int) {
+		out = append(out, src[pos:end]...)
+		pos = end
+	}
+	if cutStart >= 0 && (at < 0 || cutStart < at) {
+		copyTo(cutStart)
+		pos = cutEnd
+	}
+	if at >= 0 {
+		copyTo(at)
+		out = append(out, insert...)
+		pos += replace
+	}
+	if cutStart >= pos {
+		copyTo(cutStart)
+		pos = cutEnd
+	}
+	copyTo(len(src))
+	return out
+}
+
+// WithAnnotation returns a new copy of the object's JSON with metadata.annotations[key] set to
+// value. The object must not have the annotation already (the caller checks Annotations); an
+// error is returned when it does, or when the object has no metadata object.
+func (o *Object) WithAnnotation(key, value string) ([]byte, error) {
+	if _, ok := o.Annotations[key]; ok {
+		return nil, fmt.Errorf("the object has the annotation %q already", key)
+	}
+	d, err := DecodeObject(o.raw, Annotation{Key: key, Value: value})
+	if err != nil {
+		return nil, err
+	}
+	if !d.added {
+		return nil, fmt.Errorf("the object has no metadata")
+	}
+	return d.raw, nil
+}
+
+// decodeMetadata reads the metadata object that starts at data[i] into o and returns its
+// layout (metaLayout).
+func (o *Object) decodeMetadata(data []byte, i int) (metaLayout, error) {
+	l := metaLayout{present: true, annOpen: -1, cutStart: -1, cutEnd: -1}
 	var members []member
 	managed := -1
 	open, _, err := walkObject(data, i, func(m member) error {
@@ -150,66 +261,32 @@ func (o *Object) decodeMetadata(data []byte, i int) (cutStart, cutEnd int, err e
 				return fmt.Errorf("metadata.annotations: %w", err)
 			}
 			o.Annotations = a
-			o.annOpen, o.annEmpty, o.annNull = m.valueStart, len(a) == 0, a == nil
+			l.annOpen, l.annEmpty, l.annNull = m.valueStart, len(a) == 0, a == nil
 		case "managedFields":
 			managed = len(members) - 1
 		}
 		return nil
 	})
 	if err != nil {
-		return -1, -1, err
+		return l, err
 	}
-	o.metaOpen, o.metaEmpty = open, len(members) == 0
+	l.open, l.empty = open, len(members) == 0
 	if managed < 0 {
-		return -1, -1, nil
+		return l, nil
 	}
 	if len(members) == 1 {
-		o.metaEmpty = true
+		l.empty = true
 	}
 	m := members[managed]
 	switch {
 	case managed < len(members)-1: // the member and the comma after it
-		return m.start, members[managed+1].start, nil
+		l.cutStart, l.cutEnd = m.start, members[managed+1].start
 	case managed > 0: // the last member and the comma before it
-		return members[managed-1].end, m.end, nil
+		l.cutStart, l.cutEnd = members[managed-1].end, m.end
 	default: // the only member
-		return m.start, m.end, nil
+		l.cutStart, l.cutEnd = m.start, m.end
 	}
-}
-
-// WithAnnotation returns a copy of the object's JSON with metadata.annotations[key] set to
-// value. The object must not have the annotation already (the caller checks Annotations); an
-// error is returned when it does, or when the object has no metadata object.
-func (o *Object) WithAnnotation(key, value string) ([]byte, error) {
-	if _, ok := o.Annotations[key]; ok {
-		return nil, fmt.Errorf("the object has the annotation %q already", key)
-	}
-	if o.metaOpen < 0 {
-		return nil, fmt.Errorf("the object has no metadata")
-	}
-	k, _ := json.Marshal(key)
-	v, _ := json.Marshal(value)
-	var at, replace int
-	var insert []byte
-	switch {
-	case o.annNull:
-		at, replace = o.annOpen, len("null")
-		insert = append(append(append(append([]byte{'{'}, k...), ':'), v...), '}')
-	case o.annOpen >= 0:
-		at = o.annOpen + 1
-		insert = append(append(append(insert, k...), ':'), v...)
-		if !o.annEmpty {
-			insert = append(insert, ',')
-		}
-	default:
-		at = o.metaOpen + 1
-		insert = append(append(append(append([]byte(`"annotations":{`), k...), ':'), v...), '}')
-		if !o.metaEmpty {
-			insert = append(insert, ',')
-		}
-	}
-	out := make([]byte, 0, len(o.raw)+len(insert)-replace)
-	return append(append(append(out, o.raw[:at]...), insert...), o.raw[at+replace:]...), nil
+	return l, nil
 }
 
 // memberName returns the name a member's key token denotes, without allocating when the key
@@ -240,8 +317,9 @@ func decodeString(v []byte, dst *string, field string) error {
 type List struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
-	// Items are the list's objects.
-	Items []Object `json:"items"`
+	// Items are the list's objects: pointers, so that client-go's reflector hands the cache
+	// these very Objects (meta.ExtractListWithAlloc copies items held by value).
+	Items []*Object `json:"items"`
 }
 
 var _ runtime.Object = &List{}
@@ -250,15 +328,52 @@ var _ runtime.Object = &List{}
 func (l *List) DeepCopyObject() runtime.Object {
 	c := &List{TypeMeta: l.TypeMeta}
 	l.ListMeta.DeepCopyInto(&c.ListMeta)
-	c.Items = make([]Object, len(l.Items))
+	c.Items = make([]*Object, len(l.Items))
 	for i := range l.Items {
-		c.Items[i] = *l.Items[i].DeepCopyObject().(*Object)
+		c.Items[i] = l.Items[i].DeepCopyObject().(*Object)
 	}
 	return c
 }
 
-// decodeList decodes a list body into l: its metadata as Kubernetes does
-// (sigs.k8s.io/json, case-sensitive), each item as an Object.
-func decodeList(data []byte, l *List) error {
-	return kjson.UnmarshalCaseSensitivePreserveInts(data, l)
+// decodeList decodes a list body into l: apiVersion, kind and metadata (ListMeta, decoded as
+// Kubernetes does: sigs.k8s.io/json, case-sensitive) and each item as an Object (DecodeObject,
+// adding add).
+// The body is walked once, not decoded into a tree: a first list of a resource is the bulk of
+// the cache's start-up.
+func decodeList(data []byte, l *List, add Annotation) error {
+	*l = List{}
+	_, end, err := walkObject(data, 0, func(m member) error {
+		v := data[m.valueStart:m.end]
+		switch memberName(m.key) {
+		case "apiVersion":
+			return decodeString(v, &l.APIVersion, "apiVersion")
+		case "kind":
+			return decodeString(v, &l.Kind, "kind")
+		case "metadata":
+			if err := kjson.UnmarshalCaseSensitivePreserveInts(v, &l.ListMeta); err != nil {
+				return fmt.Errorf("metadata: %w", err)
+			}
+		case "items":
+			if string(v) == "null" {
+				return nil
+			}
+			_, err := walkArray(data, m.valueStart, func(start, end int) error {
+				o, err := DecodeObject(data[start:end], add)
+				if err != nil {
+					return fmt.Errorf("items[%d]: %w", len(l.Items), err)
+				}
+				l.Items = append(l.Items, o)
+				return nil
+			})
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("cannot decode a list of the source: %w", err)
+	}
+	if i := skipSpace(data, end); i != len(data) {
+		return fmt.Errorf("cannot decode a list of the source: unexpected data after the list at offset %d", i)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -41,7 +42,7 @@ func decodeTree(t *testing.T, data []byte) *unstructured.Unstructured {
 func TestDecodeObjectMatchesTheTree(t *testing.T) {
 	for name, doc := range objectDocs {
 		t.Run(name, func(t *testing.T) {
-			o, err := DecodeObject([]byte(doc))
+			o, err := DecodeObject([]byte(doc), Annotation{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,6 +83,24 @@ func TestDecodeObjectMatchesTheTree(t *testing.T) {
 			if got := decodeTree(t, edited); !reflect.DeepEqual(got.Object, want.Object) {
 				t.Fatalf("WithAnnotation gives\n%s\nwant\n%v", edited, want.Object)
 			}
+
+			// The object client adds it while decoding, in the same bytes.
+			added, err := DecodeObject([]byte(doc), Annotation{Key: "kcp.io/cluster", Value: `ro"ot`})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(added.JSON(), edited) {
+				t.Errorf("decoding with the annotation added gives\n%s\nwant\n%s", added.JSON(), edited)
+			}
+			key, had, ok := added.Added()
+			if !ok || key != "kcp.io/cluster" || had != (o.Annotations != nil) || added.Annotations["kcp.io/cluster"] != `ro"ot` {
+				t.Errorf("Added() = %q, %v, %v with annotations %v; the object had annotations: %v", key, had, ok, added.Annotations, o.Annotations != nil)
+			}
+			if again, _ := DecodeObject(added.JSON(), Annotation{Key: "kcp.io/cluster", Value: "other"}); again == nil || !bytes.Equal(again.JSON(), added.JSON()) {
+				t.Error("an annotation the object has was added again")
+			} else if _, _, ok := again.Added(); ok {
+				t.Error("Added() reports an annotation the object had")
+			}
 		})
 	}
 }
@@ -94,11 +113,11 @@ func TestDecodeObjectRefusesMalformedText(t *testing.T) {
 		`{"metadata":{"annotations":[]}}`, `{"metadata":{"generation":"x"}}`, `{"kind":"A"} {}`, `{"a" 1}`, `{"a":1,}`,
 		`{"metadata":{"name":"a\`,
 	} {
-		if _, err := DecodeObject([]byte(doc)); err == nil {
+		if _, err := DecodeObject([]byte(doc), Annotation{}); err == nil {
 			t.Errorf("DecodeObject(%q) succeeded", doc)
 		}
 	}
-	o, _ := DecodeObject([]byte(objectDocs["configmap"]))
+	o, _ := DecodeObject([]byte(objectDocs["configmap"]), Annotation{})
 	if _, err := o.WithAnnotation("kcp.io/assigned-locations", "x"); err == nil {
 		t.Error("WithAnnotation replaced an existing annotation")
 	}
@@ -111,7 +130,7 @@ func FuzzDecodeObject(f *testing.F) {
 		f.Add([]byte(doc))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		o, err := DecodeObject(data)
+		o, err := DecodeObject(data, Annotation{})
 		if err != nil || !json.Valid(data) {
 			return
 		}
@@ -129,4 +148,23 @@ func FuzzDecodeObject(f *testing.F) {
 			t.Fatalf("kept %q of %q", o.JSON(), data)
 		}
 	})
+}
+
+// TestDecodeListRefusesMalformedText checks that a list body that is not a list of objects is
+// an error, never a panic, and that an empty or null items list is an empty list.
+func TestDecodeListRefusesMalformedText(t *testing.T) {
+	for _, doc := range []string{
+		``, `[]`, `{"items":{}}`, `{"items":[1]}`, `{"items":[{"metadata":{"name":5}}]}`, `{"metadata":[]}`, `{"items":[]} x`, `{"items":[{}`,
+	} {
+		var l List
+		if err := decodeList([]byte(doc), &l, Annotation{}); err == nil {
+			t.Errorf("decodeList(%q) succeeded", doc)
+		}
+	}
+	for _, doc := range []string{`{"items":[]}`, `{"items":null,"metadata":{"resourceVersion":"5"}}`, `{"kind":"ConfigMapList"}`} {
+		var l List
+		if err := decodeList([]byte(doc), &l, Annotation{}); err != nil || len(l.Items) != 0 {
+			t.Errorf("decodeList(%q): %v, %d items", doc, err, len(l.Items))
+		}
+	}
 }
