@@ -203,6 +203,23 @@ var ingestPaths = []struct {
 	}},
 }
 
+// ingest decodes raws (one object's JSON each) with decode and stores them in a new store with
+// one Replace, as a first list.
+func ingest(b *testing.B, decode func([]byte) (interface{}, error), raws [][]byte) *ResourceStore {
+	s := newTestStore(b, StoreOptions{})
+	items := make([]interface{}, len(raws))
+	for i, raw := range raws {
+		var err error
+		if items[i], err = decode(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.Replace(items, strconv.Itoa(len(raws)+1)); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
 // BenchmarkIngest measures the decoding of 10,000 objects as the source sent them and their
 // Replace into a store (a first list), per object, for both ingest paths.
 func BenchmarkIngest(b *testing.B) {
@@ -212,18 +229,7 @@ func BenchmarkIngest(b *testing.B) {
 		b.Run(path.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for n := 0; n < b.N; n++ {
-				s := newTestStore(b, StoreOptions{})
-				items := make([]interface{}, total)
-				for i, raw := range raws {
-					var err error
-					if items[i], err = path.decode(raw); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if err := s.Replace(items, strconv.Itoa(total+1)); err != nil {
-					b.Fatal(err)
-				}
-				s.Close()
+				ingest(b, path.decode, raws).Close()
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*total), "ns/object")
 		})
@@ -249,18 +255,7 @@ func BenchmarkStoreHeap(b *testing.B) {
 		b.Run(path.name, func(b *testing.B) {
 			for n := 0; n < b.N; n++ {
 				before, beforeInuse := heap()
-				s := newTestStore(b, StoreOptions{})
-				items := make([]interface{}, total)
-				for i, raw := range raws {
-					var err error
-					if items[i], err = path.decode(raw); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if err := s.Replace(items, strconv.Itoa(total+1)); err != nil {
-					b.Fatal(err)
-				}
-				items = nil
+				s := ingest(b, path.decode, raws)
 				after, afterInuse := heap()
 				held := float64(after - before)
 				b.ReportMetric(held/total, "heap-B/object")

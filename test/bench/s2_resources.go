@@ -144,17 +144,27 @@ func (e *env) openResourceWatchers(ctx context.Context, view bool, locs []string
 	for i, res := range benchResources {
 		rvs[i] = e.currentRVOf(ctx, view, res)
 	}
+	return e.openWatchSet(ctx, view, locs, benchResources, func(j int, res benchResource, loc string) string {
+		return e.resourceWatchURL(view, res, loc, rvs[j])
+	})
+}
+
+// openWatchSet opens, for every location of locs, one watch per resource of resources, whose
+// URL url gives (j is the resource's index), 16 locations at a time. A location's watches share
+// one connection of their own (HTTP/2 streams), opened one after the other so that the first
+// request's connection carries them all. A failure stops every watch opened and fails the run.
+func (e *env) openWatchSet(ctx context.Context, view bool, locs []string, resources []benchResource, url func(j int, res benchResource, loc string) string) *watchSet {
 	cfg := e.source.AdminConfig()
 	if view {
 		cfg = e.mapperConfig()
 	}
-	ws := &watchSet{streams: make([]*watchStream, len(locs)*len(benchResources)), perKey: map[string]int{}}
+	ws := &watchSet{streams: make([]*watchStream, len(locs)*len(resources)), perKey: map[string]int{}}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var firstErr error
 	sem := make(chan struct{}, 16)
 	for i, loc := range locs {
-		for _, res := range benchResources {
+		for _, res := range resources {
 			ws.perKey[watchKey(res.name, loc)]++
 		}
 		wg.Add(1)
@@ -163,15 +173,14 @@ func (e *env) openResourceWatchers(ctx context.Context, view bool, locs []string
 			defer wg.Done()
 			defer func() { <-sem }()
 			c, tr, err := dedicatedClient(cfg)
-			// One after the other, so that the first request's connection carries them all.
-			for j, res := range benchResources {
+			for j, res := range resources {
 				if err != nil {
 					break
 				}
 				var w *watchStream
-				if w, err = openWatch(ctx, loc, c, tr, e.resourceWatchURL(view, res, loc, rvs[j])); err == nil {
+				if w, err = openWatch(ctx, loc, c, tr, url(j, res, loc)); err == nil {
 					w.resource = res.name
-					ws.streams[i*len(benchResources)+j] = w
+					ws.streams[i*len(resources)+j] = w
 				}
 			}
 			if err != nil {
@@ -193,7 +202,7 @@ func (e *env) openResourceWatchers(ctx context.Context, view bool, locs []string
 		}
 		ws.streams = open
 		ws.stop()
-		e.tb.Fatalf("opening %d watches: %v", len(locs)*len(benchResources), firstErr)
+		e.tb.Fatalf("opening %d watches: %v", len(locs)*len(resources), firstErr)
 	}
 	return ws
 }

@@ -85,44 +85,9 @@ func (e *env) openWatchers(ctx context.Context, view bool, locs []string, rv uin
 	if rv == 0 {
 		rv = e.currentRV(ctx, view)
 	}
-	cfg := e.source.AdminConfig()
-	if view {
-		cfg = e.mapperConfig()
-	}
-	ws := &watchSet{streams: make([]*watchStream, len(locs)), perKey: map[string]int{}}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	sem := make(chan struct{}, 16)
-	for i, loc := range locs {
-		ws.perKey[watchKey(configMaps.name, loc)]++
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(i int, loc string) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			c, tr, err := dedicatedClient(cfg)
-			if err == nil {
-				ws.streams[i], err = openWatch(ctx, loc, c, tr, e.watchURL(view, loc, rv))
-			}
-			if err == nil {
-				ws.streams[i].resource = configMaps.name
-			}
-			if err != nil {
-				mu.Lock()
-				if firstErr == nil {
-					firstErr = err
-				}
-				mu.Unlock()
-			}
-		}(i, loc)
-	}
-	wg.Wait()
-	if firstErr != nil {
-		ws.stop()
-		e.tb.Fatalf("opening %d watches: %v", len(locs), firstErr)
-	}
-	return ws
+	return e.openWatchSet(ctx, view, locs, []benchResource{configMaps}, func(_ int, _ benchResource, loc string) string {
+		return e.watchURL(view, loc, rv)
+	})
 }
 
 // phase is one write phase: writes at a fixed rate while a set of watchers (possibly none)
