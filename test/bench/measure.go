@@ -151,6 +151,14 @@ func timedGet(ctx context.Context, c *http.Client, url string, keep bool) (getRe
 	return res, nil
 }
 
+// metricOrNaN returns the value of the metric name in m (scrapeMetrics), NaN when absent.
+func metricOrNaN(m map[string]float64, name string) float64 {
+	if v, ok := m[name]; ok {
+		return v
+	}
+	return math.NaN()
+}
+
 // scrapeMetrics reads a Prometheus text endpoint and sums every family over its series.
 func scrapeMetrics(ctx context.Context, c *http.Client, url string) (map[string]float64, error) {
 	fams, err := scrapeFamilies(ctx, c, url)

@@ -67,7 +67,7 @@ func (e *env) sampleServer(ctx context.Context, view bool) serverMemory {
 	if err := forceGC(ctx, target); err != nil {
 		e.logf("forcing a GC in %s: %v", target.process, err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	// forceGC returns once the collection ran (the heap profile is written after it).
 	m, err := scrapeMetrics(ctx, target.client, target.base+"/metrics")
 	if err != nil {
 		e.tb.Fatalf("reading %s metrics: %v", target.process, err)
@@ -76,13 +76,8 @@ func (e *env) sampleServer(ctx context.Context, view bool) serverMemory {
 	if err != nil {
 		e.tb.Fatal(err)
 	}
-	get := func(n string) float64 {
-		if v, ok := m[n]; ok {
-			return v
-		}
-		return math.NaN()
-	}
-	return serverMemory{rss: ps.RSS, heapInuse: get("go_memstats_heap_inuse_bytes"), stackInuse: get("go_memstats_stack_inuse_bytes"), goroutines: get("go_goroutines")}
+	return serverMemory{rss: ps.RSS, heapInuse: metricOrNaN(m, "go_memstats_heap_inuse_bytes"),
+		stackInuse: metricOrNaN(m, "go_memstats_stack_inuse_bytes"), goroutines: metricOrNaN(m, "go_goroutines")}
 }
 
 // watchCount returns the watches of the mirrored resources a server counts as open:

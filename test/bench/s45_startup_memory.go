@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"time"
 
@@ -101,14 +100,8 @@ func (e *env) sampleMemory(ctx context.Context, when string) memorySample {
 	if err != nil {
 		e.tb.Fatal(err)
 	}
-	get := func(n string) float64 {
-		if v, ok := m[n]; ok {
-			return v
-		}
-		return math.NaN()
-	}
-	return memorySample{when: when, rss: ps.RSS, hwm: ps.HWM, heapInuse: get("go_memstats_heap_inuse_bytes"),
-		heapAlloc: get("go_memstats_heap_alloc_bytes"), sys: get("go_memstats_sys_bytes"), kaRSS: ks.RSS}
+	return memorySample{when: when, rss: ps.RSS, hwm: ps.HWM, heapInuse: metricOrNaN(m, "go_memstats_heap_inuse_bytes"),
+		heapAlloc: metricOrNaN(m, "go_memstats_heap_alloc_bytes"), sys: metricOrNaN(m, "go_memstats_sys_bytes"), kaRSS: ks.RSS}
 }
 
 // sourceJSONBytes lists every object of the mirrored resources from kube-apiserver and sums the
