@@ -33,7 +33,7 @@ func (s *ResourceStore) buildFromJSON(id identity, prev *Object, locs []string, 
 		key: id.key, cluster: id.cluster, namespace: s.intern.get(id.namespace), name: id.name, uid: id.uid,
 		typeMeta:  id.raw.TypeMeta,
 		locations: locs, assigned: locs,
-		rv: rv, rvString: id.rvString, sourceRV: rv,
+		rv: rv, rvString: id.rvString, sourceRV: rv, generation: id.raw.Generation,
 		labels: newObjectLabels(id.raw.Labels, s.intern.get),
 		edit:   id.edit,
 	}
@@ -63,7 +63,9 @@ func (s *ResourceStore) buildFromJSON(id identity, prev *Object, locs []string, 
 //     against no rules: selectors only, no CEL);
 //   - on a plain source, no kcp.io/cluster of its own (which the cache would have to replace);
 //   - prev is nil, or prev and the version are both shown as they are (one location or none),
-//     so that which locations see the change needs no rendering (setVisibility).
+//     so that which locations see the change needs no rendering (setVisibility; only a
+//     version that moves metadata.generation is compared with prev, to tell a change of
+//     .status alone, decoding both).
 func (s *ResourceStore) jsonSuffices(id identity, prev *Object, locs []string) bool {
 	if id.raw == nil || (id.edit != nil && id.edit.had) {
 		return false

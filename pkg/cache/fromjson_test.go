@@ -147,6 +147,20 @@ func TestJSONIngestMatchesDecodedIngest(t *testing.T) {
 			s.delete(obj("a", 16, locs("east", "west"), "d:k=2"))
 			s.update(obj("g", 17, locs("west", "north")))
 			s.update(obj("f", 18, locs("east", "north"), "a:kcp.io/cluster=zeta"))
+			// A change of .status alone that moves the generation (a resource without a status
+			// subresource): the view keeps showing generation 1.
+			h := obj("h", 19, locs("east"), "d:k=1")
+			h.SetGeneration(1)
+			s.update(h)
+			h = obj("h", 20, locs("east"), "d:k=1")
+			h.SetGeneration(2)
+			h.Object["status"] = map[string]interface{}{"phase": "Up"}
+			s.update(h)
+			for _, st := range []*ResourceStore{s.fromJSON, s.fromUs} {
+				if o, _, ok := st.Get("east", "ns", "h"); !ok || o.ResourceVersion() != 20 || o.Unstructured().GetGeneration() != 1 || o.Unstructured().Object["status"] == nil {
+					t.Errorf("east's view of h: %v; want resourceVersion 20, generation 1 and the status", o)
+				}
+			}
 
 			for loc, w := range watches {
 				events := 0

@@ -70,27 +70,37 @@ func decodeView(t *testing.T, raw []byte) *unstructured.Unstructured {
 }
 
 // expectView checks that location's view (LIST) shows resourceVersion rv and generation
-// generation, and returns its JSON.
+// generation, that the Object a GET returns says so too (ViewGeneration: the status path
+// answers with it), and returns its JSON.
 func expectView(t *testing.T, s *ResourceStore, location, rv string, generation int64) []byte {
 	t.Helper()
 	raw := viewJSON(t, s, location)
 	if u := decodeView(t, raw); u.GetResourceVersion() != rv || u.GetGeneration() != generation {
 		t.Fatalf("%s's view shows resourceVersion %s, generation %d; want %s, %d\n%s", location, u.GetResourceVersion(), u.GetGeneration(), rv, generation, raw)
 	}
+	for _, o := range s.objects {
+		v := o.ForLocation(location)
+		if g := v.ViewGeneration(location); g != generation {
+			t.Fatalf("%s's view Object says generation %d, its JSON %d", location, g, generation)
+		}
+	}
 	return raw
 }
 
 // TestStatusRecordWithGenerationBumpIsNoEventElsewhere (issue 12 target 7): on a Deployment
 // every status record written bumps metadata.generation, which every view shows. A view shows
-// the generation of its last visible change, like its resourceVersion, so a location's record
-// (and the bump it brings) is an event in its own view only; the other views keep showing the
-// same bytes, resourceVersion and generation included, whether they are shared from the
-// previous version's view or rendered anew (north lists for the first time after the writes;
-// without the Reflect policy version 10 is a template object whose views are made when read, so
-// north's view is rendered from version 11 and must show version 10's generation). A spec
-// change (with its generation bump) reaches every view. Fails without the generation rule:
-// every write was a MODIFIED in all three views; and without VisibleGeneration in the rendering
-// (comparisons alone), north's view showed generation 2 at resourceVersion 10.
+// the generation of its last visible change outside .status, so a location's record (and the
+// bump it brings) is an event in its own view only, which shows the new status at the
+// generation it showed before (as kube-apiserver keeps the generation across status writes);
+// the other views keep showing the same bytes, resourceVersion and generation included,
+// whether they are shared from the previous version's view or rendered anew (north lists for
+// the first time after the writes; without the Reflect policy version 10 is a template object
+// whose views are made when read, so north's view is rendered from version 11 and must show
+// version 10's generation). A spec change (with its generation bump) reaches every view.
+// Fails without the generation rule: every write was a MODIFIED in all three views; without
+// VisibleGeneration in the rendering (comparisons alone), north's view showed generation 2 at
+// resourceVersion 10; and without the rule for .status, west's own write moved its view's
+// generation to 2 (so a mapper reporting the generation it observed would never catch up).
 func TestStatusRecordWithGenerationBumpIsNoEventElsewhere(t *testing.T) {
 	for _, reflect := range []bool{true, false} {
 		t.Run(map[bool]string{true: "reflect", false: "template"}[reflect], func(t *testing.T) {
@@ -116,7 +126,8 @@ func testStatusRecordWithGenerationBump(t *testing.T, deployment func(rv uint64,
 		mustWatch(t, s, "north", WatchOptions{ResourceVersion: 10}), mustWatch(t, s, "west", WatchOptions{ResourceVersion: 10})
 	east10 := expectView(t, s, "east", "10", 1)
 
-	// west writes its status: generation 1 → 2. Only west's view changes.
+	// west writes its status: generation 1 → 2. Only west's view changes, in .status: it keeps
+	// generation 1.
 	mustUpdate(t, s, deployment(11, 2, 3, map[string]string{"west": `{"replicas":3}`}))
 	expect(t, east)
 	expect(t, north)
@@ -125,8 +136,8 @@ func testStatusRecordWithGenerationBump(t *testing.T, deployment func(rv uint64,
 		t.Fatalf("west's event %s, want MODIFIED d@11", got)
 	}
 	wu := e.Object.(*Object).Unstructured()
-	if wu.GetGeneration() != 2 || !equality.Semantic.DeepEqual(wu.Object["status"], map[string]interface{}{"replicas": int64(3)}) {
-		t.Fatalf("west's event shows generation %d, status %v; want 2 and its record", wu.GetGeneration(), wu.Object["status"])
+	if wu.GetGeneration() != 1 || !equality.Semantic.DeepEqual(wu.Object["status"], map[string]interface{}{"replicas": int64(3)}) {
+		t.Fatalf("west's event shows generation %d, status %v; want 1 and its record", wu.GetGeneration(), wu.Object["status"])
 	}
 	expectNothing(t, west)
 	if got := expectView(t, s, "east", "10", 1); !bytes.Equal(got, east10) {
@@ -135,16 +146,16 @@ func testStatusRecordWithGenerationBump(t *testing.T, deployment func(rv uint64,
 	if got := expectView(t, s, "north", "10", 1); !bytes.Equal(got, north10) {
 		t.Fatalf("north's view (rendered from version 11) is not what it showed at 10:\n got %s\nwant %s", got, north10)
 	}
-	west11 := expectView(t, s, "west", "11", 2)
+	west11 := expectView(t, s, "west", "11", 1)
 
-	// east writes: generation 2 → 3. Only east's view changes; west keeps 11 (generation 2),
-	// north 10 (generation 1).
+	// east writes: generation 2 → 3. Only east's view changes (generation 1 still); west keeps
+	// 11, north 10 (both generation 1).
 	mustUpdate(t, s, deployment(12, 3, 3, map[string]string{"west": `{"replicas":3}`, "east": `{"replicas":1}`}))
 	expect(t, east, "MODIFIED d@12")
 	expect(t, north)
 	expect(t, west)
-	expectView(t, s, "east", "12", 3)
-	if got := expectView(t, s, "west", "11", 2); !bytes.Equal(got, west11) {
+	expectView(t, s, "east", "12", 1)
+	if got := expectView(t, s, "west", "11", 1); !bytes.Equal(got, west11) {
 		t.Fatalf("west's view changed:\n got %s\nwant %s", got, west11)
 	}
 	if got := expectView(t, s, "north", "10", 1); !bytes.Equal(got, north10) {
@@ -197,7 +208,8 @@ func TestLastRenderingKeepsVisibleGeneration(t *testing.T) {
 }
 
 // TestVisibleGenerationAcrossVersions follows VisibleGeneration through a series of versions,
-// each bumping the generation.
+// each bumping the generation: status records move no view's generation, the writer's
+// included; a spec change moves every view's.
 func TestVisibleGenerationAcrossVersions(t *testing.T) {
 	s := newTestStore(t, StoreOptions{})
 	mustReplace(t, s, 10, deployment(10, 1, 3, nil))
@@ -205,10 +217,12 @@ func TestVisibleGenerationAcrossVersions(t *testing.T) {
 		u    *unstructured.Unstructured
 		want map[string]int64 // location → generation its view shows
 	}{
-		{deployment(11, 2, 3, map[string]string{"east": "{}"}), map[string]int64{"east": 2, "north": 1, "west": 1}},
-		{deployment(12, 3, 3, map[string]string{"east": "{}", "west": "{}"}), map[string]int64{"east": 2, "north": 1, "west": 3}},
-		{deployment(13, 4, 4, map[string]string{"east": "{}", "west": "{}"}), map[string]int64{"east": 4, "north": 4, "west": 4}},
-		{deployment(14, 5, 4, map[string]string{"east": "{}", "west": "{}", "north": "{}"}), map[string]int64{"east": 4, "north": 5, "west": 4}},
+		{deployment(11, 2, 3, map[string]string{"east": `{"r":1}`}), map[string]int64{"east": 1, "north": 1, "west": 1}},
+		{deployment(12, 3, 3, map[string]string{"east": `{"r":1}`, "west": `{"r":2}`}), map[string]int64{"east": 1, "north": 1, "west": 1}},
+		{deployment(13, 4, 4, map[string]string{"east": `{"r":1}`, "west": `{"r":2}`}), map[string]int64{"east": 4, "north": 4, "west": 4}},
+		{deployment(14, 5, 4, map[string]string{"east": `{"r":1}`, "west": `{"r":2}`, "north": `{"r":3}`}), map[string]int64{"east": 4, "north": 4, "west": 4}},
+		{deployment(15, 6, 5, map[string]string{"east": `{"r":1}`, "west": `{"r":2}`, "north": `{"r":3}`}), map[string]int64{"east": 6, "north": 6, "west": 6}},
+		{deployment(16, 7, 5, map[string]string{"east": `{"r":4}`, "west": `{"r":2}`, "north": `{"r":3}`}), map[string]int64{"east": 6, "north": 6, "west": 6}},
 	}
 	for i, st := range steps {
 		mustUpdate(t, s, st.u)
@@ -225,11 +239,11 @@ func TestVisibleGenerationAcrossVersions(t *testing.T) {
 		}
 	}
 	obj := s.objects["root|ns/d"]
-	if g, older := obj.VisibleGeneration("east"); !older || g != 4 {
-		t.Fatalf("east's VisibleGeneration: %d %v, want 4 true", g, older)
+	if g, older := obj.VisibleGeneration("east"); !older || g != 6 || obj.VisibleResourceVersion("east") != 16 {
+		t.Fatalf("east's VisibleGeneration: %d %v at resourceVersion %d, want 6 true at 16 (its own status write)", g, older, obj.VisibleResourceVersion("east"))
 	}
-	if _, older := obj.VisibleGeneration("north"); older {
-		t.Fatal("north's view changed at the last version: VisibleGeneration must report the object's own")
+	if g, older := obj.VisibleGeneration("north"); !older || g != 6 || obj.VisibleResourceVersion("north") != 15 {
+		t.Fatalf("north's VisibleGeneration: %d %v at resourceVersion %d, want 6 true at 15", g, older, obj.VisibleResourceVersion("north"))
 	}
 }
 

@@ -72,6 +72,9 @@ type Object struct {
 	// or for a location's view the location's visible resourceVersion (VisibleResourceVersion).
 	rv       uint64
 	rvString string
+	// generation is metadata.generation of u (0: none): the source's, or for a location's view
+	// the generation the view shows (VisibleGeneration).
+	generation int64
 	// sourceRV is the source's resourceVersion of this object version.
 	sourceRV uint64
 	// u is the decoded object until compact drops it (see content); nil afterwards unless the
@@ -175,19 +178,20 @@ var (
 // until compact.
 func newObject(key contract.Key, cluster, namespace, name string, locations []string, rv uint64, u *unstructured.Unstructured) *Object {
 	o := &Object{
-		key:       key,
-		cluster:   cluster,
-		namespace: namespace,
-		name:      name,
-		uid:       u.GetUID(),
-		typeMeta:  metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()},
-		locations: locations,
-		assigned:  locations,
-		rv:        rv,
-		rvString:  u.GetResourceVersion(),
-		sourceRV:  rv,
-		u:         u,
-		labels:    newObjectLabels(u.GetLabels(), nil),
+		key:        key,
+		cluster:    cluster,
+		namespace:  namespace,
+		name:       name,
+		uid:        u.GetUID(),
+		typeMeta:   metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()},
+		locations:  locations,
+		assigned:   locations,
+		rv:         rv,
+		rvString:   u.GetResourceVersion(),
+		generation: u.GetGeneration(),
+		sourceRV:   rv,
+		u:          u,
+		labels:     newObjectLabels(u.GetLabels(), nil),
 	}
 	if needsVariants(u, locations) {
 		o.variants = &locationVariants{}
@@ -259,7 +263,7 @@ func (o *Object) shareVariant(location string, v *Object) {
 		o.ForLocation(location)
 		return
 	}
-	s := o.viewFromJSON(raw, v.rv, v.rvString)
+	s := o.viewFromJSON(raw, v.rv, v.rvString, v.generation)
 	o.variants.mu.Lock()
 	defer o.variants.mu.Unlock()
 	if o.variants.m == nil {

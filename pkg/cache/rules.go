@@ -117,7 +117,7 @@ func (s *ResourceStore) SetRules(rules Rules, fresh uint64) {
 				changed[loc] = true
 			}
 		}
-		n.visible = rerenderedVisibility(o, u, n, rv, changed)
+		n.visible = rerenderedVisibility(o, n, rv, changed)
 		if n.variants == nil {
 			n.variants = &locationVariants{}
 		}
@@ -154,16 +154,16 @@ func identityOf(o *Object, u *unstructured.Unstructured) identity {
 }
 
 // rerenderedVisibility returns the visible resourceVersions of obj, a re-rendering at rv of
-// prev (same source version; prevU is its content): rv for the locations whose view changed
+// prev (same source version): rv for the locations whose view changed
 // (changed) or that did not show prev, prev's visible resourceVersion for every other location,
 // with the generation its view showed (VisibleGeneration).
-func rerenderedVisibility(prev *Object, prevU *unstructured.Unstructured, obj *Object, rv uint64, changed map[string]bool) *visibleVersions {
+func rerenderedVisibility(prev *Object, obj *Object, rv uint64, changed map[string]bool) *visibleVersions {
 	base := prev.rv
 	if prev.visible != nil {
 		base = prev.visible.base
 	}
 	vis := &visibleVersions{base: base, byLocation: make(map[string]uint64, len(obj.locations)),
-		baseGeneration: prevU.GetGeneration(), generations: map[string]int64{}}
+		baseGeneration: prev.generation, generations: map[string]int64{}}
 	if prev.visible != nil {
 		vis.baseGeneration = prev.visible.baseGeneration
 	}
@@ -172,7 +172,7 @@ func rerenderedVisibility(prev *Object, prevU *unstructured.Unstructured, obj *O
 			vis.byLocation[loc] = rv
 		} else {
 			vis.byLocation[loc] = prev.VisibleResourceVersion(loc)
-			vis.generations[loc] = prev.shownGeneration(prevU, loc)
+			vis.generations[loc] = prev.ViewGeneration(loc)
 		}
 	}
 	return vis

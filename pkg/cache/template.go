@@ -75,7 +75,7 @@ func findAssignmentHole(value string, raw []byte) (assignmentHole, bool) {
 // its Object, not a copy of the object, however many locations list it.
 func (o *Object) templateView(location string) *Object {
 	fill, _ := json.Marshal(assignedToOnly(location))
-	v := o.viewFromJSON(nil, o.rv, o.rvString)
+	v := o.viewFromJSON(nil, o.rv, o.rvString, o.generation)
 	v.base, v.fill = o, fill
 	return v
 }
@@ -87,12 +87,12 @@ func (o *Object) templatePieces() (head, fill, tail []byte) {
 }
 
 // viewFromJSON returns a view of o (ForLocation) whose JSON is raw, showing resourceVersion rv
-// (rvString), kept as bytes only.
-func (o *Object) viewFromJSON(raw []byte, rv uint64, rvString string) *Object {
+// (rvString) and metadata.generation generation, kept as bytes only.
+func (o *Object) viewFromJSON(raw []byte, rv uint64, rvString string, generation int64) *Object {
 	v := &Object{
 		key: o.key, cluster: o.cluster, namespace: o.namespace, name: o.name, uid: o.uid,
 		typeMeta: o.typeMeta, locations: o.locations, assigned: o.assigned,
-		rv: rv, rvString: rvString, sourceRV: o.rv, labels: o.labels,
+		rv: rv, rvString: rvString, sourceRV: o.rv, generation: generation, labels: o.labels,
 	}
 	if raw != nil {
 		v.jsonOnce.Do(func() { v.json = raw })

@@ -66,30 +66,37 @@ func (o *Object) VisibleResourceVersion(location string) uint64 {
 }
 
 // VisibleGeneration returns the metadata.generation location's view of this object version
-// shows when it is not the object's own: the generation the object had at the location's
-// visible resourceVersion, when that is older than this version (older is then true; 0 means
-// no metadata.generation). A view shows the generation of its last visible change as it shows
-// its resourceVersion, so that a change it cannot see that only bumps the generation (a status
-// record of another location on a Deployment) leaves it unchanged, byte for byte. older is
-// false when the view shows this version's own generation, and for a version whose
-// visibleVersions records no generations.
+// shows when it is not the object's own (older is then true; 0 means no metadata.generation):
+// the generation the object had at the last version whose change location's view showed
+// outside .status. A view shows the generation of its last visible change as it shows its
+// resourceVersion, so that a change it cannot see that only bumps the generation (a status
+// record of another location on a Deployment) leaves it unchanged, byte for byte; and, as
+// kube-apiserver keeps an object's generation across status writes, a change it sees in
+// .status alone (its own status record) does not move it either. older is false when the
+// view shows this version's own generation, and for a version whose visibleVersions records
+// no generations.
 func (o *Object) VisibleGeneration(location string) (generation int64, older bool) {
-	if o.visible == nil || o.visible.generations == nil || o.VisibleResourceVersion(location) >= o.rv {
+	if o.visible == nil || o.visible.generations == nil {
 		return 0, false
 	}
 	if g, ok := o.visible.generations[location]; ok {
-		return g, true
+		return g, g != o.generation
 	}
-	return o.visible.baseGeneration, true
+	if o.VisibleResourceVersion(location) >= o.rv {
+		return 0, false
+	}
+	return o.visible.baseGeneration, o.visible.baseGeneration != o.generation
 }
 
-// shownGeneration returns the metadata.generation location's view of o shows; u is o's
-// content (Object.content).
-func (o *Object) shownGeneration(u *unstructured.Unstructured, location string) int64 {
+// ViewGeneration returns the metadata.generation location's view of this object version
+// shows: the object's own, or an older one (VisibleGeneration). A target whose controller
+// observed this generation of the view observed everything the view shows of this version
+// outside .status (the Summarize policy compares them: pkg/statusrecords).
+func (o *Object) ViewGeneration(location string) int64 {
 	if g, older := o.VisibleGeneration(location); older {
 		return g
 	}
-	return u.GetGeneration()
+	return o.generation
 }
 
 // setGeneration sets u's metadata.generation to generation (0: none), changing u only when it
@@ -117,31 +124,44 @@ func (o *Object) viewChangedFor(location string) bool {
 }
 
 // setVisibility computes obj.visible from its predecessor prev (nil for a new object): which of
-// obj's locations see the event change their view. A location new to the object sees it
-// (ADDED). A location that held prev too sees a change exactly when LocationView renders prev
-// and obj differently, metadata.resourceVersion and metadata.generation aside; viewsUnchanged
-// decides that without rendering the object once per location. A location that sees no
-// change keeps its visible resourceVersion and the generation its view showed. Called once
-// per object version, before obj is published (obj is not shared yet).
+// obj's locations see the event change their view, and which generation each view shows. A
+// location new to the object sees it (ADDED). A location that held prev too sees a change
+// exactly when LocationView renders prev and obj differently, metadata.resourceVersion and
+// metadata.generation aside; viewChanges decides that without rendering the object once per
+// location. A location that sees no change keeps its visible resourceVersion and the
+// generation its view showed. A location that sees a change of .status only keeps the
+// generation its view showed as well, as kube-apiserver keeps an object's generation across
+// status writes: its view's generation moves only with what it shows outside .status (the
+// Summarize policy relies on it, docs/status.md). Called once per object version, before obj
+// is published (obj is not shared yet).
 func setVisibility(prev, obj *Object) {
-	if prev == nil || len(obj.locations) == 0 || (prev.variants == nil && obj.variants == nil) {
-		// New, in no view, or shown as it is to its one location: every view changed.
+	if prev == nil || len(obj.locations) == 0 {
+		// New, or in no view: every view changed.
+		return
+	}
+	if prev.variants == nil && obj.variants == nil && prev.generation == obj.generation {
+		// Shown as they are to their one location, at the same generation: every view changed,
+		// and shows obj's generation.
 		return
 	}
 	prevU := prev.content()
-	unchanged := viewsUnchanged(prev, obj, prevU)
+	// Whether a view changed in .status only matters when the generation it showed is not
+	// obj's: otherwise it shows obj's generation either way.
+	statusOnlyMatters := func(loc string) bool { return prev.ViewGeneration(loc) != obj.generation }
+	unchanged, statusOnly := viewChanges(prev, obj, prevU, statusOnlyMatters)
 	for loc := range obj.lastGood {
 		// Its patch failed: it keeps showing prev's rendering (render.go).
 		if unchanged == nil {
 			unchanged = map[string]bool{}
 		}
 		unchanged[loc] = true
+		delete(statusOnly, loc)
 	}
-	if len(unchanged) == 0 {
+	if len(unchanged) == 0 && len(statusOnly) == 0 {
 		return
 	}
 	vis := &visibleVersions{base: prev.rv, byLocation: map[string]uint64{},
-		baseGeneration: prevU.GetGeneration(), generations: map[string]int64{}}
+		baseGeneration: prev.generation, generations: map[string]int64{}}
 	if prev.visible != nil {
 		vis.base, vis.baseGeneration = prev.visible.base, prev.visible.baseGeneration
 	}
@@ -151,23 +171,29 @@ func setVisibility(prev, obj *Object) {
 			if prev.visible != nil {
 				if rv, ok := prev.visible.byLocation[loc]; ok {
 					vis.byLocation[loc] = rv
-					vis.generations[loc] = prev.shownGeneration(prevU, loc)
+					vis.generations[loc] = prev.ViewGeneration(loc)
 				}
 			}
+		case statusOnly[loc]:
+			vis.byLocation[loc] = obj.rv
+			vis.generations[loc] = prev.ViewGeneration(loc)
 		default:
 			vis.byLocation[loc] = obj.rv
 		}
 	}
 	obj.visible = vis
 	if obj.variants == nil {
-		// A view whose resourceVersion is not the object's own is a copy.
+		// A view whose resourceVersion or generation is not the object's own is a copy.
 		obj.variants = &locationVariants{}
 	}
 }
 
-// viewsUnchanged returns the locations of both prev and obj whose view (LocationView) is the
-// same for both, metadata.resourceVersion and metadata.generation aside. prevU is prev's
-// content (Object.content).
+// viewChanges classifies the locations of both prev and obj by how the view (LocationView) of
+// each changed from prev to obj, metadata.resourceVersion and metadata.generation aside:
+// unchanged, or changed in .status only (statusOnly; decided only for the locations for which
+// statusOnlyMatters reports true, the others count as changed outside .status). Every other
+// location saw a change outside .status, or is new to the object. prevU is prev's content
+// (Object.content).
 //
 // Every view is "the common view" (LocationView for the location "", which is no location:
 // it shows nothing that belongs to one) with what belongs to the location itself added: its
@@ -180,13 +206,13 @@ func setVisibility(prev, obj *Object) {
 //   - when it did change, a location that owns no annotation in either version sees exactly
 //     the common view, so it sees the change; the owners are rendered and compared (also
 //     everyone when an annotation is owned by "", which the common view shows and no location).
-func viewsUnchanged(prev, obj *Object, prevU *unstructured.Unstructured) map[string]bool {
+func viewChanges(prev, obj *Object, prevU *unstructured.Unstructured, statusOnlyMatters func(loc string) bool) (unchanged, statusOnly map[string]bool) {
 	objU := obj.content()
 	prevCommon, objCommon := baseView(prevU, prev.assigned, ""), baseView(objU, obj.assigned, "")
 	commonSame := sameView(prevCommon, objCommon)
-	if !commonSame && !sameContent(prevCommon, objCommon, true) {
+	if !commonSame && !sameContent(prevCommon, objCommon, true, true) {
 		// Something every view shows as the common view does (the spec, labels...) changed.
-		return nil
+		return nil, nil
 	}
 	var changedOwners, owners map[string]bool
 	if commonSame {
@@ -206,7 +232,8 @@ func viewsUnchanged(prev, obj *Object, prevU *unstructured.Unstructured) map[str
 			}
 		}
 	}
-	unchanged := map[string]bool{}
+	commonStatusOnly := -1 // unknown; 0 no, 1 yes
+	unchanged, statusOnly = map[string]bool{}, map[string]bool{}
 	for _, loc := range obj.locations {
 		switch {
 		case !prev.HasLocation(loc):
@@ -215,11 +242,26 @@ func viewsUnchanged(prev, obj *Object, prevU *unstructured.Unstructured) map[str
 			unchanged[loc] = true
 		case !commonSame && !owners[loc] && !owners[""]:
 			// Shows the common view, which changed.
-		case sameView(prev.renderingOf(prevU, loc), obj.view(loc)):
-			unchanged[loc] = true
+			if statusOnlyMatters(loc) {
+				if commonStatusOnly < 0 {
+					commonStatusOnly = 0
+					if sameContent(prevCommon, objCommon, true, false) {
+						commonStatusOnly = 1
+					}
+				}
+				statusOnly[loc] = commonStatusOnly == 1
+			}
+		default:
+			was, is := prev.renderingOf(prevU, loc), obj.view(loc)
+			switch {
+			case sameView(was, is):
+				unchanged[loc] = true
+			case statusOnlyMatters(loc) && sameContent(was, is, true, false):
+				statusOnly[loc] = true
+			}
 		}
 	}
-	return unchanged
+	return unchanged, statusOnly
 }
 
 // annotationOwners returns the locations owning (annotationOwner) an annotation of u.
@@ -263,13 +305,14 @@ func changedAnnotationOwners(a, b *unstructured.Unstructured) map[string]bool {
 // metadata.resourceVersion and metadata.generation, which a view shows as of its last visible
 // change (VisibleResourceVersion, VisibleGeneration). Both come from JSON decoding (the same
 // value types), so reflect.DeepEqual compares them as kube-apiserver would compare their JSON.
-func sameView(a, b *unstructured.Unstructured) bool { return sameContent(a, b, false) }
+func sameView(a, b *unstructured.Unstructured) bool { return sameContent(a, b, false, false) }
 
-// sameContent is sameView, and with outsideStatusAndAnnotations it also ignores .status and
-// metadata.annotations, the parts a location's own view replaces or adds to.
-func sameContent(a, b *unstructured.Unstructured, outsideStatusAndAnnotations bool) bool {
+// sameContent is sameView, leaving out .status as well when skipStatus is set, and
+// metadata.annotations when skipAnnotations is set (the parts a location's own view replaces
+// or adds to).
+func sameContent(a, b *unstructured.Unstructured, skipStatus, skipAnnotations bool) bool {
 	var skip []string
-	if outsideStatusAndAnnotations {
+	if skipStatus {
 		skip = []string{"status"}
 	}
 	if !sameMapExcept(a.Object, b.Object, "metadata", skip...) {
@@ -278,7 +321,7 @@ func sameContent(a, b *unstructured.Unstructured, outsideStatusAndAnnotations bo
 	am, _ := a.Object["metadata"].(map[string]interface{})
 	bm, _ := b.Object["metadata"].(map[string]interface{})
 	skip = []string{"resourceVersion", "generation"}
-	if outsideStatusAndAnnotations {
+	if skipAnnotations {
 		skip = append(skip, "annotations")
 	}
 	return sameMapExcept(am, bm, "", skip...)

@@ -80,9 +80,11 @@ func TestAssignmentOfAnotherLocationIsNoEvent(t *testing.T) {
 	expect(t, east, "MODIFIED o@13")
 }
 
-// TestViewsUnchangedMatchesRendering checks the shortcut of viewsUnchanged (only owners of a
+// TestViewsUnchangedMatchesRendering checks the shortcuts of viewChanges (only owners of a
 // changed annotation are rendered when the common view is unchanged) against rendering and
-// comparing every location's view, over random pairs of object versions.
+// comparing every location's view, over random pairs of object versions: which locations see
+// a change, and which generation each view shows (the previous one after a change of .status
+// alone, VisibleGeneration).
 func TestViewsUnchangedMatchesRendering(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
 	all := []string{"east", "west", "north"}
@@ -128,6 +130,9 @@ func TestViewsUnchangedMatchesRendering(t *testing.T) {
 		if rng.Intn(2) == 0 {
 			u.Object["status"] = map[string]interface{}{"p": int64(rng.Intn(2))}
 		}
+		if g := rng.Intn(3); g > 0 {
+			u.SetGeneration(int64(g))
+		}
 		sort.Strings(ls)
 		return newObject("root|ns/o", "root", "ns", "o", ls, rv, u)
 	}
@@ -141,7 +146,7 @@ func TestViewsUnchangedMatchesRendering(t *testing.T) {
 	}
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	ignore := func(string, error) {}
-	shortcuts := 0
+	shortcuts, olderGenerations := 0, 0
 	for i := 0; i < 5000; i++ {
 		prev, obj := random(1), random(2)
 		prev.settleRendering(nil, gvr, nil, ignore)
@@ -151,12 +156,22 @@ func TestViewsUnchangedMatchesRendering(t *testing.T) {
 				prev.ForLocation(l) // compared from the cached variant
 			}
 		}
-		setVisibility(prev, obj) // viewsUnchanged, and lastGood locations unchanged
+		setVisibility(prev, obj) // viewChanges, and lastGood locations unchanged
 		for _, loc := range obj.locations {
-			got := map[string]bool{loc: !obj.viewChangedFor(loc)}
+			got := !obj.viewChangedFor(loc)
 			want := prev.HasLocation(loc) && sameView(rendering(prev, loc), rendering(obj, loc))
-			if got[loc] != want {
-				t.Fatalf("location %s: unchanged=%v, rendering says %v\nprev %v %v\nobj  %v %v", loc, got[loc], want, prev.locations, prev.u.Object, obj.locations, obj.u.Object)
+			if got != want {
+				t.Fatalf("location %s: unchanged=%v, rendering says %v\nprev %v %v\nobj  %v %v", loc, got, want, prev.locations, prev.u.Object, obj.locations, obj.u.Object)
+			}
+			wantGen := obj.generation
+			if prev.HasLocation(loc) && sameContent(rendering(prev, loc), rendering(obj, loc), true, false) {
+				wantGen = prev.generation // unchanged, or changed in .status only
+			}
+			if g := obj.ViewGeneration(loc); g != wantGen {
+				t.Fatalf("location %s: shows generation %d, want %d\nprev %v %v\nobj  %v %v", loc, g, wantGen, prev.locations, prev.u.Object, obj.locations, obj.u.Object)
+			}
+			if wantGen != obj.generation {
+				olderGenerations++
 			}
 		}
 		if sameView(LocationView(prev.u, prev.locations, ""), LocationView(obj.u, obj.locations, "")) {
@@ -165,6 +180,9 @@ func TestViewsUnchangedMatchesRendering(t *testing.T) {
 	}
 	if shortcuts < 50 {
 		t.Fatalf("only %d of the pairs took the shortcut; the test does not exercise it", shortcuts)
+	}
+	if olderGenerations < 50 {
+		t.Fatalf("only %d views kept an older generation; the test does not exercise it", olderGenerations)
 	}
 }
 

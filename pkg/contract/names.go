@@ -32,6 +32,14 @@ const (
 	SourceNamespaceAnnotation = "kcp.io/source-namespace"
 	SourceNameAnnotation      = "kcp.io/source-name"
 	SourceUIDAnnotation       = "kcp.io/source-uid"
+	// SourceGenerationAnnotation, on a target copy, is the metadata.generation of the view
+	// object it was applied from (a decimal integer; absent for objects without a
+	// generation). A view's generation moves only with what the view shows outside .status
+	// (docs/views.md), so the annotation changes only with an apply that changes the copy
+	// anyway. A target's controller that observed the copy's metadata.generation
+	// (status.observedGeneration) observed that view generation: the mapper reports it so,
+	// and the Summarize policy turns it into the source's (docs/status.md).
+	SourceGenerationAnnotation = "kcp.io/source-generation"
 
 	// ControlNamespace is the namespace of the source that holds the control plane's Leases,
 	// one per location, named after it.

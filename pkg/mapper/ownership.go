@@ -47,6 +47,7 @@ var protectedPaths = []fieldpath.Path{
 	fieldpath.MakePathOrDie("metadata", "annotations", contract.SourceNamespaceAnnotation),
 	fieldpath.MakePathOrDie("metadata", "annotations", contract.SourceNameAnnotation),
 	fieldpath.MakePathOrDie("metadata", "annotations", contract.SourceUIDAnnotation),
+	fieldpath.MakePathOrDie("metadata", "annotations", contract.SourceGenerationAnnotation),
 }
 
 // DropFields removes from the apply configuration obj every leaf field of owned (typically

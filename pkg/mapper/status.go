@@ -3,6 +3,7 @@ package mapper
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,16 +12,20 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // targetChanged enqueues the status write-back of a managed target object whose status
-// changed (or that the informer saw for the first time).
+// changed, or whose contract.SourceGenerationAnnotation changed (the status it reports
+// depends on it: reportedStatus), or that the informer saw for the first time.
 func (m *Mapper) targetChanged(r *resource, old, obj interface{}) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return
 	}
-	if o, ok := old.(*unstructured.Unstructured); ok && equality.Semantic.DeepEqual(o.Object["status"], u.Object["status"]) {
+	if o, ok := old.(*unstructured.Unstructured); ok && equality.Semantic.DeepEqual(o.Object["status"], u.Object["status"]) &&
+		o.GetAnnotations()[contract.SourceGenerationAnnotation] == u.GetAnnotations()[contract.SourceGenerationAnnotation] {
 		return
 	}
 	ref, _, ok := MarkedSource(u, m.cfg.Location, r.namespaced)
@@ -32,7 +37,7 @@ func (m *Mapper) targetChanged(r *resource, old, obj interface{}) {
 
 // reflectStatus writes the status of the target copy of key back to its source through the
 // view's /status subresource (invariant 3), when the source opted in (Reflects) and the view
-// shows a different status. A write that meets a newer source object (409 Conflict) is
+// shows a different status than the copy reports (reportedStatus). A write that meets a newer source object (409 Conflict) is
 // retried with a fresh read through the view. It is the status queue's work function.
 func (m *Mapper) reflectStatus(ctx context.Context, key itemKey) error {
 	r := m.resource(key.GVR)
@@ -54,8 +59,8 @@ func (m *Mapper) reflectStatus(ctx context.Context, key itemKey) error {
 	if ref, _, ok := MarkedSource(live, m.cfg.Location, r.namespaced); !ok || ref != key.source() {
 		return nil
 	}
-	status, _ := live.Object["status"].(map[string]interface{})
-	if len(status) == 0 || equality.Semantic.DeepEqual(obj.Object["status"], live.Object["status"]) {
+	status := reportedStatus(live, obj)
+	if len(status) == 0 || equality.Semantic.DeepEqual(obj.Object["status"], status) {
 		return nil
 	}
 
@@ -78,7 +83,7 @@ func (m *Mapper) reflectStatus(ctx context.Context, key itemKey) error {
 			}
 			cur = fresh
 		}
-		if !Reflects(cur) || equality.Semantic.DeepEqual(cur.Object["status"], live.Object["status"]) {
+		if !Reflects(cur) || equality.Semantic.DeepEqual(cur.Object["status"], status) {
 			return nil
 		}
 		write := cur.DeepCopy()
@@ -99,4 +104,34 @@ func (m *Mapper) reflectStatus(ctx context.Context, key itemKey) error {
 	m.metrics.statusWrites(r.name(), "success").Inc()
 	klog.FromContext(ctx).V(4).Info("Reflected status", "resource", r.name(), "source", key.source().String())
 	return nil
+}
+
+// reportedStatus returns the status the target copy live reports to its view object view: a
+// copy of live's .status (nil when it has none) whose status.observedGeneration, when
+// present, counts the view's generations instead of the target's:
+//   - when live's controller observed live's own generation (status.observedGeneration ≥
+//     metadata.generation), it observed the view generation live was applied from
+//     (contract.SourceGenerationAnnotation), which is reported;
+//   - otherwise it has not observed the latest apply yet: the observedGeneration the view
+//     shows (the one reported before) is kept, or none when the view shows none.
+//
+// A view's generation moves only with a change it shows outside .status (docs/views.md), so
+// a status write never moves what is reported here: the write-back does not feed itself.
+// The Summarize policy turns the reported generations into the source's (docs/status.md).
+func reportedStatus(live, view *unstructured.Unstructured) map[string]interface{} {
+	status, _ := runtime.DeepCopyJSONValue(live.Object["status"]).(map[string]interface{})
+	observed, found, err := unstructured.NestedInt64(status, "observedGeneration")
+	if !found || err != nil {
+		return status
+	}
+	if stamp, err := strconv.ParseInt(live.GetAnnotations()[contract.SourceGenerationAnnotation], 10, 64); err == nil && stamp > 0 && observed >= live.GetGeneration() {
+		status["observedGeneration"] = stamp
+		return status
+	}
+	if before, found, err := unstructured.NestedInt64(view.Object, "status", "observedGeneration"); found && err == nil {
+		status["observedGeneration"] = before
+	} else {
+		delete(status, "observedGeneration")
+	}
+	return status
 }

@@ -1,6 +1,7 @@
 package mapper
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
@@ -43,7 +44,8 @@ type TargetObject struct {
 // annotations with a kcp.io or status.kcp.io prefix, and droppedAnnotations. Kind-specific
 // rules (kindRules) then remove fields a real apply onto another cluster rejects or that the
 // source cluster allocated. Finally contract.LocationLabel=target.Location and the Source*Annotation
-// annotations are set.
+// annotations are set (contract.SourceGenerationAnnotation only when obj has a
+// metadata.generation).
 func Transform(obj *unstructured.Unstructured, target TargetObject) *unstructured.Unstructured {
 	out := map[string]interface{}{}
 	for k, v := range obj.Object {
@@ -82,6 +84,9 @@ func Transform(obj *unstructured.Unstructured, target TargetObject) *unstructure
 	annotations[contract.SourceNameAnnotation] = target.Source.Name
 	if uid := obj.GetUID(); uid != "" {
 		annotations[contract.SourceUIDAnnotation] = string(uid)
+	}
+	if g := obj.GetGeneration(); g > 0 {
+		annotations[contract.SourceGenerationAnnotation] = strconv.FormatInt(g, 10)
 	}
 	u.SetLabels(labels)
 	u.SetAnnotations(annotations)

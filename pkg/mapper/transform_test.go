@@ -6,13 +6,20 @@ import (
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
 )
 
+// mustObject decodes y as a client-go client would decode the object's JSON (integers as
+// int64).
 func mustObject(t *testing.T, y string) *unstructured.Unstructured {
 	t.Helper()
+	j, err := yaml.YAMLToJSON([]byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
 	u := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(y), &u.Object); err != nil {
+	if err := utiljson.Unmarshal(j, &u.Object); err != nil {
 		t.Fatal(err)
 	}
 	return u
@@ -68,6 +75,7 @@ metadata:
     kcp.io/source-namespace: ns
     kcp.io/source-name: cm
     kcp.io/source-uid: "1234"
+    kcp.io/source-generation: "3"
 data:
   k: v
 `)

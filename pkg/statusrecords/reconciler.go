@@ -45,7 +45,8 @@ type Writer interface {
 // status across several locations (cache.ResourceStore.StatusObjects, not the whole cache),
 // and for each:
 //   - a replica kind with kcp.io/status-policy: Summarize assigned to several locations: sets
-//     .status to the summary of the locations' records (Summarize);
+//     .status to the summary of the locations' records (Summarize), with the generation every
+//     location observed (ObservedGeneration);
 //   - assigned to several locations: sets .status to the record of the location named by
 //     kcp.io/status-location, when that location is assigned and has a record that differs;
 //   - assigned to one location with a record: folds the record into .status (the view shows
@@ -105,6 +106,9 @@ func (r *Reconciler) reconcile(ctx context.Context, info source.ResourceInfo, o 
 			}
 		}
 		want = Summarize(locations, records)
+		if g, ok := ObservedGeneration(locations, records, o.ViewGeneration, u.GetGeneration()); ok {
+			want["observedGeneration"] = g
+		}
 	case len(locations) == 1:
 		if rec, ok, err := cache.StatusRecord(u, locations[0]); ok && err == nil {
 			want, fold = rec, locations[0]

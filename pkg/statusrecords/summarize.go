@@ -32,11 +32,7 @@ var summedFields = []string{
 //   - Each replica counter (replicas, readyReplicas, availableReplicas, updatedReplicas,
 //     unavailableReplicas, currentReplicas, fullyLabeledReplicas, terminatingReplicas) is the sum
 //     over the locations that report it; a counter no location reports is left out.
-//   - observedGeneration is left out: a location's observedGeneration counts its target copy's
-//     generations, not the source's, and a source Deployment's generation moves with every
-//     annotation write (kube-apiserver bumps it when annotations change), so with every status
-//     record written; no location can report having observed the source's generation
-//     (docs/status.md, "Summarize").
+//   - observedGeneration is not set here: it needs the views' generations (ObservedGeneration).
 //   - A condition type reported by some location is True only when every location reports it
 //     True; False when some location reports False; Unknown otherwise (a location that does
 //     not report it, or reports Unknown). Its reason and message are those of the first
@@ -150,4 +146,41 @@ func asInt(v interface{}) (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// ObservedGeneration returns the status.observedGeneration of the summary (issue 14 item 6:
+// "observedGeneration only when every location has observed the source's generation"): the
+// newest generation of the source that every location's target has observed. ok is false
+// when some location reports none yet; the summary then has no observedGeneration.
+//
+// records maps a location to its status record, whose status.observedGeneration counts the
+// generations of the location's view (pkg/mapper reports it so: a target copy carries the view
+// generation it was applied from, contract.SourceGenerationAnnotation). viewGeneration returns
+// the metadata.generation location's view of the current version shows
+// (cache.Object.ViewGeneration), and generation is the source's own.
+//
+//   - A location that reports its view's current generation observed everything the current
+//     version shows it outside .status: whatever moved the source's generation since is hidden
+//     from its view or in .status alone (kube-apiserver bumps a Deployment's generation with
+//     every annotation change, so with every status record written). It counts as having
+//     observed generation.
+//   - Any other location observed the (older) source generation it reports.
+//
+// The result is the least of these, so it never claims a generation some location has not
+// observed (kubectl rollout status trusts it).
+func ObservedGeneration(locations []string, records map[string]map[string]interface{}, viewGeneration func(location string) int64, generation int64) (observed int64, ok bool) {
+	if len(locations) == 0 {
+		return 0, false
+	}
+	observed = generation
+	for _, l := range locations {
+		reported, ok := asInt(records[l]["observedGeneration"])
+		if !ok {
+			return 0, false
+		}
+		if reported < viewGeneration(l) {
+			observed = min(observed, reported)
+		}
+	}
+	return observed, true
 }

@@ -68,3 +68,43 @@ func mustJSON(t *testing.T, v interface{}) string {
 	}
 	return string(b)
 }
+
+// TestObservedGeneration: the summary's observedGeneration is the source's generation once every
+// location reports its view's current generation, else the least generation reported, and
+// none while some location reports none.
+func TestObservedGeneration(t *testing.T) {
+	locs := []string{"east", "north", "west"}
+	// The views: east and north show generation 4 (their last change outside .status); west
+	// shows 6 (a change only it sees, its spec-diff patch). The source is at 9: status records
+	// moved it since.
+	views := map[string]int64{"east": 4, "north": 4, "west": 6}
+	rec := func(observed ...int64) map[string]map[string]interface{} {
+		out := map[string]map[string]interface{}{}
+		for i, g := range observed {
+			out[locs[i]] = map[string]interface{}{"replicas": int64(1)}
+			if g > 0 {
+				out[locs[i]]["observedGeneration"] = g
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		records map[string]map[string]interface{}
+		want    int64
+		wantOK  bool
+	}{
+		{"every location observed its view: the source's generation", rec(4, 4, 6), 9, true},
+		{"west has not observed its patch yet: the generation it observed", rec(4, 4, 5), 5, true},
+		{"the least of those behind", rec(3, 4, 5), 3, true},
+		{"a location reports none", rec(4, 0, 6), 0, false},
+		{"a location has no record", rec(4, 4), 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := ObservedGeneration(locs, tc.records, func(l string) int64 { return views[l] }, 9)
+			if got != tc.want || ok != tc.wantOK {
+				t.Errorf("ObservedGeneration = %d, %v; want %d, %v", got, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+}

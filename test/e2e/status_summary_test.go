@@ -21,8 +21,12 @@ import (
 // mapper-controller.
 //   - A Deployment with kcp.io/status-policy: Summarize assigned to the three locations gets as
 //     .status the sum of the statuses the targets' deployment controllers report (written back
-//     by the mappers through their views), without observedGeneration (docs/status.md says
-//     why), and the conditions combined; scaling it changes the sums.
+//     by the mappers through their views), the conditions combined, and observedGeneration
+//     equal to its metadata.generation once every target's controller observed its copy;
+//     scaling it changes the sums.
+//   - With west's kube-controller-manager stopped, a scaling reaches the sums of east and
+//     north while observedGeneration stays below the scaled generation; when west's controller
+//     runs again, observedGeneration catches up.
 //   - A StatusCollector sums replicas and available replicas per region into its StatusSummary,
 //     shown by kubectl, and follows the scaling.
 //
@@ -32,8 +36,9 @@ func TestStatusSummaries(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	env, regions := startRegionsEnv(t, ctx)
+	controllers := map[string]*framework.Process{}
 	for l := range regions {
-		env.targets[l].StartControllerManager(t)
+		controllers[l] = env.targets[l].StartControllerManager(t)
 	}
 	framework.StartMapperController(t, ctx, env.source, 40*time.Second)
 
@@ -50,25 +55,32 @@ func TestStatusSummaries(t *testing.T) {
 		env.startMapper(t, "mapper-"+l, l, nil, locationMapperArgs...)
 	}
 
-	// waitSummary waits until the source's status has replicas and updatedReplicas want.
-	waitSummary := func(t *testing.T, want int64) map[string]interface{} {
+	// waitSummary waits until the source's status has replicas and updatedReplicas want, and,
+	// when observed is set, observedGeneration equal to the source's metadata.generation. It
+	// returns that status and generation.
+	waitSummary := func(t *testing.T, want int64, observed bool) (map[string]interface{}, int64) {
 		t.Helper()
 		var st map[string]interface{}
-		mapperEventually(t, ctx, 2*time.Minute, fmt.Sprintf("the source's status sums %d replicas", want), func() (bool, string) {
+		var generation int64
+		mapperEventually(t, ctx, 2*time.Minute, fmt.Sprintf("the source's status sums %d replicas (observed: %v)", want, observed), func() (bool, string) {
 			src, err := deployments.Get(ctx, "web", metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
 			}
 			st, _ = src.Object["status"].(map[string]interface{})
-			got := fmt.Sprintf("replicas=%v updated=%v available=%v observedGeneration=%v",
-				st["replicas"], st["updatedReplicas"], st["availableReplicas"], st["observedGeneration"])
-			return got == fmt.Sprintf("replicas=%d updated=%d available=<nil> observedGeneration=<nil>", want, want), got
+			generation = src.GetGeneration()
+			got := fmt.Sprintf("replicas=%v updated=%v available=%v", st["replicas"], st["updatedReplicas"], st["availableReplicas"])
+			ok := got == fmt.Sprintf("replicas=%d updated=%d available=<nil>", want, want)
+			if observed {
+				ok = ok && st["observedGeneration"] == generation
+			}
+			return ok, fmt.Sprintf("%s observedGeneration=%v generation=%d", got, st["observedGeneration"], generation)
 		})
-		return st
+		return st, generation
 	}
 
 	t.Run("Summarize sums the statuses of the three targets", func(t *testing.T) {
-		st := waitSummary(t, 9)
+		st, _ := waitSummary(t, 9, true)
 		conds, _ := st["conditions"].([]interface{})
 		var available map[string]interface{}
 		for _, c := range conds {
@@ -126,6 +138,22 @@ func TestStatusSummaries(t *testing.T) {
 			t.Fatal(err)
 		}
 		summaryText("region=eu: replicas=8,available=0,locations=2; region=us: replicas=4,available=0,locations=1")
-		waitSummary(t, 12)
+		waitSummary(t, 12, true)
+	})
+
+	t.Run("observedGeneration waits for every location", func(t *testing.T) {
+		controllers["west"].Stop()
+		scaled, err := deployments.Patch(ctx, "web", types.MergePatchType, []byte(`{"spec":{"replicas":5}}`), metav1.PatchOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// east and north observed the scaling (5 each), west did not (still 4): the summary
+		// must not claim the scaled generation.
+		st, generation := waitSummary(t, 14, false)
+		if g, ok := st["observedGeneration"].(int64); !ok || g >= scaled.GetGeneration() {
+			t.Fatalf("observedGeneration %v (source at %d, scaled at %d) while west's controller has not observed the scaling", st["observedGeneration"], generation, scaled.GetGeneration())
+		}
+		controllers["west"] = env.targets["west"].StartControllerManager(t)
+		waitSummary(t, 15, true)
 	})
 }

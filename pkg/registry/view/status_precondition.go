@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 )
 
 // A location's view shows an object at the location's visible resourceVersion: the source
@@ -19,17 +21,19 @@ import (
 // visibleView returns the location's view of the object cluster/namespace/name from the cache
 // once the cache has caught up with sourceRV, the resourceVersion of the source object just
 // read (waiting at most the freshness timeout, freshness.waitFor; no wait when the cache has
-// not synced). ok is false when the cache cannot say (the object is not in this location's view, or
-// the cache is still behind sourceRV).
-func (s *statusStorage) visibleView(ctx context.Context, location, cluster, namespace, name string, sourceRV uint64) (visible, cachedSourceRV uint64, ok bool) {
+// not synced): its visible resourceVersion (ResourceVersion), the source's resourceVersion of
+// the cached version (SourceResourceVersion) and its generation (ViewGeneration). ok is false
+// when the cache cannot say (the object is not in this location's view, or the cache is still
+// behind sourceRV).
+func (s *statusStorage) visibleView(ctx context.Context, location, cluster, namespace, name string, sourceRV uint64) (obj *cache.Object, ok bool) {
 	if s.store.HasSynced() {
 		_ = s.freshness.waitFor(ctx, sourceRV)
 	}
 	obj, _, found := s.store.GetInCluster(location, cluster, namespace, name)
 	if !found || obj.SourceResourceVersion() < sourceRV {
-		return 0, 0, false
+		return nil, false
 	}
-	return obj.ResourceVersion(), obj.SourceResourceVersion(), true
+	return obj, true
 }
 
 // preconditionHolds reports whether a status write carrying resourceVersion want may be applied
@@ -47,25 +51,40 @@ func (s *statusStorage) preconditionHolds(ctx context.Context, location, cluster
 	if err1 != nil || err2 != nil || v > r {
 		return false
 	}
-	visible, _, ok := s.visibleView(ctx, location, cluster, current.GetNamespace(), current.GetName(), r)
-	return ok && visible <= v
+	obj, ok := s.visibleView(ctx, location, cluster, current.GetNamespace(), current.GetName(), r)
+	return ok && obj.ResourceVersion() <= v
 }
 
 // answerResourceVersion sets on answer, the location's view of the written object, the
-// resourceVersion the view shows for it. A write that changed the source object shows the
-// write's resourceVersion (the write changed this location's own status, so its view changed
-// there). A write the source found to be a no-op (the resourceVersion did not move) shows the
-// location's visible resourceVersion, as kube-apiserver answers a no-op update with the
-// unchanged object, when the cache knows it.
+// resourceVersion and generation the view shows for it, when the cache knows them:
+//   - A write that changed the source object shows the write's resourceVersion (the write
+//     changed this location's own status, so its view changed there), and the generation the
+//     view showed before: a write of a location's status changes its view in .status only,
+//     which moves no view's generation (docs/views.md), although kube-apiserver may have bumped
+//     the source's (a Deployment's annotations). Known when the cache holds the version written
+//     over or the written one; the write's answer does not wait for the cache.
+//   - A write the source found to be a no-op (the resourceVersion did not move) shows the
+//     location's visible resourceVersion and generation, as kube-apiserver answers a no-op
+//     update with the unchanged object.
 func (s *statusStorage) answerResourceVersion(ctx context.Context, answer, current, written *unstructured.Unstructured, location, cluster string) {
-	if written.GetResourceVersion() != current.GetResourceVersion() {
+	r, err1 := strconv.ParseUint(current.GetResourceVersion(), 10, 64)
+	w, err2 := strconv.ParseUint(written.GetResourceVersion(), 10, 64)
+	if err1 != nil || err2 != nil {
 		return
 	}
-	r, err := strconv.ParseUint(written.GetResourceVersion(), 10, 64)
-	if err != nil {
+	var obj *cache.Object
+	if w == r {
+		obj, _ = s.visibleView(ctx, location, cluster, written.GetNamespace(), written.GetName(), r)
+	} else {
+		obj, _, _ = s.store.GetInCluster(location, cluster, written.GetNamespace(), written.GetName())
+	}
+	if obj == nil || (obj.SourceResourceVersion() != r && obj.SourceResourceVersion() != w) {
 		return
 	}
-	if visible, cachedRV, ok := s.visibleView(ctx, location, cluster, written.GetNamespace(), written.GetName(), r); ok && cachedRV == r {
-		answer.SetResourceVersion(strconv.FormatUint(visible, 10))
+	if g := obj.ViewGeneration(location); g != 0 {
+		answer.SetGeneration(g)
+	}
+	if w == r {
+		answer.SetResourceVersion(strconv.FormatUint(obj.ResourceVersion(), 10))
 	}
 }

@@ -19,6 +19,9 @@ import (
 // resourceVersion succeeds when only other locations' status records changed since (also when
 // such a write races with it), and is a 409 when something east can see changed. Fails on main
 // before the fix: the write at east's resourceVersion was a 409 as soon as west had written.
+// West's records bump the object's generation, as kube-apiserver does for a Deployment's
+// annotations: the answer to east's write shows the generation east's view shows (1), not the
+// source's (fails without answerResourceVersion's generation: 2 or 3).
 func TestStatusWriteAtVisibleResourceVersion(t *testing.T) {
 	ready := map[string]interface{}{"phase": "Ready"}
 	policy := map[string]string{contract.StatusPolicyAnnotation: contract.StatusPolicyReflect}
@@ -28,6 +31,7 @@ func TestStatusWriteAtVisibleResourceVersion(t *testing.T) {
 			ann := u.GetAnnotations()
 			ann[contract.StatusRecordAnnotationPrefix+"west"] = `{"phase":"` + phase + `"}`
 			u.SetAnnotations(ann)
+			u.SetGeneration(u.GetGeneration() + 1)
 			bumpAndStore(t, s, store, u)
 		}
 	}
@@ -61,7 +65,9 @@ func TestStatusWriteAtVisibleResourceVersion(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			src := newStatusSource(t, widget("w", 7, []string{"east", "west"}, policy, nil))
+			w := widget("w", 7, []string{"east", "west"}, policy, nil)
+			w.SetGeneration(1)
+			src := newStatusSource(t, w)
 			store := cache.NewResourceStore(widgetsGVR, widgetsInfo.GVK(), true, cache.StoreOptions{DefaultCluster: "root"})
 			t.Cleanup(store.Close)
 			if err := store.Replace([]interface{}{src.get(t, "w")}, "7"); err != nil {
@@ -101,6 +107,9 @@ func TestStatusWriteAtVisibleResourceVersion(t *testing.T) {
 			}
 			if got := asUnstructured(t, answer).GetResourceVersion(); got != after.GetResourceVersion() {
 				t.Errorf("the answer shows resourceVersion %s, want the write's %s", got, after.GetResourceVersion())
+			}
+			if got := asUnstructured(t, answer).GetGeneration(); got != 1 {
+				t.Errorf("the answer shows generation %d (the source is at %d), want east's view's 1", got, after.GetGeneration())
 			}
 		})
 	}
