@@ -24,6 +24,8 @@ import (
 //     by the mappers through their views), the conditions combined, and observedGeneration
 //     equal to its metadata.generation once every target's controller observed its copy;
 //     scaling it changes the sums.
+//   - kcp mode (objects and collectors carrying kcp.io/cluster): a StatusCollector summarizes
+//     only the objects of its own logical cluster.
 //   - With west's kube-controller-manager stopped, a scaling reaches the sums of east and
 //     north while observedGeneration stays below the scaled generation; when west's controller
 //     runs again, observedGeneration catches up.
@@ -139,6 +141,58 @@ func TestStatusSummaries(t *testing.T) {
 		}
 		summaryText("region=eu: replicas=8,available=0,locations=2; region=us: replicas=4,available=0,locations=1")
 		waitSummary(t, 12, true)
+	})
+
+	t.Run("kcp mode: a StatusCollector summarizes only its logical cluster", func(t *testing.T) {
+		ensureNamespace(t, ctx, env.src, "tenants")
+		tenants := env.src.Resource(deploymentsGVR).Namespace("tenants")
+		for c, replicas := range map[string]int64{"tenant-a": 1, "tenant-b": 2} {
+			d := newDeployment("tenants", "web-"+c, "east")
+			d.Object["spec"].(map[string]interface{})["replicas"] = replicas
+			d.SetAnnotations(map[string]string{contract.ClusterAnnotation: c, contract.AssignedLocationsAnnotation: d.GetAnnotations()[contract.AssignedLocationsAnnotation],
+				contract.StatusPolicyAnnotation: contract.StatusPolicyReflect})
+			if _, err := tenants.Create(ctx, d, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		collector := &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "control.mapper.kcp.io/v1alpha1", "kind": "StatusCollector",
+			"metadata": map[string]interface{}{"name": "replicas", "namespace": "tenants",
+				"annotations": map[string]interface{}{contract.ClusterAnnotation: "tenant-a"}},
+			"spec": map[string]interface{}{
+				"resources":      []interface{}{map[string]interface{}{"apiGroups": []interface{}{"apps"}, "apiVersions": []interface{}{"v1"}, "resources": []interface{}{"deployments"}}},
+				"combinedFields": []interface{}{map[string]interface{}{"name": "replicas", "type": "Sum", "subject": "returned.status.replicas"}},
+			},
+		}}
+		if _, err := env.src.Resource(ctrlstatuscollector.CollectorsResource).Namespace("tenants").Create(ctx, collector, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		summary := func(want string) {
+			t.Helper()
+			mapperEventually(t, ctx, 2*time.Minute, "tenant-a's StatusSummary reads "+want, func() (bool, string) {
+				s, err := env.src.Resource(ctrlstatuscollector.SummariesResource).Namespace("tenants").Get(ctx, "replicas", metav1.GetOptions{})
+				if err != nil {
+					return false, err.Error()
+				}
+				got, _, _ := unstructured.NestedString(s.Object, "results", "text")
+				return got == want, got
+			})
+		}
+		summary("replicas=1")
+		// tenant-b's status is on the source: every summary computed from now on has its row
+		// at hand, and must leave it out.
+		mapperEventually(t, ctx, 2*time.Minute, "tenant-b's Deployment reports 2 replicas", func() (bool, string) {
+			d, err := tenants.Get(ctx, "web-tenant-b", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			r, _, _ := unstructured.NestedInt64(d.Object, "status", "replicas")
+			return r == 2, fmt.Sprint(r)
+		})
+		if _, err := tenants.Patch(ctx, "web-tenant-a", types.MergePatchType, []byte(`{"spec":{"replicas":3}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		summary("replicas=3")
 	})
 
 	t.Run("observedGeneration waits for every location", func(t *testing.T) {
