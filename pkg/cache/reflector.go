@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/clusterinformer"
 	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
 
@@ -50,8 +51,15 @@ func (c *Cache) startMirror(parent context.Context, info source.ResourceInfo) *m
 	// No expected type: the source hands *source.Object (its object client) or
 	// *unstructured.Unstructured (a dynamic client), and the store accepts both (toVersion).
 	// Streaming lists (WatchListClient) are used when the client supports them, like
-	// informer factories decide.
-	r := toolscache.NewReflectorWithOptions(toolscache.ToListWatcherWithWatchListSemantics(lw, c.cfg.Source), nil, store, toolscache.ReflectorOptions{
+	// informer factories decide, except on a source of several logical clusters: a streaming
+	// list collects its objects under namespace/name keys before the store sees them, and would
+	// keep one of the objects that share a namespace/name in several clusters
+	// (clusterinformer.WithoutStreamingLists).
+	lister := toolscache.ToListWatcherWithWatchListSemantics(lw, c.cfg.Source)
+	if c.cfg.Store.ClusterFromAnnotation {
+		lister = clusterinformer.WithoutStreamingLists(lw)
+	}
+	r := toolscache.NewReflectorWithOptions(lister, nil, store, toolscache.ReflectorOptions{
 		Name:    "mapper-apiserver source " + info.GVR.String(),
 		Backoff: &sourceBackoff,
 	})

@@ -12,17 +12,19 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/openapi"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/clusterinformer"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
 )
@@ -45,6 +47,14 @@ type FollowerOptions struct {
 // Follower keeps a Snapshot of the source's Customizations and SyncTargets current with two
 // informers, and delivers every new snapshot to its OnChange functions in resourceVersion order.
 //
+// The informers are clusterinformer.Informers: on a kcp source (read through its wildcard
+// endpoint) they key objects by logical cluster, namespace and name, so Customizations with the
+// same namespace/name in two logical clusters are two Customizations, each applied to its own
+// cluster (DESIGN.md, "logical cluster of a source object"). A location is one name across the
+// source (views and registrations are per location, not per cluster): its SyncTarget is expected
+// in one logical cluster; were there SyncTargets of that name in several, the follower uses the
+// one whose cluster name sorts first, so that every replica decides alike.
+//
 // A source without the Customization or SyncTarget CRD, or an identity that may not list them,
 // leaves that part empty: the follower counts as synced, logs once per reason, and keeps
 // retrying with client-go's backoff (installing the CRD later is picked up). Updates that
@@ -55,7 +65,7 @@ type Follower struct {
 	typeConverters patch.TypeConverterManager
 	runConverters  bool
 
-	customizations, targets toolscache.SharedIndexInformer
+	customizations, targets *clusterinformer.Informer
 
 	mu sync.Mutex
 	// items are the live Customizations by key, locs the SyncTargets' locations by name.
@@ -64,7 +74,7 @@ type Follower struct {
 	// rv is the newest resourceVersion applied to items and locs.
 	rv uint64
 	// unavailable holds the informers whose resource cannot be listed (not found, forbidden).
-	unavailable map[toolscache.SharedIndexInformer]bool
+	unavailable map[schema.GroupVersionResource]bool
 	// logged are the compile errors already logged, by Customization and spec.
 	logged map[RuleKey][32]byte
 
@@ -77,13 +87,11 @@ type Follower struct {
 // then call Run.
 func NewFollower(dyn dynamic.Interface, opts FollowerOptions) *Follower {
 	f := &Follower{
-		customizations: dynamicinformer.NewFilteredDynamicInformer(dyn, Resource, "", 0, toolscache.Indexers{}, nil).Informer(),
-		targets:        dynamicinformer.NewFilteredDynamicInformer(dyn, synctarget.Resource, "", 0, toolscache.Indexers{}, nil).Informer(),
-		items:          map[RuleKey]*controlv1alpha1.Customization{},
-		locs:           map[string]Location{},
-		unavailable:    map[toolscache.SharedIndexInformer]bool{},
-		logged:         map[RuleKey][32]byte{},
-		changed:        make(chan struct{}, 1),
+		items:       map[RuleKey]*controlv1alpha1.Customization{},
+		locs:        map[string]Location{},
+		unavailable: map[schema.GroupVersionResource]bool{},
+		logged:      map[RuleKey][32]byte{},
+		changed:     make(chan struct{}, 1),
 	}
 	if opts.TypeConverters == nil && opts.OpenAPI != nil {
 		opts.TypeConverters = patch.NewTypeConverterManager(nil, opts.OpenAPI)
@@ -92,23 +100,20 @@ func NewFollower(dyn dynamic.Interface, opts FollowerOptions) *Follower {
 	f.typeConverters = opts.TypeConverters
 	f.compiler = NewCompiler(opts.Options)
 	f.current.Store(Empty())
-	// These only fail once the informers run.
-	_ = f.customizations.SetTransform(decodeCustomization)
-	_ = f.targets.SetTransform(decodeSyncTarget)
-	_ = f.customizations.SetWatchErrorHandlerWithContext(f.watchErrors(f.customizations, "Customizations", Resource.GroupResource().String(),
-		"views apply no Customizations (spec-diff patches only)"))
-	_ = f.targets.SetWatchErrorHandlerWithContext(f.watchErrors(f.targets, "SyncTargets", synctarget.Resource.GroupResource().String(),
-		"Customizations see every location without labels"))
-	_, _ = f.customizations.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	// The informers' keys name an object's cluster as f.cluster does.
+	clusters := clusterinformer.Clusters{Default: opts.PlainCluster, IgnoreAnnotation: opts.PlainCluster != ""}
+	f.customizations = clusterinformer.NewForResource(dyn, Resource, toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { f.setCustomization(nil, obj) },
 		UpdateFunc: f.setCustomization,
 		DeleteFunc: f.deleteCustomization,
-	})
-	_, _ = f.targets.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	}, clusterinformer.Options{Clusters: clusters, Transform: decodeCustomization,
+		WatchErrorHandler: f.watchErrors(Resource, "Customizations", "views apply no Customizations (spec-diff patches only)")})
+	f.targets = clusterinformer.NewForResource(dyn, synctarget.Resource, toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { f.setTarget(nil, obj) },
 		UpdateFunc: f.setTarget,
 		DeleteFunc: f.deleteTarget,
-	})
+	}, clusterinformer.Options{Clusters: clusters, Transform: decodeSyncTarget,
+		WatchErrorHandler: f.watchErrors(synctarget.Resource, "SyncTargets", "Customizations see every location without labels")})
 	return f
 }
 
@@ -124,9 +129,12 @@ func (f *Follower) Snapshot() *Snapshot { return f.current.Load() }
 // (a missing CRD, no permission). Until then a snapshot may lack Customizations, so rendering
 // with it could put unmodified objects on targets: callers wait for it.
 func (f *Follower) HasSynced() bool {
+	// The informers' HasSynced wait for their queue, which is locked while a handler runs and
+	// takes mu: ask them without holding mu.
+	customizations, targets := f.customizations.HasSynced(), f.targets.HasSynced()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return (f.customizations.HasSynced() || f.unavailable[f.customizations]) && (f.targets.HasSynced() || f.unavailable[f.targets])
+	return (customizations || f.unavailable[Resource]) && (targets || f.unavailable[synctarget.Resource])
 }
 
 // Run runs the informers and delivers snapshots until ctx ends: the first once synced, then
@@ -135,8 +143,8 @@ func (f *Follower) Run(ctx context.Context) {
 	if f.runConverters {
 		go f.typeConverters.Run(ctx)
 	}
-	go f.customizations.RunWithContext(ctx)
-	go f.targets.RunWithContext(ctx)
+	go f.customizations.Run(ctx)
+	go f.targets.Run(ctx)
 	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
 		return f.HasSynced(), nil
 	}); err != nil {
@@ -214,14 +222,18 @@ func (f *Follower) Customizations() []*controlv1alpha1.Customization {
 	return out
 }
 
-// key returns the key of a Customization: its logical cluster (the configured one of a plain
-// source, else its kcp.io/cluster annotation), namespace and name.
+// key returns the key of a Customization: its logical cluster, namespace and name.
 func (f *Follower) key(c *controlv1alpha1.Customization) RuleKey {
-	cluster := f.compiler.opts.PlainCluster
-	if cluster == "" {
-		cluster = c.Annotations[contract.ClusterAnnotation]
+	return RuleKey{Cluster: f.cluster(c), Namespace: c.Namespace, Name: c.Name}
+}
+
+// cluster returns the logical cluster of a source object: the configured one of a plain
+// source, else its kcp.io/cluster annotation (DESIGN.md, "logical cluster of a source object").
+func (f *Follower) cluster(obj metav1.Object) string {
+	if cluster := f.compiler.opts.PlainCluster; cluster != "" {
+		return cluster
 	}
-	return RuleKey{Cluster: cluster, Namespace: c.Namespace, Name: c.Name}
+	return obj.GetAnnotations()[contract.ClusterAnnotation]
 }
 
 // setCustomization records an added or updated Customization when its spec or deletion
@@ -262,18 +274,18 @@ func (f *Follower) setTarget(old, obj interface{}) {
 	if !ok {
 		return
 	}
-	l := LocationFromSyncTarget(st)
-	if o, ok := old.(*controlv1alpha1.SyncTarget); ok && LocationFromSyncTarget(o).Equal(l) {
+	if o, ok := old.(*controlv1alpha1.SyncTarget); ok && LocationFromSyncTarget(o).Equal(LocationFromSyncTarget(st)) {
 		return
 	}
 	f.mu.Lock()
-	f.locs[l.Name] = l
+	f.setLocation(st.Name)
 	f.advance(st)
 	f.mu.Unlock()
 	f.signal()
 }
 
-// deleteTarget forgets a deleted SyncTarget (its location then has no labels).
+// deleteTarget forgets a deleted SyncTarget (its location then has no labels, unless another
+// logical cluster has a SyncTarget of that name).
 func (f *Follower) deleteTarget(obj interface{}) {
 	obj, rv := f.deleted(f.targets, obj)
 	st, ok := obj.(*controlv1alpha1.SyncTarget)
@@ -281,16 +293,34 @@ func (f *Follower) deleteTarget(obj interface{}) {
 		return
 	}
 	f.mu.Lock()
-	delete(f.locs, st.Name)
+	f.setLocation(st.Name)
 	f.advanceTo(rv)
 	f.mu.Unlock()
 	f.signal()
 }
 
+// setLocation sets location name in locs from the SyncTargets of that name the informer holds
+// (it has taken the change when its handler runs): the one whose logical cluster sorts first
+// (see Follower), none when there is none. Called with mu held.
+func (f *Follower) setLocation(name string) {
+	var chosen *controlv1alpha1.SyncTarget
+	for _, obj := range f.targets.GetStore().List() {
+		st, ok := obj.(*controlv1alpha1.SyncTarget)
+		if ok && st.Name == name && (chosen == nil || f.cluster(st) < f.cluster(chosen)) {
+			chosen = st
+		}
+	}
+	if chosen == nil {
+		delete(f.locs, name)
+		return
+	}
+	f.locs[name] = LocationFromSyncTarget(chosen)
+}
+
 // deleted unwraps a deletion the informer only learnt by relisting, whose resourceVersion is
 // then that of the relist (the deletion happened before it), and returns the object and the
 // resourceVersion of the deletion.
-func (f *Follower) deleted(inf toolscache.SharedIndexInformer, obj interface{}) (interface{}, uint64) {
+func (f *Follower) deleted(inf *clusterinformer.Informer, obj interface{}) (interface{}, uint64) {
 	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		return d.Obj, parseRV(inf.LastSyncResourceVersion())
 	}
@@ -327,13 +357,14 @@ func parseRV(s string) uint64 {
 	return v
 }
 
-// watchErrors returns the watch error handler of inf: a failure to list or watch whose reason
-// (the API Status reason: NotFound for a missing CRD, Forbidden ...) differs from the previous
-// one is logged once, repeats at level 4; NotFound and Forbidden mark the resource unavailable
-// (the follower counts as synced without it); consequence says what that means for views.
-// Ordinary ends of a watch go to client-go's
-// default handler.
-func (f *Follower) watchErrors(inf toolscache.SharedIndexInformer, what, resource, consequence string) toolscache.WatchErrorHandlerWithContext {
+// watchErrors returns the watch error handler of the informer of gvr (whose objects are what,
+// e.g. "Customizations"): a failure to list or watch whose reason (the API Status reason:
+// NotFound for a missing CRD, Forbidden ...) differs from the previous one is logged once,
+// repeats at level 4; NotFound and Forbidden mark the resource unavailable (the follower counts
+// as synced without it); consequence says what that means for views. Ordinary ends of a watch
+// go to client-go's default handler.
+func (f *Follower) watchErrors(gvr schema.GroupVersionResource, what, consequence string) toolscache.WatchErrorHandlerWithContext {
+	resource := gvr.GroupResource().String()
 	var last string
 	return func(ctx context.Context, r *toolscache.Reflector, err error) {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
@@ -348,8 +379,8 @@ func (f *Follower) watchErrors(inf toolscache.SharedIndexInformer, what, resourc
 		f.mu.Lock()
 		changed := reason != last
 		last = reason
-		wasUnavailable := f.unavailable[inf]
-		f.unavailable[inf] = unavailable
+		wasUnavailable := f.unavailable[gvr]
+		f.unavailable[gvr] = unavailable
 		f.mu.Unlock()
 		if unavailable && !wasUnavailable {
 			f.signal()

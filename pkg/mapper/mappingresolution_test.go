@@ -50,7 +50,7 @@ func TestResolveMappingFromInformers(t *testing.T) {
 		target := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, copies...)
 		r.target = dynamicinformer.NewFilteredDynamicInformer(target, gvr, metav1.NamespaceAll, 0, cache.Indexers{},
 			func(o *metav1.ListOptions) { o.LabelSelector = listOptionsForLocation("east").LabelSelector }).Informer()
-		go r.view.RunWithContext(ctx)
+		go r.view.Run(ctx)
 		go r.target.RunWithContext(ctx)
 		m.resources[gvr] = r
 		m.viewDiscovered.Store(true)

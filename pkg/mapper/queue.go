@@ -26,7 +26,7 @@ func (k itemKey) source() SourceRef {
 }
 
 // storeKey returns the key of the object in the view informer's store, its contract.Key
-// ("cluster|namespace/name", see viewInformer).
+// ("cluster|namespace/name", see newViewInformer).
 func (k itemKey) storeKey() string {
 	return string(contract.NewKey(k.Cluster, k.Namespace, k.Name))
 }

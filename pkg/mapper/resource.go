@@ -8,9 +8,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/clusterinformer"
 )
 
 // resource is one mapped resource: the informer on the view, and, while the target serves
@@ -21,7 +24,7 @@ type resource struct {
 	gvr        schema.GroupVersionResource
 	namespaced bool
 
-	view       *viewInformer
+	view       *clusterinformer.Informer
 	viewCancel context.CancelFunc
 
 	// halted is true until the target is known to serve the resource, and while it does not.
@@ -96,8 +99,20 @@ func (m *Mapper) startResource(ctx context.Context, gvr schema.GroupVersionResou
 	})
 	vctx, cancel := context.WithCancel(ctx)
 	r.viewCancel = cancel
-	go r.view.RunWithContext(vctx)
+	go r.view.Run(vctx)
 	return r
+}
+
+// newViewInformer returns the informer of gvr on the view client, calling handler for every
+// change. Its store is keyed by contract.Key (itemKey.storeKey), so that objects of two logical
+// clusters with the same namespace/name are two entries; defaultCluster is the cluster of an
+// object without kcp.io/cluster (views always set it). One informer on the view's all-clusters
+// path per resource serves every cluster (clusterinformer.Informer).
+func newViewInformer(view dynamic.Interface, gvr schema.GroupVersionResource, defaultCluster string, handler cache.ResourceEventHandler) *clusterinformer.Informer {
+	return clusterinformer.NewForResource(view, gvr, handler, clusterinformer.Options{
+		Description: "view " + gvr.String(),
+		Clusters:    clusterinformer.Clusters{Default: defaultCluster},
+	})
 }
 
 // viewChanged enqueues a view object after an add, update or delete (obj may be a

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/clusterinformer"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
@@ -64,10 +65,10 @@ func (s *benchSource) clusters() []string {
 	return out
 }
 
-// listWatch returns the ListerWatcher of cluster's path ("" for the all-clusters path). It
-// declares no streaming-list support: both store designs list, then watch, so they compare
-// on equal terms.
-func (s *benchSource) listWatch(cluster string) cache.ListerWatcher {
+// listWatch returns the ListWatch of cluster's path ("" for the all-clusters path). Both store
+// designs use it without streaming lists (clusterinformer.WithoutStreamingLists): they list,
+// then watch, so they compare on equal terms.
+func (s *benchSource) listWatch(cluster string) *cache.ListWatch {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(context.Context, metav1.ListOptions) (kruntime.Object, error) {
 			s.lists.Add(1)
@@ -88,7 +89,7 @@ func (s *benchSource) listWatch(cluster string) cache.ListerWatcher {
 			return watch.NewFake(), nil
 		},
 	}
-	return cache.ToListWatcherWithWatchListSemantics(lw, noStreamingLists{})
+	return lw
 }
 
 // benchStore is one design of the mapper's view store for one resource.
@@ -99,12 +100,12 @@ type benchStore interface {
 }
 
 // clusterKeyedStore is the mapper's design: one Reflector+DeltaFIFO+Indexer on the
-// all-clusters path with the cluster-aware key (viewInformer).
-type clusterKeyedStore struct{ vi *viewInformer }
+// all-clusters path with the cluster-aware key (clusterinformer.Informer).
+type clusterKeyedStore struct{ vi *clusterinformer.Informer }
 
 func (s *clusterKeyedStore) run(ctx context.Context, wg *sync.WaitGroup) {
 	wg.Add(1)
-	go func() { defer wg.Done(); s.vi.RunWithContext(ctx) }()
+	go func() { defer wg.Done(); s.vi.Run(ctx) }()
 }
 func (s *clusterKeyedStore) synced() bool { return s.vi.HasSynced() }
 func (s *clusterKeyedStore) len() int     { return len(s.vi.GetStore().ListKeys()) }
@@ -151,12 +152,13 @@ func BenchmarkViewStore(b *testing.B) {
 		make func() benchStore
 	}{
 		{"cluster-keyed-reflector", func() benchStore {
-			return &clusterKeyedStore{vi: newViewInformerFor(src.listWatch(""), "bench", DefaultClusterName, handler)}
+			return &clusterKeyedStore{vi: clusterinformer.New(src.listWatch(""), handler,
+				clusterinformer.Options{Description: "bench", Clusters: clusterinformer.Clusters{Default: DefaultClusterName}})}
 		}},
 		{"informer-per-cluster", func() benchStore {
 			s := &perClusterStore{}
 			for _, c := range src.clusters() {
-				inf := cache.NewSharedIndexInformerWithOptions(src.listWatch(c), &unstructured.Unstructured{}, cache.SharedIndexInformerOptions{})
+				inf := cache.NewSharedIndexInformerWithOptions(clusterinformer.WithoutStreamingLists(src.listWatch(c)), &unstructured.Unstructured{}, cache.SharedIndexInformerOptions{})
 				if _, err := inf.AddEventHandler(handler); err != nil {
 					b.Fatal(err)
 				}

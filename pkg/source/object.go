@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -375,5 +376,35 @@ func decodeList(data []byte, l *List, add Annotation) error {
 	if i := skipSpace(data, end); i != len(data) {
 		return fmt.Errorf("cannot decode a list of the source: unexpected data after the list at offset %d", i)
 	}
+	itemKind := strings.TrimSuffix(l.Kind, "List")
+	for _, o := range l.Items {
+		o.setTypeMeta(l.APIVersion, itemKind)
+	}
 	return nil
+}
+
+// setTypeMeta gives an item of a list without apiVersion and kind those of the list's items:
+// kube-apiserver writes neither on the items of a list of a built-in resource (a ConfigMapList's
+// items are ConfigMaps), and client-go's unstructured decoding fills them in the same way
+// (UnstructuredJSONScheme, decodeToList). Without them the object's JSON does not decode as an
+// unstructured object (its Kind is required), so the cache could not render it. An item with
+// either already set, or a list without a kind, is left as it is. The JSON gets them in a new
+// slice of the exact size, after the opening brace.
+func (o *Object) setTypeMeta(apiVersion, kind string) {
+	if o.APIVersion != "" || o.Kind != "" || apiVersion == "" || kind == "" {
+		return
+	}
+	open := skipSpace(o.raw, 0)
+	if open >= len(o.raw) || o.raw[open] != '{' {
+		return
+	}
+	av, _ := json.Marshal(apiVersion)
+	k, _ := json.Marshal(kind)
+	insert := make([]byte, 0, len(av)+len(k)+len(`"apiVersion":,"kind":,`))
+	insert = append(append(append(append(insert, `"apiVersion":`...), av...), `,"kind":`...), k...)
+	if next := skipSpace(o.raw, open+1); next < len(o.raw) && o.raw[next] != '}' {
+		insert = append(insert, ',')
+	}
+	o.raw = splice(o.raw, -1, -1, open+1, 0, insert)
+	o.APIVersion, o.Kind = apiVersion, kind
 }

@@ -168,3 +168,37 @@ func TestDecodeListRefusesMalformedText(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeListGivesItemsTheirKind checks that the items of a list of a built-in resource,
+// which kube-apiserver writes without apiVersion and kind, get the list's (kind without "List")
+// in their fields and in their JSON, which then decodes as an unstructured object; items that
+// have them, and lists without a kind, are left as they are.
+func TestDecodeListGivesItemsTheirKind(t *testing.T) {
+	for _, tc := range []struct {
+		doc  string
+		want []string // each item's JSON
+	}{
+		{`{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"5"},"items":[` +
+			`{"metadata":{"name":"a","managedFields":[{}]},"data":{"k":"v"}}, { } ,{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"}}]}`,
+			[]string{`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"k":"v"}}`, `{"apiVersion":"v1","kind":"ConfigMap" }`,
+				`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"}}`}},
+		{`{"items":[{"metadata":{"name":"a"}}]}`, []string{`{"metadata":{"name":"a"}}`}},
+	} {
+		var l List
+		if err := decodeList([]byte(tc.doc), &l, Annotation{}); err != nil {
+			t.Fatalf("decodeList(%s): %v", tc.doc, err)
+		}
+		if len(l.Items) != len(tc.want) {
+			t.Fatalf("decodeList(%s): %d items", tc.doc, len(l.Items))
+		}
+		for i, o := range l.Items {
+			if got := string(o.JSON()); got != tc.want[i] {
+				t.Errorf("item %d of %s: %s, want %s", i, tc.doc, got, tc.want[i])
+			}
+			var u unstructured.Unstructured
+			if err := u.UnmarshalJSON(o.JSON()); (err == nil) != (o.Kind != "") || u.GetKind() != o.Kind || u.GetAPIVersion() != o.APIVersion {
+				t.Errorf("item %d of %s: fields %s %s, decodes as %s %s (%v)", i, tc.doc, o.APIVersion, o.Kind, u.GetAPIVersion(), u.GetKind(), err)
+			}
+		}
+	}
+}

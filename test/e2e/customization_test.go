@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
@@ -156,30 +157,9 @@ func TestCustomization(t *testing.T) {
 		regions["west"] = "ap"
 	})
 
-	// waitCondition waits until the Customization's Ready condition has status and reason,
-	// and returns its status.
 	waitCondition := func(t *testing.T, condType, status, reason string) controlv1alpha1.CustomizationStatus {
 		t.Helper()
-		var got controlv1alpha1.CustomizationStatus
-		mapperEventually(t, ctx, 60*time.Second, fmt.Sprintf("the Customization's %s condition is %s (%s)", condType, status, reason), func() (bool, string) {
-			u, err := custs.Get(ctx, "region", metav1.GetOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
-			var c controlv1alpha1.Customization
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &c); err != nil {
-				return false, err.Error()
-			}
-			got = c.Status
-			for _, cond := range c.Status.Conditions {
-				if cond.Type == condType {
-					return string(cond.Status) == status && cond.Reason == reason && c.Status.ObservedGeneration == c.Generation,
-						fmt.Sprintf("%s %s: %s (observedGeneration %d of %d)", cond.Status, cond.Reason, cond.Message, c.Status.ObservedGeneration, c.Generation)
-				}
-			}
-			return false, "no condition"
-		})
-		return got
+		return waitCustomizationCondition(t, ctx, custs, "region", condType, status, reason)
 	}
 	setRegionExpr := func(t *testing.T, expr string) {
 		t.Helper()
@@ -250,4 +230,31 @@ func TestCustomization(t *testing.T) {
 		}
 		unchanged(t)
 	})
+}
+
+// waitCustomizationCondition waits (at most a minute) until the Customization name of ri has the
+// condition condType with status and reason for its current generation (status.observedGeneration),
+// i.e. until mapper-apiserver's status writer has described it, and returns its status.
+func waitCustomizationCondition(t *testing.T, ctx context.Context, ri dynamic.ResourceInterface, name, condType, status, reason string) controlv1alpha1.CustomizationStatus {
+	t.Helper()
+	var got controlv1alpha1.CustomizationStatus
+	mapperEventually(t, ctx, 60*time.Second, fmt.Sprintf("Customization %s's %s condition is %s (%s)", name, condType, status, reason), func() (bool, string) {
+		u, err := ri.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var c controlv1alpha1.Customization
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &c); err != nil {
+			return false, err.Error()
+		}
+		got = c.Status
+		for _, cond := range c.Status.Conditions {
+			if cond.Type == condType {
+				return string(cond.Status) == status && cond.Reason == reason && c.Status.ObservedGeneration == c.Generation,
+					fmt.Sprintf("%s %s: %s (observedGeneration %d of %d)", cond.Status, cond.Reason, cond.Message, c.Status.ObservedGeneration, c.Generation)
+			}
+		}
+		return false, "no condition"
+	})
+	return got
 }

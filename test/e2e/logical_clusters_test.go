@@ -65,7 +65,7 @@ func TestLogicalClusters(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
-	env := startLogicalClustersEnv(t, ctx)
+	env := startLogicalClustersEnv(t, ctx, lcOptions{})
 	t.Logf("control planes, proxy and mapper-apiserver ready in %v", time.Since(start).Round(time.Millisecond))
 
 	step := time.Now()
@@ -83,14 +83,31 @@ func TestLogicalClusters(t *testing.T) {
 	t.Logf("TestLogicalClusters took %v", time.Since(start).Round(time.Millisecond))
 }
 
+// lcOptions shape startLogicalClustersEnv; TestLogicalClusters takes the zero value.
+type lcOptions struct {
+	// clusters is how many logical clusters the env names (c00, c01, ...); 0 means lcClusters.
+	clusters int
+	// noTargets starts no target control planes, for a test that only reads views.
+	noTargets bool
+	// prepare runs once the source and the proxy are up and the cluster clients exist, before
+	// mapper-apiserver starts (e.server is nil): what it creates is in mapper-apiserver's first
+	// lists.
+	prepare func(e *lcEnv)
+}
+
 // startLogicalClustersEnv starts the source, the proxy in front of it, mapper-apiserver in kcp
-// mode on the proxy's wildcard endpoint, and a target per location.
-func startLogicalClustersEnv(t *testing.T, ctx context.Context) *lcEnv {
+// mode on the proxy's wildcard endpoint, and a target per location (unless o.noTargets).
+func startLogicalClustersEnv(t *testing.T, ctx context.Context, o lcOptions) *lcEnv {
 	t.Helper()
+	if o.clusters == 0 {
+		o.clusters = lcClusters
+	}
 	opts := []framework.ControlPlaneOptions{{Name: "source"}}
-	shared := framework.StartEtcd(t)
-	for _, l := range lcLocations {
-		opts = append(opts, framework.ControlPlaneOptions{Name: "target-" + l, Etcd: shared})
+	if !o.noTargets {
+		shared := framework.StartEtcd(t)
+		for _, l := range lcLocations {
+			opts = append(opts, framework.ControlPlaneOptions{Name: "target-" + l, Etcd: shared})
+		}
 	}
 	cps := framework.StartControlPlanes(t, opts...)
 	source := cps[0]
@@ -105,29 +122,18 @@ func startLogicalClustersEnv(t *testing.T, ctx context.Context) *lcEnv {
 	if err := framework.WriteKubeconfig(proxyKubeconfig, proxy.Config(kcpproxy.Wildcard)); err != nil {
 		t.Fatal(err)
 	}
-	server := framework.StartMapperAPIServer(t, source,
-		"--resources=configmaps,deployments.apps",
-		"--source-mode=kcp",
-		"--source-kubeconfig="+proxyKubeconfig,
-		"--source-discovery-interval=1s",
-		"--bookmark-interval=1s",
-	)
 	env := &lcEnv{
 		mapperEnv: &mapperEnv{
-			source: source, server: server, targets: map[string]*framework.ControlPlane{}, tgt: map[string]dynamic.Interface{},
-			viewKubeconfig: map[string]string{}, targetKubeconfig: map[string]string{},
-			bin: framework.BuildBinary(t, "./cmd/mapper"), owner: t,
+			source: source, targets: map[string]*framework.ControlPlane{}, tgt: map[string]dynamic.Interface{},
+			viewKubeconfig: map[string]string{}, targetKubeconfig: map[string]string{}, owner: t,
 		},
 		proxy:   proxy,
 		cluster: map[string]dynamic.Interface{},
 	}
-	for i, l := range lcLocations {
-		env.targets[l] = cps[i+1]
-		env.tgt[l] = dynamicClientFor(t, cps[i+1])
-		env.targetKubeconfig[l] = cps[i+1].AdminKubeconfig()
-		env.viewKubeconfig[l] = source.Admin().KubeconfigFor(t, server.ViewURL(l), server.ServingCA.CertPEM)
+	if !o.noTargets {
+		env.bin = framework.BuildBinary(t, "./cmd/mapper")
 	}
-	for i := 0; i < lcClusters; i++ {
+	for i := 0; i < o.clusters; i++ {
 		c := fmt.Sprintf("c%02d", i)
 		env.clusters = append(env.clusters, c)
 		d, err := dynamic.NewForConfig(proxy.Config(c))
@@ -135,6 +141,24 @@ func startLogicalClustersEnv(t *testing.T, ctx context.Context) *lcEnv {
 			t.Fatal(err)
 		}
 		env.cluster[c] = d
+	}
+	if o.prepare != nil {
+		o.prepare(env)
+	}
+	env.server = framework.StartMapperAPIServer(t, source,
+		"--resources=configmaps,deployments.apps",
+		"--source-mode=kcp",
+		"--source-kubeconfig="+proxyKubeconfig,
+		"--source-discovery-interval=1s",
+		"--bookmark-interval=1s",
+	)
+	for i, l := range lcLocations {
+		if !o.noTargets {
+			env.targets[l] = cps[i+1]
+			env.tgt[l] = dynamicClientFor(t, cps[i+1])
+			env.targetKubeconfig[l] = cps[i+1].AdminKubeconfig()
+		}
+		env.viewKubeconfig[l] = source.Admin().KubeconfigFor(t, env.server.ViewURL(l), env.server.ServingCA.CertPEM)
 	}
 	return env
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 
@@ -22,23 +23,39 @@ import (
 // minute); it fails t otherwise.
 func InstallControlCRDs(t TB, ctx context.Context, cp *ControlPlane) {
 	t.Helper()
+	installCRDs(t, ctx, cp, "crds", synctarget.Resource)
+}
+
+// InstallControlCRD applies the one CRD of artifacts/crds that defines resource (a resource of
+// control.mapper.kcp.io, e.g. customizations) to cp with kubectl and waits until it is served
+// (at most a minute); it fails t otherwise. A test installs one CRD where another would be in
+// its way (kcpproxy serves no cluster-scoped resource such as SyncTargets).
+func InstallControlCRD(t TB, ctx context.Context, cp *ControlPlane, resource schema.GroupVersionResource) {
+	t.Helper()
+	installCRDs(t, ctx, cp, filepath.Join("crds", resource.Group+"_"+resource.Resource+".yaml"), resource)
+}
+
+// installCRDs applies artifacts/<path> (a file or a directory) to cp and waits until served
+// is listed without error.
+func installCRDs(t TB, ctx context.Context, cp *ControlPlane, path string, served schema.GroupVersionResource) {
+	t.Helper()
 	root, err := moduleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := RunKubectl(t, cp.AdminKubeconfig(), "apply", "--server-side", "-f", filepath.Join(root, "artifacts", "crds")); err != nil {
-		t.Fatalf("kubectl apply -f artifacts/crds: %v\n%s", err, out)
+	if out, err := RunKubectl(t, cp.AdminKubeconfig(), "apply", "--server-side", "-f", filepath.Join(root, "artifacts", path)); err != nil {
+		t.Fatalf("kubectl apply -f artifacts/%s: %v\n%s", path, err, out)
 	}
 	dyn, err := dynamic.NewForConfig(cp.AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(synctarget.Resource).List(ctx, metav1.ListOptions{Limit: 1})
+		_, err := dyn.Resource(served).List(ctx, metav1.ListOptions{Limit: 1})
 		return err == nil, nil
 	})
 	if err != nil {
-		t.Fatalf("SyncTargets not served after installing the CRDs: %v", err)
+		t.Fatalf("%s not served after installing artifacts/%s: %v", served.GroupResource(), path, err)
 	}
 }
 
