@@ -118,17 +118,7 @@ func TestStatusSummaries(t *testing.T) {
 		if _, err := env.src.Resource(ctrlstatuscollector.CollectorsResource).Namespace("apps").Create(ctx, collector, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		summaryText := func(want string) {
-			t.Helper()
-			mapperEventually(t, ctx, 2*time.Minute, "the StatusSummary reads "+want, func() (bool, string) {
-				s, err := env.src.Resource(ctrlstatuscollector.SummariesResource).Namespace("apps").Get(ctx, "replicas-by-region", metav1.GetOptions{})
-				if err != nil {
-					return false, err.Error()
-				}
-				got, _, _ := unstructured.NestedString(s.Object, "results", "text")
-				return got == want, got
-			})
-		}
+		summaryText := func(want string) { waitSummaryText(t, ctx, env, "apps", "replicas-by-region", want) }
 		summaryText("region=eu: replicas=6,available=0,locations=2; region=us: replicas=3,available=0,locations=1")
 		out, err := framework.RunKubectl(t, env.source.AdminKubeconfig(), "get", "statussummaries", "-n", "apps")
 		if err != nil || !strings.Contains(string(out), "region=eu: replicas=6") {
@@ -167,17 +157,7 @@ func TestStatusSummaries(t *testing.T) {
 		if _, err := env.src.Resource(ctrlstatuscollector.CollectorsResource).Namespace("tenants").Create(ctx, collector, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		summary := func(want string) {
-			t.Helper()
-			mapperEventually(t, ctx, 2*time.Minute, "tenant-a's StatusSummary reads "+want, func() (bool, string) {
-				s, err := env.src.Resource(ctrlstatuscollector.SummariesResource).Namespace("tenants").Get(ctx, "replicas", metav1.GetOptions{})
-				if err != nil {
-					return false, err.Error()
-				}
-				got, _, _ := unstructured.NestedString(s.Object, "results", "text")
-				return got == want, got
-			})
-		}
+		summary := func(want string) { waitSummaryText(t, ctx, env, "tenants", "replicas", want) }
 		summary("replicas=1")
 		// tenant-b's status is on the source: every summary computed from now on has its row
 		// at hand, and must leave it out.
@@ -209,5 +189,19 @@ func TestStatusSummaries(t *testing.T) {
 		}
 		controllers["west"] = env.targets["west"].StartControllerManager(t)
 		waitSummary(t, 15, true)
+	})
+}
+
+// waitSummaryText waits until the StatusSummary namespace/name of the source reads want
+// (results.text).
+func waitSummaryText(t *testing.T, ctx context.Context, env *locationsEnv, namespace, name, want string) {
+	t.Helper()
+	mapperEventually(t, ctx, 2*time.Minute, "the StatusSummary "+namespace+"/"+name+" reads "+want, func() (bool, string) {
+		s, err := env.src.Resource(ctrlstatuscollector.SummariesResource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		got, _, _ := unstructured.NestedString(s.Object, "results", "text")
+		return got == want, got
 	})
 }
