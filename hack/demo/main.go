@@ -121,8 +121,9 @@ Through the kube-apiserver aggregator, as the mapper of each location (allowed o
   $K --kubeconfig %[6]s/mapper-east.kubeconfig --server %[7]s get deployments -A   # forbidden: west is not east's
 
 East's target cluster, kept equal to east's view by the mapper (its log: %[8]s):
-  $K --kubeconfig %[6]s/target-east.kubeconfig get deployments,configmaps -A -l kcp.io/location=east -w
-      # and in another shell, assign an object to east or take one away:
+  $K --kubeconfig %[6]s/target-east.kubeconfig get deployments,configmaps -A -l kcp.io/location=east
+  $K --kubeconfig %[6]s/target-east.kubeconfig get configmaps -A -l kcp.io/location=east -w
+      # and in another shell, assign a ConfigMap to east or take one away:
   $K --kubeconfig %[6]s/source.kubeconfig annotate -n web configmap frontend-config --overwrite kcp.io/assigned-locations='["east","west"]'
   $K --kubeconfig %[6]s/source.kubeconfig annotate -n shop configmap catalog --overwrite kcp.io/assigned-locations='["west"]'
       # and compare the view with the target, per invariant:
