@@ -35,9 +35,11 @@ type resourceFanout struct {
 }
 
 // idleCost is the memory a server holds for a set of idle watches: after minus before, after a
-// forced garbage collection each time.
+// forced garbage collection each time; profile is the server's heap profile with the watches
+// open (nil without profiles).
 type idleCost struct {
 	before, after serverMemory
+	profile       *Profile
 }
 
 // perWatch returns the cost per watch of n watches in bytes: RSS, Go heap and stacks, and
@@ -224,6 +226,11 @@ func (e *env) openIdle(ctx context.Context, view bool) (*watchSet, idleCost, tim
 	}
 	opened := time.Since(t0)
 	c.after = e.sampleServer(ctx, view)
+	target, name := e.kaTarget(), "s2-idle-watches-kube-apiserver"
+	if view {
+		target, name = e.maTarget(), "s2-idle-watches-mapper-apiserver"
+	}
+	c.profile = e.heapProfile(ctx, target, name, fmt.Sprintf("scenario 2, %.0f idle watches open, after a forced GC", n))
 	return ws, c, opened
 }
 

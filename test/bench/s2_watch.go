@@ -314,6 +314,11 @@ func (e *env) scenarioFanout(ctx context.Context) *Scenario {
 			s.Profiles = append(s.Profiles, *pr)
 		}
 	}
+	for _, idle := range []idleCost{rf.viewIdle, rf.kubeIdle} {
+		if idle.profile != nil {
+			s.Profiles = append(s.Profiles, *idle.profile)
+		}
+	}
 	s.Seconds = time.Since(start).Seconds()
 	return s
 }
