@@ -11,22 +11,30 @@ import (
 	"time"
 
 	"k8s.io/apiserver/pkg/server/healthz"
+	genericmux "k8s.io/apiserver/pkg/server/mux"
+	"k8s.io/apiserver/pkg/server/routes"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 )
 
 // Serve serves /metrics (the component-base legacy registry), /healthz (liveness: the
 // process answers and, with leader election, the lease is renewed in time) and /readyz (the
-// readiness checks) on address until ctx ends; both include the ping check. address "0" or ""
-// serves nothing. It returns once the listener is open, or the error of net.Listen.
-func Serve(ctx context.Context, address string, live []healthz.HealthChecker, ready []healthz.HealthChecker) error {
+// readiness checks) on address until ctx ends; both include the ping check. With profiling it
+// also serves Go's /debug/pprof (k8s.io/apiserver's routes.Profiling, what
+// kube-controller-manager's --profiling serves); the endpoint has no authentication, so
+// callers keep it off by default. address "0" or "" serves nothing. It returns once the
+// listener is open, or the error of net.Listen.
+func Serve(ctx context.Context, address string, live []healthz.HealthChecker, ready []healthz.HealthChecker, profiling bool) error {
 	if address == "0" || address == "" {
 		return nil
 	}
-	mux := http.NewServeMux()
+	mux := genericmux.NewPathRecorderMux("healthserver")
 	mux.Handle("/metrics", legacyregistry.Handler())
 	healthz.InstallHandler(mux, append([]healthz.HealthChecker{healthz.PingHealthz}, live...)...)
 	healthz.InstallReadyzHandler(mux, append([]healthz.HealthChecker{healthz.PingHealthz}, ready...)...)
+	if profiling {
+		routes.Profiling{}.Install(mux)
+	}
 	ln, err := net.Listen("tcp", address)
 	if err != nil {
 		return err

@@ -36,6 +36,18 @@ func (c *Client) GetStatus(ctx context.Context, name string) (*controlv1alpha1.S
 	return FromUnstructured(u)
 }
 
+// GetCachedStatus is GetStatus with resourceVersion "0": the API server answers from its watch
+// cache instead of a quorum read of etcd, as the kubelet reads its Node before each status
+// update. The answer may be a little behind the latest write; an UpdateStatus from a stale
+// copy fails with 409 Conflict.
+func (c *Client) GetCachedStatus(ctx context.Context, name string) (*controlv1alpha1.SyncTarget, error) {
+	u, err := c.resource.Get(ctx, name, metav1.GetOptions{ResourceVersion: "0"}, "status")
+	if err != nil {
+		return nil, err
+	}
+	return FromUnstructured(u)
+}
+
 // UpdateStatus writes st's status (PUT of the status subresource, with st's
 // resourceVersion, so a concurrent writer makes it fail with 409 Conflict) and returns the
 // stored object.
