@@ -113,7 +113,7 @@ func Run(ctx context.Context, o *Options) error {
 		watchdog = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 		live = append(live, watchdog)
 	}
-	if err := healthserver.Serve(ctx, o.BindAddress, live, nil); err != nil {
+	if err := healthserver.Serve(ctx, o.BindAddress, live, nil, o.Profiling); err != nil {
 		return err
 	}
 
@@ -138,7 +138,7 @@ func Run(ctx context.Context, o *Options) error {
 		}()
 		go func() {
 			defer wg.Done()
-			placement.New(placement.Config{Dynamic: placementDyn, Informers: shared, Workers: o.ConcurrentPlacementSyncs, Recorder: recorder}).Run(ctx)
+			placement.New(placement.Config{Dynamic: placementDyn, Informers: shared, Workers: o.ConcurrentPlacementSyncs, ConcurrentWrites: o.ConcurrentPlacementWrites, Recorder: recorder}).Run(ctx)
 		}()
 		go func() {
 			defer wg.Done()

@@ -14,6 +14,7 @@ import (
 	"k8s.io/component-base/config/options"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/placement"
 )
 
 // Options are mapper-controller's flags.
@@ -34,6 +35,9 @@ type Options struct {
 	// ConcurrentPlacementSyncs is how many namespaces the placement controller reconciles at
 	// once (kube-controller-manager's --concurrent-*-syncs).
 	ConcurrentPlacementSyncs int
+	// ConcurrentPlacementWrites is how many server-side applies of placed objects the
+	// placement controller has in flight at once, over all its namespaces.
+	ConcurrentPlacementWrites int
 	// PlacementKubeAPIQPS and PlacementKubeAPIBurst limit the placement controller's own
 	// client: placing a new Placement's objects is one write each (50,000 objects placed
 	// within a minute is issue 15's target), which the shared client's limits would stretch
@@ -42,6 +46,9 @@ type Options struct {
 	PlacementKubeAPIBurst int
 	// BindAddress serves /metrics, /healthz and /readyz ("0": nowhere).
 	BindAddress string
+	// Profiling serves Go's /debug/pprof on BindAddress (unauthenticated, so off by default;
+	// kube-controller-manager serves it behind its authentication).
+	Profiling bool
 	// LeaderElection is component-base's leader election configuration.
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
 	// Push configures push mode's in-process mappers.
@@ -53,16 +60,17 @@ type Options struct {
 // cluster-mapper-system/mapper-controller with kube-controller-manager's timings.
 func NewOptions() *Options {
 	return &Options{
-		LocationGracePeriod:      40 * time.Second,
-		LeaseNamespace:           contract.ControlNamespace,
-		Workers:                  2,
-		KubeAPIQPS:               20,
-		KubeAPIBurst:             30,
-		ConcurrentPlacementSyncs: 8,
-		PlacementKubeAPIQPS:      1000,
-		PlacementKubeAPIBurst:    2000,
-		BindAddress:              ":8081",
-		Push:                     NewPushOptions(),
+		LocationGracePeriod:       40 * time.Second,
+		LeaseNamespace:            contract.ControlNamespace,
+		Workers:                   2,
+		KubeAPIQPS:                20,
+		KubeAPIBurst:              30,
+		ConcurrentPlacementSyncs:  8,
+		ConcurrentPlacementWrites: placement.DefaultConcurrentWrites,
+		PlacementKubeAPIQPS:       1000,
+		PlacementKubeAPIBurst:     2000,
+		BindAddress:               ":8081",
+		Push:                      NewPushOptions(),
 		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
 			LeaderElect:       true,
 			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
@@ -84,9 +92,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second to the source, per client (the controllers' and the Events'; leader election has its own). A value below zero turns client-side limiting off.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests to the source above --kube-api-qps, per client.")
 	fs.IntVar(&o.ConcurrentPlacementSyncs, "concurrent-placement-syncs", o.ConcurrentPlacementSyncs, "Namespaces whose Placements are reconciled at once.")
+	fs.IntVar(&o.ConcurrentPlacementWrites, "concurrent-placement-writes", o.ConcurrentPlacementWrites, "Server-side applies of placed objects in flight at once, over all namespaces.")
 	fs.Float32Var(&o.PlacementKubeAPIQPS, "placement-kube-api-qps", o.PlacementKubeAPIQPS, "Requests per second of the placement controller's own client to the source (its writes of assignments). A value below zero turns client-side limiting off.")
 	fs.IntVar(&o.PlacementKubeAPIBurst, "placement-kube-api-burst", o.PlacementKubeAPIBurst, "Burst of the placement controller's requests above --placement-kube-api-qps.")
 	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "Address serving /metrics, /healthz and /readyz; \"0\" turns it off.")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's profiles at /debug/pprof on --bind-address (without authentication).")
 	options.BindLeaderElectionFlags(&o.LeaderElection, fs)
 	o.Push.AddFlags(fs)
 }
@@ -105,6 +115,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ConcurrentPlacementSyncs < 1 {
 		errs = append(errs, errors.New("--concurrent-placement-syncs must be at least 1"))
+	}
+	if o.ConcurrentPlacementWrites < 1 {
+		errs = append(errs, errors.New("--concurrent-placement-writes must be at least 1"))
 	}
 	if o.PlacementKubeAPIQPS >= 0 && o.PlacementKubeAPIBurst < 1 {
 		errs = append(errs, errors.New("--placement-kube-api-burst must be at least 1 when --placement-kube-api-qps is not negative"))

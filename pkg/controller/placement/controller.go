@@ -29,6 +29,11 @@ var Resource = controlv1alpha1.SchemeGroupVersion.WithResource("placements")
 // Finalizer is kept on a Placement until the assignments it wrote are removed.
 const Finalizer = "control.mapper.kcp.io/placement"
 
+// DefaultConcurrentWrites is the default of Config.ConcurrentWrites: enough applies in flight
+// to keep the source busy while each waits for its round trip (bench scenario 10), few enough
+// to stay a small share of a priority level's seats under API Priority and Fairness.
+const DefaultConcurrentWrites = 32
+
 // Config configures a Controller.
 type Config struct {
 	// Dynamic is the source's client.
@@ -37,6 +42,9 @@ type Config struct {
 	Informers *informers.Set
 	// Workers is the number of namespaces reconciled at once; default 2.
 	Workers int
+	// ConcurrentWrites is the number of server-side applies of objects in flight at once,
+	// over all workers; default DefaultConcurrentWrites.
+	ConcurrentWrites int
 	// Recorder records Events on Placements (objects moved off a location); optional.
 	Recorder events.EventRecorder
 	// Now is the clock; default time.Now.
@@ -51,6 +59,10 @@ type Controller struct {
 	recorder  events.EventRecorder
 	now       func() time.Time
 	queue     workqueue.TypedRateLimitingInterface[string]
+	// slots bounds the object writes in flight (Config.ConcurrentWrites).
+	slots chan struct{}
+	// applyFunc, when set (tests), replaces apply in applyWrite.
+	applyFunc func(ctx context.Context, w *write) error
 
 	placements, targets toolscache.SharedIndexInformer
 
@@ -76,6 +88,9 @@ func New(cfg Config) *Controller {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.ConcurrentWrites <= 0 {
+		cfg.ConcurrentWrites = DefaultConcurrentWrites
+	}
 	c := &Controller{
 		dyn: cfg.Dynamic, informers: cfg.Informers, workers: cfg.Workers, recorder: cfg.Recorder, now: cfg.Now,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
@@ -83,6 +98,7 @@ func New(cfg Config) *Controller {
 		placements: cfg.Informers.Informer(Resource),
 		targets:    cfg.Informers.Informer(synctarget.Resource),
 		watched:    sets.New[schema.GroupVersionResource](),
+		slots:      make(chan struct{}, cfg.ConcurrentWrites),
 	}
 	_, _ = c.placements.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueObject,

@@ -7,13 +7,11 @@ import (
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
@@ -85,6 +83,7 @@ func (c *Controller) reconcile(ctx context.Context, k string) error {
 	for _, e := range entries {
 		byName[e.pl.Name] = e
 	}
+	var writes []*write
 	for i, gvr := range gvrs {
 		objs, err := infs[i].GetIndexer().ByIndex(toolscache.NamespaceIndex, namespace)
 		if err != nil {
@@ -98,9 +97,15 @@ func (c *Controller) reconcile(ctx context.Context, k string) error {
 			if !ok || u.GetDeletionTimestamp() != nil || u.GetAnnotations()[contract.ClusterAnnotation] != cluster {
 				continue
 			}
-			if err := c.placeObject(ctx, gvr, u, entries, byName); err != nil {
-				return err
+			if w := c.placeObject(gvr, u, entries, byName); w != nil {
+				writes = append(writes, w)
 			}
+		}
+	}
+	c.applyAll(ctx, writes)
+	for _, w := range writes {
+		if err := w.record(ctx); err != nil {
+			return err
 		}
 	}
 
@@ -192,12 +197,15 @@ func (c *Controller) locations() []placement.Location {
 	return out
 }
 
-// placeObject decides and writes the assignment of one object: the oldest Placement that
-// selects it places it. An object that no Placement selects loses an assignment a Placement of
-// the namespace wrote, under these preconditions: the informers have synced (reconcile), the
-// owner Placement exists and its spec compiles, and its field manager owns annotations on the
-// object. An assignment naming a Placement that no longer exists stays.
-func (c *Controller) placeObject(ctx context.Context, gvr schema.GroupVersionResource, u *unstructured.Unstructured, entries []*entry, byName map[string]*entry) error {
+// placeObject decides the assignment of one object: the oldest Placement that selects it
+// places it. It returns the write that makes the object carry the decision, or nil when the
+// object already does or nothing may be written; an object kept as it is counts as placed at
+// once, a written one when its write succeeds (write.record). An object that no Placement
+// selects loses an assignment a Placement of the namespace wrote, under these preconditions:
+// the informers have synced (reconcile), the owner Placement exists and its spec compiles,
+// and its field manager owns annotations on the object. An assignment naming a Placement that
+// no longer exists stays.
+func (c *Controller) placeObject(gvr schema.GroupVersionResource, u *unstructured.Unstructured, entries []*entry, byName map[string]*entry) *write {
 	gr := gvr.GroupResource()
 	ann := u.GetAnnotations()
 	owner := ann[OwnerAnnotation]
@@ -214,12 +222,7 @@ func (c *Controller) placeObject(ctx context.Context, gvr schema.GroupVersionRes
 		if owner == "" || prev == nil || prev.policy == nil || ownedAnnotations(u, FieldManager).Len() == 0 {
 			return nil
 		}
-		// An apply that leaves every field out cannot conflict; any other error ends the
-		// round before finish can remove a deleting Placement's finalizer.
-		if err := apply(ctx, c.dyn, gvr, u, nil); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("removing %s's assignment of %s %s/%s: %w", owner, gr, u.GetNamespace(), u.GetName(), err)
-		}
-		return nil
+		return &write{gvr: gvr, u: u, owner: owner}
 	}
 	assigned, hasAssignment := ann[contract.AssignedLocationsAnnotation]
 	if hasAssignment && owner == "" {
@@ -259,21 +262,10 @@ func (c *Controller) placeObject(ctx context.Context, gvr schema.GroupVersionRes
 		return nil
 	}
 	want := desiredAnnotations(w.pl.Name, d, w.policy.Divide)
-	if !upToDate(u, want) {
-		if err := apply(ctx, c.dyn, gvr, u, want); err != nil {
-			switch {
-			case apierrors.IsConflict(err):
-				klog.FromContext(ctx).V(2).Info("Not placing: someone else owns its placement annotations", "placement", w.pl.Namespace+"/"+w.pl.Name, "resource", gr.String(), "object", u.GetName(), "err", err)
-				w.conflict(gr, u.GetName(), controlv1alpha1.ConflictAssignedByOther, "someone else changed its placement annotations: "+contract.Truncate(err.Error(), 512))
-				return nil
-			case apierrors.IsNotFound(err):
-				return nil
-			}
-			return fmt.Errorf("placing %s %s/%s: %w", gr, u.GetNamespace(), u.GetName(), err)
-		}
-		klog.FromContext(ctx).V(2).Info("Placed", "placement", w.pl.Namespace+"/"+w.pl.Name, "resource", gr.String(), "object", u.GetName(), "locations", d.Locations, "replicas", d.Replicas)
+	if upToDate(u, want) {
+		w.placed++
+		w.locations.Insert(d.Locations...)
+		return nil
 	}
-	w.placed++
-	w.locations.Insert(d.Locations...)
-	return nil
+	return &write{gvr: gvr, u: u, annotations: want, placer: w, decision: d}
 }

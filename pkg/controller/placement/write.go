@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/klog/v2"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
@@ -101,6 +103,84 @@ func apply(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionRe
 	}
 	objectWrites.WithLabelValues(kind, result(err, apierrors.IsConflict(err))).Inc()
 	return err
+}
+
+// write is one server-side apply that a reconcile decided on (placeObject), with its result.
+type write struct {
+	gvr schema.GroupVersionResource
+	u   *unstructured.Unstructured
+	// annotations are the ones to apply; nil removes those FieldManager owns (then owner
+	// names the Placement whose assignment goes).
+	annotations map[string]string
+	owner       string
+	// placer is the Placement that places the object, and decision its choice (nil for a
+	// removal).
+	placer   *entry
+	decision placement.Decision
+	// err is the apply's error, set by applyAll.
+	err error
+}
+
+// applyAll runs writes concurrently, at most cap(c.slots) of the whole controller at once
+// (--concurrent-placement-writes), and sets each one's err. Placing a namespace's objects is
+// one apply each, so writing them one by one would bound a Placement of many objects by one
+// round trip per object. It returns when every write has finished; once ctx ends, the writes
+// not yet started get its error.
+func (c *Controller) applyAll(ctx context.Context, writes []*write) {
+	var wg sync.WaitGroup
+	for _, w := range writes {
+		select {
+		case c.slots <- struct{}{}:
+		case <-ctx.Done():
+			w.err = ctx.Err()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-c.slots }()
+			w.err = c.applyWrite(ctx, w)
+		}()
+	}
+	wg.Wait()
+}
+
+// applyWrite applies one write to the source (apply); tests replace it, as kube-controller-manager's
+// controllers let tests replace their syncHandler.
+func (c *Controller) applyWrite(ctx context.Context, w *write) error {
+	if c.applyFunc != nil {
+		return c.applyFunc(ctx, w)
+	}
+	return apply(ctx, c.dyn, w.gvr, w.u, w.annotations)
+}
+
+// record folds the result of w into its Placement's round: a written object counts as placed,
+// a 409 Conflict is reported as someone else's assignment, and a vanished object (404) is
+// skipped. Any other error is returned; it ends the round before finish can remove a deleting
+// Placement's finalizer.
+func (w *write) record(ctx context.Context) error {
+	gr := w.gvr.GroupResource()
+	if w.placer == nil {
+		// An apply that leaves every field out cannot conflict.
+		if w.err != nil && !apierrors.IsNotFound(w.err) {
+			return fmt.Errorf("removing %s's assignment of %s %s/%s: %w", w.owner, gr, w.u.GetNamespace(), w.u.GetName(), w.err)
+		}
+		return nil
+	}
+	p := w.placer
+	switch {
+	case w.err == nil:
+		klog.FromContext(ctx).V(2).Info("Placed", "placement", p.pl.Namespace+"/"+p.pl.Name, "resource", gr.String(), "object", w.u.GetName(), "locations", w.decision.Locations, "replicas", w.decision.Replicas)
+		p.placed++
+		p.locations.Insert(w.decision.Locations...)
+	case apierrors.IsConflict(w.err):
+		klog.FromContext(ctx).V(2).Info("Not placing: someone else owns its placement annotations", "placement", p.pl.Namespace+"/"+p.pl.Name, "resource", gr.String(), "object", w.u.GetName(), "err", w.err)
+		p.conflict(gr, w.u.GetName(), controlv1alpha1.ConflictAssignedByOther, "someone else changed its placement annotations: "+contract.Truncate(w.err.Error(), 512))
+	case apierrors.IsNotFound(w.err):
+	default:
+		return fmt.Errorf("placing %s %s/%s: %w", gr, w.u.GetNamespace(), w.u.GetName(), w.err)
+	}
+	return nil
 }
 
 // TrimManagedFields is an informer transform (cache.TransformFunc) that keeps, of an object's

@@ -1,10 +1,17 @@
 package placement
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
 	"testing"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/placement"
 )
@@ -97,5 +104,60 @@ func TestTrimManagedFields(t *testing.T) {
 	}
 	if out, _ := TrimManagedFields("not an object"); out != "not an object" {
 		t.Error("a non-object was changed")
+	}
+}
+
+// TestApplyAllBoundsWritesInFlight checks that applyAll runs a round's writes concurrently, up
+// to the controller's slots and never more, and keeps each write's own result. Every apply
+// waits until limit applies are in flight at once (or 5 s pass): with writes one by one the
+// first one waits in vain and the test fails.
+func TestApplyAllBoundsWritesInFlight(t *testing.T) {
+	const limit, n = 4, 13
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	full := make(chan struct{})
+	var fullOnce sync.Once
+	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "cm-07", errors.New("owned by someone else"))
+	c := &Controller{slots: make(chan struct{}, limit), applyFunc: func(_ context.Context, w *write) error {
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		if inFlight == limit {
+			fullOnce.Do(func() { close(full) })
+		}
+		mu.Unlock()
+		select {
+		case <-full:
+		case <-time.After(5 * time.Second):
+		}
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		if w.u.GetName() == "cm-07" {
+			return conflict
+		}
+		return nil
+	}}
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	var writes []*write
+	for i := range n {
+		u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap"}}
+		u.SetNamespace("apps")
+		u.SetName(fmt.Sprintf("cm-%02d", i))
+		writes = append(writes, &write{gvr: gvr, u: u, annotations: map[string]string{"a": "b"}})
+	}
+	c.applyAll(context.Background(), writes)
+	select {
+	case <-full:
+	default:
+		t.Fatalf("never %d applies in flight at once (at most %d)", limit, most)
+	}
+	if most > limit {
+		t.Errorf("%d applies in flight at once, more than the %d slots", most, limit)
+	}
+	for _, w := range writes {
+		if want := w.u.GetName() == "cm-07"; (w.err == conflict) != want || (!want && w.err != nil) {
+			t.Errorf("%s: err %v", w.u.GetName(), w.err)
+		}
 	}
 }
