@@ -3,7 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -61,15 +63,24 @@ func (e *env) scenarioPlacement(ctx context.Context) *Scenario {
 	if err != nil {
 		e.tb.Fatal(err)
 	}
-	ctrl := framework.StartMapperController(e.tb, ctx, e.source, grace, fmt.Sprintf("--bind-address=127.0.0.1:%d", metricsPort))
+	ctrl := framework.StartMapperController(e.tb, ctx, e.source, grace, fmt.Sprintf("--bind-address=127.0.0.1:%d", metricsPort), "--profiling")
+	ctrlTarget := profileTarget{process: "mapper-controller", base: fmt.Sprintf("http://127.0.0.1:%d", metricsPort), client: http.DefaultClient}
 	defer func() { _ = ctrl.Stop() }()
-	pids := map[string]int{"mapper-controller": ctrl.PID, "kube-apiserver": e.source.APIServer.PID}
+	// Every process of the machine's work: the bench process runs the 1,000 heartbeats.
+	pids := map[string]int{"mapper-controller": ctrl.PID, "kube-apiserver": e.source.APIServer.PID, "etcd": e.source.Etcd.Process.PID, "bench": selfPID}
+	if e.mapper != nil {
+		pids["mapper-apiserver"] = e.mapper.Process.PID
+	}
 	m0, err := scrapeFamilies(ctx, e.kaHTTP, e.source.URL+"/metrics")
 	if err != nil {
 		e.tb.Fatal(err)
 	}
 	cpu0 := sampleCPU(e.tb, pids)
 	t0 := time.Now()
+	// The first 30 s of the initial placement, when both processes are busiest.
+	const window = "scenario 10, the first 30 s of the initial placement"
+	waitKA := e.startCPUProfile(ctx, e.kaTarget(), "s10-placement-kube-apiserver", window, 30)
+	waitCtrl := e.startCPUProfile(ctx, ctrlTarget, "s10-placement-mapper-controller", window, 30)
 	placements := dyn.Resource(ctrlplacement.Resource)
 	for i := range p {
 		ns := placementNamespace(i)
@@ -138,6 +149,15 @@ func (e *env) scenarioPlacement(ctx context.Context) *Scenario {
 		return s
 	}
 	applies := applyRate(m0, m1, initial)
+	// After the measurement: a placement shorter than the profiles waits for them here.
+	for _, wait := range []func() *Profile{waitKA, waitCtrl} {
+		if prof := wait(); prof != nil {
+			s.Profiles = append(s.Profiles, *prof)
+		}
+	}
+	if prof := e.heapProfile(ctx, ctrlTarget, "s10-placement-heap-mapper-controller", "scenario 10, after the initial placement, after a forced GC"); prof != nil {
+		s.Profiles = append(s.Profiles, *prof)
+	}
 	e.logf("scenario 10: %d objects placed in %.1f s (%.0f applies/s)", n, initial, applies)
 
 	// A quiet window: heartbeats write SyncTarget status, nothing of the placement changes.
@@ -244,7 +264,7 @@ func (e *env) scenarioPlacement(ctx context.Context) *Scenario {
 	s.Checks = []Check{check, quietCheck}
 	s.Notes = append(s.Notes,
 		fmt.Sprintf("mapper-controller RSS sampled every 0.5 s during the initial placement: p50 %.1f MiB, max %.1f MiB (%d samples).", rs.P50, rs.Max, rs.N),
-		fmt.Sprintf("CPU: initial placement mapper-controller %.1f s, kube-apiserver %.1f s; the move mapper-controller %.1f s.", cpu["mapper-controller"], cpu["kube-apiserver"], moveCPU["mapper-controller"]),
+		fmt.Sprintf("CPU: initial placement %s; the quiet window (the heartbeats alone) %s; the move mapper-controller %.1f s.", cpuSummary(cpu, initial), cpuSummary(quietCPU, quiet.Seconds()), moveCPU["mapper-controller"]),
 		fmt.Sprintf("%s's heartbeat stopped; Ready left True at %s, no Placement listed it %.1f s later.", gone, unknownSince.UTC().Format(time.RFC3339), moved),
 	)
 	s.Seconds = time.Since(start).Seconds()
@@ -305,4 +325,16 @@ func (e *env) createUnassigned(ctx context.Context, p, perNS int) {
 	if firstErr != nil {
 		e.tb.Fatal(firstErr)
 	}
+}
+
+// cpuSummary lists the CPU seconds of each process in cpu over a window of seconds, and their
+// sum in cores, e.g. "etcd 10.0 s, kube-apiserver 50.0 s (1.20 cores in all over 50.0 s)".
+func cpuSummary(cpu map[string]float64, seconds float64) string {
+	var parts []string
+	var sum float64
+	for _, role := range slices.Sorted(maps.Keys(cpu)) {
+		parts = append(parts, fmt.Sprintf("%s %.1f s", role, cpu[role]))
+		sum += cpu[role]
+	}
+	return fmt.Sprintf("%s (%.2f cores in all over %.1f s)", strings.Join(parts, ", "), sum/seconds, seconds)
 }
