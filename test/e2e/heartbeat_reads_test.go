@@ -66,9 +66,7 @@ func (r *syncTargetRequests) list() []string {
 func TestHeartbeatReadsSyncTargetFromCache(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Name: "source"})
-	dyn := dynamicClientFor(t, cp)
-	installControlCRDs(t, ctx, cp, dyn)
+	cp, dyn := startControlSource(t, ctx)
 	framework.EnsureNamespace(t, ctx, cp, heartbeat.DefaultLeaseNamespace)
 	const name = "east"
 	if _, err := dyn.Resource(synctarget.Resource).Create(ctx, newSyncTarget(name, nil), metav1.CreateOptions{}); err != nil {

@@ -18,6 +18,16 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/test/framework"
 )
 
+// startControlSource starts a source control plane alone, with the control CRDs installed,
+// and returns it with its admin's dynamic client.
+func startControlSource(t *testing.T, ctx context.Context) (*framework.ControlPlane, dynamic.Interface) {
+	t.Helper()
+	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Name: "source"})
+	dyn := dynamicClientFor(t, cp)
+	installControlCRDs(t, ctx, cp, dyn)
+	return cp, dyn
+}
+
 // installControlCRDs applies artifacts/crds to cp with kubectl, as docs/locations.md says,
 // and waits until SyncTargets are served.
 func installControlCRDs(t *testing.T, ctx context.Context, cp *framework.ControlPlane, dyn dynamic.Interface) {

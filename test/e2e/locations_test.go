@@ -28,9 +28,7 @@ import (
 func TestSyncTargetCRDValidation(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Name: "source"})
-	dyn := dynamicClientFor(t, cp)
-	installControlCRDs(t, ctx, cp, dyn)
+	cp, dyn := startControlSource(t, ctx)
 
 	if _, err := dyn.Resource(synctarget.Resource).Create(ctx, newSyncTarget("east-1", map[string]string{"region": "eu"}), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("a valid SyncTarget was refused: %v", err)

@@ -61,8 +61,9 @@ type Controller struct {
 	queue     workqueue.TypedRateLimitingInterface[string]
 	// slots bounds the object writes in flight (Config.ConcurrentWrites).
 	slots chan struct{}
-	// applyFunc, when set (tests), replaces apply in applyWrite.
-	applyFunc func(ctx context.Context, w *write) error
+	// applyWrite writes one write to the source (applyAll); tests replace it, as
+	// kube-controller-manager's controllers let tests replace their syncHandler.
+	applyWrite func(ctx context.Context, w *write) error
 
 	placements, targets toolscache.SharedIndexInformer
 
@@ -100,6 +101,7 @@ func New(cfg Config) *Controller {
 		watched:    sets.New[schema.GroupVersionResource](),
 		slots:      make(chan struct{}, cfg.ConcurrentWrites),
 	}
+	c.applyWrite = func(ctx context.Context, w *write) error { return apply(ctx, c.dyn, w.gvr, w.u, w.annotations) }
 	_, _ = c.placements.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueObject,
 		UpdateFunc: func(_, obj interface{}) { c.enqueueObject(obj) },

@@ -145,15 +145,6 @@ func (c *Controller) applyAll(ctx context.Context, writes []*write) {
 	wg.Wait()
 }
 
-// applyWrite applies one write to the source (apply); tests replace it, as kube-controller-manager's
-// controllers let tests replace their syncHandler.
-func (c *Controller) applyWrite(ctx context.Context, w *write) error {
-	if c.applyFunc != nil {
-		return c.applyFunc(ctx, w)
-	}
-	return apply(ctx, c.dyn, w.gvr, w.u, w.annotations)
-}
-
 // record folds the result of w into its Placement's round: a written object counts as placed,
 // a 409 Conflict is reported as someone else's assignment, and a vanished object (404) is
 // skipped. Any other error is returned; it ends the round before finish can remove a deleting

@@ -118,7 +118,7 @@ func TestApplyAllBoundsWritesInFlight(t *testing.T) {
 	full := make(chan struct{})
 	var fullOnce sync.Once
 	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "cm-07", errors.New("owned by someone else"))
-	c := &Controller{slots: make(chan struct{}, limit), applyFunc: func(_ context.Context, w *write) error {
+	c := &Controller{slots: make(chan struct{}, limit), applyWrite: func(_ context.Context, w *write) error {
 		mu.Lock()
 		inFlight++
 		most = max(most, inFlight)
