@@ -118,7 +118,9 @@ Through the kube-apiserver aggregator, as the mapper of each location (allowed o
   $K --kubeconfig %[6]s/source.kubeconfig get locations
   $K --kubeconfig %[6]s/mapper-east.kubeconfig get deployments -A
   $K --kubeconfig %[6]s/mapper-west.kubeconfig get configmaps -A -w
-  $K --kubeconfig %[6]s/mapper-east.kubeconfig --server %[7]s get deployments -A   # forbidden: west is not east's
+  $K --kubeconfig %[6]s/mapper-east.kubeconfig --server %[7]s get --raw /apis/apps/v1/deployments
+      # Forbidden: west is not east's. (A plain "get deployments" stops at kubectl's discovery,
+      # which prints the 403 as "unknown"; --raw shows the server's message.)
 
 East's target cluster, kept equal to east's view by the mapper (its log: %[8]s):
   $K --kubeconfig %[6]s/target-east.kubeconfig get deployments,configmaps -A -l kcp.io/location=east
