@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -67,11 +68,20 @@ type Controller struct {
 
 	placements, targets toolscache.SharedIndexInformer
 
+	// targetsChanged counts the SyncTarget events that can change what placement reads of
+	// the locations (added, deleted, placementInput changed); locations converts again only
+	// when it moved.
+	targetsChanged atomic.Uint64
+
 	mu sync.Mutex
 	// watched are the resources whose informers have this controller's event handler.
 	watched sets.Set[schema.GroupVersionResource]
 	// converted are the SyncTargets as placement reads them, by name (see locations).
 	converted map[string]convertedLocation
+	// locs are the locations as of targetsChanged == locsAt (see locations); nil before the
+	// first call.
+	locs   []placement.Location
+	locsAt uint64
 }
 
 // convertedLocation is a SyncTarget converted at one resourceVersion.
@@ -109,12 +119,17 @@ func New(cfg Config) *Controller {
 	})
 	// A location's labels, readiness, schedulability or capacity can change any Placement's
 	// choices; its other status (object counts, every minute per location) cannot.
-	all := func(interface{}) { c.enqueueAll() }
+	// The informer stores an object before it calls the handlers, so a reader that loads
+	// targetsChanged before listing the store never keeps a list older than the count.
+	all := func(interface{}) {
+		c.targetsChanged.Add(1)
+		c.enqueueAll()
+	}
 	_, _ = c.targets.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: all, DeleteFunc: all,
 		UpdateFunc: func(old, obj interface{}) {
 			if placementInput(old) != placementInput(obj) {
-				c.enqueueAll()
+				all(obj)
 			}
 		},
 	})
