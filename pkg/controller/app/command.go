@@ -13,10 +13,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection"
@@ -107,6 +111,16 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	metadataClient, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	// Kinds of placed resources: discovery once, again when a resource is not known.
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
 	var watchdog *leaderelection.HealthzAdaptor
 	var live []healthz.HealthChecker
 	if o.LeaderElection.LeaderElect {
@@ -128,7 +142,7 @@ func Run(ctx context.Context, o *Options) error {
 		defer broadcaster.Shutdown()
 		recorder := broadcaster.NewRecorder(scheme, "mapper-controller")
 		o.Push.Complete(o.LeaseNamespace)
-		shared := informers.NewSet(dyn, placement.TrimManagedFields)
+		shared := informers.NewSet(dyn, metadataClient, placement.TrimManagedFields)
 		defer shared.Shutdown()
 		var wg sync.WaitGroup
 		wg.Add(3)
@@ -138,7 +152,7 @@ func Run(ctx context.Context, o *Options) error {
 		}()
 		go func() {
 			defer wg.Done()
-			placement.New(placement.Config{Dynamic: placementDyn, Informers: shared, Workers: o.ConcurrentPlacementSyncs, ConcurrentWrites: o.ConcurrentPlacementWrites, Recorder: recorder}).Run(ctx)
+			placement.New(placement.Config{Dynamic: placementDyn, Informers: shared, Mapper: mapper, Workers: o.ConcurrentPlacementSyncs, ConcurrentWrites: o.ConcurrentPlacementWrites, Recorder: recorder}).Run(ctx)
 		}()
 		go func() {
 			defer wg.Done()

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -39,8 +40,13 @@ const DefaultConcurrentWrites = 32
 type Config struct {
 	// Dynamic is the source's client.
 	Dynamic dynamic.Interface
-	// Informers are the process's shared informers over the source.
+	// Informers are the process's shared informers over the source; they need a metadata
+	// client (informers.NewSet).
 	Informers *informers.Set
+	// Mapper gives the kind of a placed resource, for the applies: the metadata informers
+	// that serve Placements which do not divide replicas carry no kind. A
+	// restmapper.DeferredDiscoveryRESTMapper re-reads discovery when it does not know one.
+	Mapper meta.RESTMapper
 	// Workers is the number of namespaces reconciled at once; default 2.
 	Workers int
 	// ConcurrentWrites is the number of server-side applies of objects in flight at once,
@@ -56,6 +62,7 @@ type Config struct {
 type Controller struct {
 	dyn       dynamic.Interface
 	informers *informers.Set
+	mapper    meta.RESTMapper
 	workers   int
 	recorder  events.EventRecorder
 	now       func() time.Time
@@ -74,14 +81,21 @@ type Controller struct {
 	targetsChanged atomic.Uint64
 
 	mu sync.Mutex
-	// watched are the resources whose informers have this controller's event handler.
-	watched sets.Set[schema.GroupVersionResource]
+	// watched are the informers that have this controller's event handler.
+	watched sets.Set[watchedInformer]
 	// converted are the SyncTargets as placement reads them, by name (see locations).
 	converted map[string]convertedLocation
 	// locs are the locations as of targetsChanged == locsAt (see locations); nil before the
 	// first call.
 	locs   []placement.Location
 	locsAt uint64
+}
+
+// watchedInformer names an informer of one resource: the whole objects (full) or their
+// metadata.
+type watchedInformer struct {
+	gvr  schema.GroupVersionResource
+	full bool
 }
 
 // convertedLocation is a SyncTarget converted at one resourceVersion.
@@ -103,15 +117,17 @@ func New(cfg Config) *Controller {
 		cfg.ConcurrentWrites = DefaultConcurrentWrites
 	}
 	c := &Controller{
-		dyn: cfg.Dynamic, informers: cfg.Informers, workers: cfg.Workers, recorder: cfg.Recorder, now: cfg.Now,
+		dyn: cfg.Dynamic, informers: cfg.Informers, mapper: cfg.Mapper, workers: cfg.Workers, recorder: cfg.Recorder, now: cfg.Now,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "placement"}),
 		placements: cfg.Informers.Informer(Resource),
 		targets:    cfg.Informers.Informer(synctarget.Resource),
-		watched:    sets.New[schema.GroupVersionResource](),
+		watched:    sets.New[watchedInformer](),
 		slots:      make(chan struct{}, cfg.ConcurrentWrites),
 	}
-	c.applyWrite = func(ctx context.Context, w *write) error { return apply(ctx, c.dyn, w.gvr, w.u, w.annotations) }
+	c.applyWrite = func(ctx context.Context, w *write) error {
+		return apply(ctx, c.dyn, w.gvr, w.gvk, w.obj, w.annotations)
+	}
 	_, _ = c.placements.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueObject,
 		UpdateFunc: func(_, obj interface{}) { c.enqueueObject(obj) },
@@ -160,11 +176,11 @@ func (c *Controller) enqueueObject(obj interface{}) {
 	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
+	o, err := meta.Accessor(obj)
+	if err != nil {
 		return
 	}
-	c.queue.Add(key(u.GetAnnotations()[contract.ClusterAnnotation], u.GetNamespace()))
+	c.queue.Add(key(o.GetAnnotations()[contract.ClusterAnnotation], o.GetNamespace()))
 }
 
 // enqueueAll queues every namespace that has a Placement.
@@ -189,18 +205,30 @@ func placementInput(obj interface{}) string {
 	return fmt.Sprint(l.Name, l.Labels, l.Unschedulable, l.Ready, l.Since.Unix(), st.Status.Capacity)
 }
 
-// watch returns the informer of gvr, with this controller's event handler added once.
-func (c *Controller) watch(gvr schema.GroupVersionResource) toolscache.SharedIndexInformer {
-	inf := c.informers.Informer(gvr)
+// watch returns the informer of gvr, with this controller's event handler added once: the
+// whole objects when full, their metadata otherwise.
+func (c *Controller) watch(gvr schema.GroupVersionResource, full bool) toolscache.SharedIndexInformer {
+	inf := c.informers.MetadataInformer
+	if full {
+		inf = c.informers.Informer
+	}
+	informer := inf(gvr)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.watched.Has(gvr) {
-		c.watched.Insert(gvr)
-		_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	if w := (watchedInformer{gvr, full}); !c.watched.Has(w) {
+		c.watched.Insert(w)
+		_, _ = informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    c.enqueueObject,
 			UpdateFunc: func(_, obj interface{}) { c.enqueueObject(obj) },
 			DeleteFunc: c.enqueueObject,
 		})
 	}
-	return inf
+	return informer
+}
+
+// watchesFull reports whether this controller watches the whole objects of gvr.
+func (c *Controller) watchesFull(gvr schema.GroupVersionResource) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.watched.Has(watchedInformer{gvr, true})
 }

@@ -29,7 +29,7 @@ func TestLocationsKeptUntilPlacementInputChanges(t *testing.T) {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		synctarget.Resource: "SyncTargetList", Resource: "PlacementList",
 	})
-	set := informers.NewSet(dyn, nil)
+	set := informers.NewSet(dyn, nil, nil)
 	c := New(Config{Dynamic: dyn, Informers: set})
 	set.Start(ctx)
 	defer set.Shutdown()

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -43,9 +45,9 @@ func (e *entry) conflict(gr schema.GroupResource, name, reason, message string) 
 	}
 }
 
-// selects reports whether e is a live Placement with a valid spec that selects u of gvr.
-func (e *entry) selects(gvr schema.GroupVersionResource, u *unstructured.Unstructured) bool {
-	return e.live && e.policy != nil && slices.Contains(e.policy.Resources, gvr) && e.policy.SelectsObject(u.GetLabels())
+// selects reports whether e is a live Placement with a valid spec that selects obj of gvr.
+func (e *entry) selects(gvr schema.GroupVersionResource, obj metav1.Object) bool {
+	return e.live && e.policy != nil && slices.Contains(e.policy.Resources, gvr) && e.policy.SelectsObject(obj.GetLabels())
 }
 
 // reconcile places the objects of one namespace (key: see key) for all its Placements, then
@@ -59,8 +61,12 @@ func (c *Controller) reconcile(ctx context.Context, k string) error {
 		return nil
 	}
 
-	// The resources of every Placement, the deleting ones too (their assignments go).
+	// The resources of every Placement, the deleting ones too (their assignments go), and
+	// which of them a Placement divides: only those need the whole objects (spec.replicas);
+	// the others are watched as metadata, which costs the source, the watch and the informer
+	// a fraction of the bytes.
 	var gvrs []schema.GroupVersionResource
+	divided := sets.New[schema.GroupVersionResource]()
 	for _, e := range entries {
 		if e.policy == nil {
 			continue
@@ -69,15 +75,25 @@ func (c *Controller) reconcile(ctx context.Context, k string) error {
 			if !slices.Contains(gvrs, gvr) {
 				gvrs = append(gvrs, gvr)
 			}
+			if e.policy.Divide {
+				divided.Insert(gvr)
+			}
 		}
 	}
 	infs := make([]toolscache.SharedIndexInformer, len(gvrs))
+	kinds := make([]schema.GroupVersionKind, len(gvrs))
 	for i, gvr := range gvrs {
-		infs[i] = c.watch(gvr)
+		// Whole objects, once watched for one namespace, serve every namespace.
+		infs[i] = c.watch(gvr, divided.Has(gvr) || c.watchesFull(gvr))
 		if !infs[i].HasSynced() {
 			c.queue.AddAfter(k, time.Second)
 			return nil
 		}
+		gvk, err := c.mapper.KindFor(gvr)
+		if err != nil {
+			return fmt.Errorf("finding the kind of %s: %w", gvr, err)
+		}
+		kinds[i] = gvk
 	}
 	byName := map[string]*entry{}
 	for _, e := range entries {
@@ -85,19 +101,23 @@ func (c *Controller) reconcile(ctx context.Context, k string) error {
 	}
 	var writes []*write
 	for i, gvr := range gvrs {
-		objs, err := infs[i].GetIndexer().ByIndex(toolscache.NamespaceIndex, namespace)
+		stored, err := infs[i].GetIndexer().ByIndex(toolscache.NamespaceIndex, namespace)
 		if err != nil {
 			return err
 		}
-		slices.SortFunc(objs, func(a, b interface{}) int {
-			return strings.Compare(a.(*unstructured.Unstructured).GetName(), b.(*unstructured.Unstructured).GetName())
-		})
-		for _, obj := range objs {
-			u, ok := obj.(*unstructured.Unstructured)
-			if !ok || u.GetDeletionTimestamp() != nil || u.GetAnnotations()[contract.ClusterAnnotation] != cluster {
+		objs := make([]metav1.Object, 0, len(stored))
+		for _, obj := range stored {
+			if o, err := meta.Accessor(obj); err == nil {
+				objs = append(objs, o)
+			}
+		}
+		slices.SortFunc(objs, func(a, b metav1.Object) int { return strings.Compare(a.GetName(), b.GetName()) })
+		for _, o := range objs {
+			if o.GetDeletionTimestamp() != nil || o.GetAnnotations()[contract.ClusterAnnotation] != cluster {
 				continue
 			}
-			if w := c.placeObject(gvr, u, entries, byName); w != nil {
+			if w := c.placeObject(gvr, o, entries, byName); w != nil {
+				w.gvk = kinds[i]
 				writes = append(writes, w)
 			}
 		}
@@ -213,14 +233,15 @@ func (c *Controller) locations() []placement.Location {
 // selects loses an assignment a Placement of the namespace wrote, under these preconditions:
 // the informers have synced (reconcile), the owner Placement exists and its spec compiles,
 // and its field manager owns annotations on the object. An assignment naming a Placement that
-// no longer exists stays.
-func (c *Controller) placeObject(gvr schema.GroupVersionResource, u *unstructured.Unstructured, entries []*entry, byName map[string]*entry) *write {
+// no longer exists stays. obj is the whole object (*unstructured.Unstructured) when a
+// Placement divides its resource (reconcile), its metadata otherwise.
+func (c *Controller) placeObject(gvr schema.GroupVersionResource, obj metav1.Object, entries []*entry, byName map[string]*entry) *write {
 	gr := gvr.GroupResource()
-	ann := u.GetAnnotations()
+	ann := obj.GetAnnotations()
 	owner := ann[OwnerAnnotation]
 	var selecting []*entry
 	for _, e := range entries {
-		if e.selects(gvr, u) {
+		if e.selects(gvr, obj) {
 			selecting = append(selecting, e)
 		}
 	}
@@ -228,22 +249,22 @@ func (c *Controller) placeObject(gvr schema.GroupVersionResource, u *unstructure
 		prev := byName[owner]
 		// A Placement whose spec does not compile selects nothing; its objects stay where they
 		// are rather than lose their assignments to a typo.
-		if owner == "" || prev == nil || prev.policy == nil || ownedAnnotations(u, FieldManager).Len() == 0 {
+		if owner == "" || prev == nil || prev.policy == nil || ownedAnnotations(obj, FieldManager).Len() == 0 {
 			return nil
 		}
-		return &write{gvr: gvr, u: u, owner: owner}
+		return &write{gvr: gvr, obj: obj, owner: owner}
 	}
 	assigned, hasAssignment := ann[contract.AssignedLocationsAnnotation]
 	if hasAssignment && owner == "" {
 		for _, e := range selecting {
-			e.conflict(gr, u.GetName(), controlv1alpha1.ConflictAssignedByOther, "kcp.io/assigned-locations was written by someone else (no "+OwnerAnnotation+" annotation); it is left alone")
+			e.conflict(gr, obj.GetName(), controlv1alpha1.ConflictAssignedByOther, "kcp.io/assigned-locations was written by someone else (no "+OwnerAnnotation+" annotation); it is left alone")
 		}
 		return nil
 	}
 	w := selecting[0]
 	for _, other := range selecting[1:] {
-		other.conflict(gr, u.GetName(), controlv1alpha1.ConflictOlderPlacement, fmt.Sprintf("the older Placement %s places it", w.pl.Name))
-		w.conflict(gr, u.GetName(), controlv1alpha1.ConflictYoungerPlacement, fmt.Sprintf("the younger Placement %s selects it too", other.pl.Name))
+		other.conflict(gr, obj.GetName(), controlv1alpha1.ConflictOlderPlacement, fmt.Sprintf("the older Placement %s places it", w.pl.Name))
+		w.conflict(gr, obj.GetName(), controlv1alpha1.ConflictYoungerPlacement, fmt.Sprintf("the younger Placement %s selects it too", other.pl.Name))
 	}
 	var current []string
 	if hasAssignment {
@@ -251,14 +272,19 @@ func (c *Controller) placeObject(gvr schema.GroupVersionResource, u *unstructure
 	}
 	var replicas int64
 	if w.policy.Divide {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			// Cannot happen: reconcile watches the whole objects of a divided resource.
+			return nil
+		}
 		r, found, err := unstructured.NestedInt64(u.Object, "spec", "replicas")
 		if !found || err != nil {
-			w.conflict(gr, u.GetName(), controlv1alpha1.ConflictNotDivisible, "replicas: Divide and the object has no integer spec.replicas; it is left alone")
+			w.conflict(gr, obj.GetName(), controlv1alpha1.ConflictNotDivisible, "replicas: Divide and the object has no integer spec.replicas; it is left alone")
 			return nil
 		}
 		replicas = r
 	}
-	key := placement.ObjectKey(gr, u.GetAnnotations()[contract.ClusterAnnotation], u.GetNamespace(), u.GetName())
+	key := placement.ObjectKey(gr, ann[contract.ClusterAnnotation], obj.GetNamespace(), obj.GetName())
 	d := w.policy.Decide(key, current, replicas, w.pool)
 	w.stuck.Insert(d.Stuck...)
 	if d.Keep {
@@ -271,10 +297,10 @@ func (c *Controller) placeObject(gvr schema.GroupVersionResource, u *unstructure
 		return nil
 	}
 	want := desiredAnnotations(w.pl.Name, d, w.policy.Divide)
-	if upToDate(u, want) {
+	if upToDate(obj, want) {
 		w.placed++
 		w.locations.Insert(d.Locations...)
 		return nil
 	}
-	return &write{gvr: gvr, u: u, annotations: want, placer: w, decision: d}
+	return &write{gvr: gvr, obj: obj, annotations: want, placer: w, decision: d}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -43,11 +44,11 @@ func desiredAnnotations(owner string, d placement.Decision, divide bool) map[str
 	return out
 }
 
-// ownedAnnotations returns the annotation keys that manager owns on u through server-side
+// ownedAnnotations returns the annotation keys that manager owns on obj through server-side
 // apply (its Apply entry of metadata.managedFields, fieldsV1 format).
-func ownedAnnotations(u *unstructured.Unstructured, manager string) sets.Set[string] {
+func ownedAnnotations(obj metav1.Object, manager string) sets.Set[string] {
 	out := sets.New[string]()
-	for _, mf := range u.GetManagedFields() {
+	for _, mf := range obj.GetManagedFields() {
 		if mf.Manager != manager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.FieldsV1 == nil {
 			continue
 		}
@@ -68,25 +69,25 @@ func ownedAnnotations(u *unstructured.Unstructured, manager string) sets.Set[str
 	return out
 }
 
-// upToDate reports whether u carries exactly want as the annotations the field manager owns.
-func upToDate(u *unstructured.Unstructured, want map[string]string) bool {
-	ann := u.GetAnnotations()
+// upToDate reports whether obj carries exactly want as the annotations the field manager owns.
+func upToDate(obj metav1.Object, want map[string]string) bool {
+	ann := obj.GetAnnotations()
 	for k, v := range want {
 		if got, ok := ann[k]; !ok || got != v {
 			return false
 		}
 	}
-	return ownedAnnotations(u, FieldManager).Equal(sets.KeySet(want))
+	return ownedAnnotations(obj, FieldManager).Equal(sets.KeySet(want))
 }
 
-// apply writes annotations on u with server-side apply as FieldManager, without force: the
-// annotations FieldManager owned and annotations leaves out are removed (nil or empty: all of
-// them), and a field another manager owns with another value makes it fail with 409 Conflict,
-// which leaves the object unchanged.
-func apply(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, u *unstructured.Unstructured, annotations map[string]string) error {
-	meta := map[string]interface{}{"name": u.GetName()}
-	if u.GetNamespace() != "" {
-		meta["namespace"] = u.GetNamespace()
+// apply writes annotations on obj, of resource gvr and kind gvk, with server-side apply as
+// FieldManager, without force: the annotations FieldManager owned and annotations leaves out
+// are removed (nil or empty: all of them), and a field another manager owns with another value
+// makes it fail with 409 Conflict, which leaves the object unchanged.
+func apply(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, obj metav1.Object, annotations map[string]string) error {
+	meta := map[string]interface{}{"name": obj.GetName()}
+	if obj.GetNamespace() != "" {
+		meta["namespace"] = obj.GetNamespace()
 	}
 	if len(annotations) > 0 {
 		a := make(map[string]interface{}, len(annotations))
@@ -95,20 +96,22 @@ func apply(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionRe
 		}
 		meta["annotations"] = a
 	}
-	cfg := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "metadata": meta}}
-	_, err := dyn.Resource(gvr).Namespace(u.GetNamespace()).Apply(ctx, u.GetName(), cfg, metav1.ApplyOptions{FieldManager: FieldManager})
-	kind := "Assign"
+	apiVersion, kind := gvk.ToAPIVersionAndKind()
+	cfg := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": apiVersion, "kind": kind, "metadata": meta}}
+	_, err := dyn.Resource(gvr).Namespace(obj.GetNamespace()).Apply(ctx, obj.GetName(), cfg, metav1.ApplyOptions{FieldManager: FieldManager})
+	kindLabel := "Assign"
 	if len(annotations) == 0 {
-		kind = "Unassign"
+		kindLabel = "Unassign"
 	}
-	objectWrites.WithLabelValues(kind, result(err, apierrors.IsConflict(err))).Inc()
+	objectWrites.WithLabelValues(kindLabel, result(err, apierrors.IsConflict(err))).Inc()
 	return err
 }
 
 // write is one server-side apply that a reconcile decided on (placeObject), with its result.
 type write struct {
 	gvr schema.GroupVersionResource
-	u   *unstructured.Unstructured
+	gvk schema.GroupVersionKind
+	obj metav1.Object
 	// annotations are the ones to apply; nil removes those FieldManager owns (then owner
 	// names the Placement whose assignment goes).
 	annotations map[string]string
@@ -154,22 +157,22 @@ func (w *write) record(ctx context.Context) error {
 	if w.placer == nil {
 		// An apply that leaves every field out cannot conflict.
 		if w.err != nil && !apierrors.IsNotFound(w.err) {
-			return fmt.Errorf("removing %s's assignment of %s %s/%s: %w", w.owner, gr, w.u.GetNamespace(), w.u.GetName(), w.err)
+			return fmt.Errorf("removing %s's assignment of %s %s/%s: %w", w.owner, gr, w.obj.GetNamespace(), w.obj.GetName(), w.err)
 		}
 		return nil
 	}
 	p := w.placer
 	switch {
 	case w.err == nil:
-		klog.FromContext(ctx).V(2).Info("Placed", "placement", p.pl.Namespace+"/"+p.pl.Name, "resource", gr.String(), "object", w.u.GetName(), "locations", w.decision.Locations, "replicas", w.decision.Replicas)
+		klog.FromContext(ctx).V(2).Info("Placed", "placement", p.pl.Namespace+"/"+p.pl.Name, "resource", gr.String(), "object", w.obj.GetName(), "locations", w.decision.Locations, "replicas", w.decision.Replicas)
 		p.placed++
 		p.locations.Insert(w.decision.Locations...)
 	case apierrors.IsConflict(w.err):
-		klog.FromContext(ctx).V(2).Info("Not placing: someone else owns its placement annotations", "placement", p.pl.Namespace+"/"+p.pl.Name, "resource", gr.String(), "object", w.u.GetName(), "err", w.err)
-		p.conflict(gr, w.u.GetName(), controlv1alpha1.ConflictAssignedByOther, "someone else changed its placement annotations: "+contract.Truncate(w.err.Error(), 512))
+		klog.FromContext(ctx).V(2).Info("Not placing: someone else owns its placement annotations", "placement", p.pl.Namespace+"/"+p.pl.Name, "resource", gr.String(), "object", w.obj.GetName(), "err", w.err)
+		p.conflict(gr, w.obj.GetName(), controlv1alpha1.ConflictAssignedByOther, "someone else changed its placement annotations: "+contract.Truncate(w.err.Error(), 512))
 	case apierrors.IsNotFound(w.err):
 	default:
-		return fmt.Errorf("placing %s %s/%s: %w", gr, w.u.GetNamespace(), w.u.GetName(), w.err)
+		return fmt.Errorf("placing %s %s/%s: %w", gr, w.obj.GetNamespace(), w.obj.GetName(), w.err)
 	}
 	return nil
 }
@@ -184,8 +187,16 @@ func (w *write) record(ctx context.Context) error {
 // them (Placement finalizers, StatusSummaries) from their informer copies, and an update of
 // the main resource carrying a non-empty partial list replaces the server's, which would drop
 // the other managers' entries. (Status updates are safe either way: kube-apiserver ignores
-// managedFields in a subresource's request.)
+// managedFields in a subresource's request.) Metadata informers' PartialObjectMetadata are
+// never written back, so they are trimmed whatever their group.
 func TrimManagedFields(obj interface{}) (interface{}, error) {
+	if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		m.ManagedFields = slices.DeleteFunc(m.ManagedFields, func(e metav1.ManagedFieldsEntry) bool { return e.Manager != FieldManager })
+		if len(m.ManagedFields) == 0 {
+			m.ManagedFields = nil
+		}
+		return m, nil
+	}
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok || u.GroupVersionKind().Group == controlv1alpha1.GroupName {
 		return obj, nil

@@ -133,7 +133,7 @@ func TestApplyAllBoundsWritesInFlight(t *testing.T) {
 		mu.Lock()
 		inFlight--
 		mu.Unlock()
-		if w.u.GetName() == "cm-07" {
+		if w.obj.GetName() == "cm-07" {
 			return conflict
 		}
 		return nil
@@ -144,7 +144,7 @@ func TestApplyAllBoundsWritesInFlight(t *testing.T) {
 		u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap"}}
 		u.SetNamespace("apps")
 		u.SetName(fmt.Sprintf("cm-%02d", i))
-		writes = append(writes, &write{gvr: gvr, u: u, annotations: map[string]string{"a": "b"}})
+		writes = append(writes, &write{gvr: gvr, obj: u, annotations: map[string]string{"a": "b"}})
 	}
 	c.applyAll(context.Background(), writes)
 	select {
@@ -156,8 +156,8 @@ func TestApplyAllBoundsWritesInFlight(t *testing.T) {
 		t.Errorf("%d applies in flight at once, more than the %d slots", most, limit)
 	}
 	for _, w := range writes {
-		if want := w.u.GetName() == "cm-07"; (w.err == conflict) != want || (!want && w.err != nil) {
-			t.Errorf("%s: err %v", w.u.GetName(), w.err)
+		if want := w.obj.GetName() == "cm-07"; (w.err == conflict) != want || (!want && w.err != nil) {
+			t.Errorf("%s: err %v", w.obj.GetName(), w.err)
 		}
 	}
 }
