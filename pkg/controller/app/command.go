@@ -111,6 +111,10 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	placementMetadata, err := metadata.NewForConfig(placementCfg)
+	if err != nil {
+		return err
+	}
 	metadataClient, err := metadata.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -152,7 +156,7 @@ func Run(ctx context.Context, o *Options) error {
 		}()
 		go func() {
 			defer wg.Done()
-			placement.New(placement.Config{Dynamic: placementDyn, Informers: shared, Mapper: mapper, Workers: o.ConcurrentPlacementSyncs, ConcurrentWrites: o.ConcurrentPlacementWrites, Recorder: recorder}).Run(ctx)
+			placement.New(placement.Config{Dynamic: placementDyn, Metadata: placementMetadata, Informers: shared, Mapper: mapper, Workers: o.ConcurrentPlacementSyncs, ConcurrentWrites: o.ConcurrentPlacementWrites, Recorder: recorder}).Run(ctx)
 		}()
 		go func() {
 			defer wg.Done()

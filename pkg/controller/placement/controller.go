@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -38,8 +39,11 @@ const DefaultConcurrentWrites = 32
 
 // Config configures a Controller.
 type Config struct {
-	// Dynamic is the source's client.
+	// Dynamic is the source's client (Placements' finalizers and statuses).
 	Dynamic dynamic.Interface
+	// Metadata is the source's metadata client: the server-side applies of the placed
+	// objects' annotations.
+	Metadata metadata.Interface
 	// Informers are the process's shared informers over the source; they need a metadata
 	// client (informers.NewSet).
 	Informers *informers.Set
@@ -61,6 +65,7 @@ type Config struct {
 // Controller places the objects that Placements select.
 type Controller struct {
 	dyn       dynamic.Interface
+	metadata  metadata.Interface
 	informers *informers.Set
 	mapper    meta.RESTMapper
 	workers   int
@@ -117,7 +122,7 @@ func New(cfg Config) *Controller {
 		cfg.ConcurrentWrites = DefaultConcurrentWrites
 	}
 	c := &Controller{
-		dyn: cfg.Dynamic, informers: cfg.Informers, mapper: cfg.Mapper, workers: cfg.Workers, recorder: cfg.Recorder, now: cfg.Now,
+		dyn: cfg.Dynamic, metadata: cfg.Metadata, informers: cfg.Informers, mapper: cfg.Mapper, workers: cfg.Workers, recorder: cfg.Recorder, now: cfg.Now,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "placement"}),
 		placements: cfg.Informers.Informer(Resource),
@@ -126,7 +131,7 @@ func New(cfg Config) *Controller {
 		slots:      make(chan struct{}, cfg.ConcurrentWrites),
 	}
 	c.applyWrite = func(ctx context.Context, w *write) error {
-		return apply(ctx, c.dyn, w.gvr, w.gvk, w.obj, w.annotations)
+		return apply(ctx, c.metadata, w.gvr, w.gvk, w.obj, w.annotations)
 	}
 	_, _ = c.placements.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueObject,

@@ -13,8 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"k8s.io/klog/v2"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
@@ -83,8 +84,11 @@ func upToDate(obj metav1.Object, want map[string]string) bool {
 // apply writes annotations on obj, of resource gvr and kind gvk, with server-side apply as
 // FieldManager, without force: the annotations FieldManager owned and annotations leaves out
 // are removed (nil or empty: all of them), and a field another manager owns with another value
-// makes it fail with 409 Conflict, which leaves the object unchanged.
-func apply(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, obj metav1.Object, annotations map[string]string) error {
+// makes it fail with 409 Conflict, which leaves the object unchanged. It applies through the
+// metadata client, so kube-apiserver answers with the object's metadata
+// (`as=PartialObjectMetadata`, protobuf where the resource has it) instead of the whole object,
+// which nothing reads.
+func apply(ctx context.Context, client metadata.Interface, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, obj metav1.Object, annotations map[string]string) error {
 	meta := map[string]interface{}{"name": obj.GetName()}
 	if obj.GetNamespace() != "" {
 		meta["namespace"] = obj.GetNamespace()
@@ -97,8 +101,11 @@ func apply(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionRe
 		meta["annotations"] = a
 	}
 	apiVersion, kind := gvk.ToAPIVersionAndKind()
-	cfg := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": apiVersion, "kind": kind, "metadata": meta}}
-	_, err := dyn.Resource(gvr).Namespace(obj.GetNamespace()).Apply(ctx, obj.GetName(), cfg, metav1.ApplyOptions{FieldManager: FieldManager})
+	body, err := json.Marshal(map[string]interface{}{"apiVersion": apiVersion, "kind": kind, "metadata": meta})
+	if err != nil {
+		return err
+	}
+	_, err = client.Resource(gvr).Namespace(obj.GetNamespace()).Patch(ctx, obj.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
 	kindLabel := "Assign"
 	if len(annotations) == 0 {
 		kindLabel = "Unassign"
