@@ -133,11 +133,7 @@ func New(cfg Config) *Controller {
 	c.applyWrite = func(ctx context.Context, w *write) error {
 		return apply(ctx, c.metadata, w.gvr, w.gvk, w.obj, w.annotations)
 	}
-	_, _ = c.placements.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueObject,
-		UpdateFunc: func(_, obj interface{}) { c.enqueueObject(obj) },
-		DeleteFunc: c.enqueueObject,
-	})
+	_, _ = c.placements.AddEventHandler(c.namespaceEvents())
 	// A location's labels, readiness, schedulability or capacity can change any Placement's
 	// choices; its other status (object counts, every minute per location) cannot.
 	// The informer stores an object before it calls the handlers, so a reader that loads
@@ -188,6 +184,16 @@ func (c *Controller) enqueueObject(obj interface{}) {
 	c.queue.Add(key(o.GetAnnotations()[contract.ClusterAnnotation], o.GetNamespace()))
 }
 
+// namespaceEvents is the event handler of Placements and placed objects: every event queues
+// the object's namespace.
+func (c *Controller) namespaceEvents() toolscache.ResourceEventHandlerFuncs {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueObject,
+		UpdateFunc: func(_, obj interface{}) { c.enqueueObject(obj) },
+		DeleteFunc: c.enqueueObject,
+	}
+}
+
 // enqueueAll queues every namespace that has a Placement.
 func (c *Controller) enqueueAll() {
 	for _, obj := range c.placements.GetStore().List() {
@@ -222,11 +228,7 @@ func (c *Controller) watch(gvr schema.GroupVersionResource, full bool) toolscach
 	defer c.mu.Unlock()
 	if w := (watchedInformer{gvr, full}); !c.watched.Has(w) {
 		c.watched.Insert(w)
-		_, _ = informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    c.enqueueObject,
-			UpdateFunc: func(_, obj interface{}) { c.enqueueObject(obj) },
-			DeleteFunc: c.enqueueObject,
-		})
+		_, _ = informer.AddEventHandler(c.namespaceEvents())
 	}
 	return informer
 }

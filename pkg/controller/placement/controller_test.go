@@ -33,7 +33,7 @@ func TestLocationsKeptUntilPlacementInputChanges(t *testing.T) {
 	c := New(Config{Dynamic: dyn, Informers: set})
 	set.Start(ctx)
 	defer set.Shutdown()
-	defer cancel()
+	defer cancel() // before Shutdown, which waits for the informers to stop
 
 	st := &controlv1alpha1.SyncTarget{TypeMeta: metav1.TypeMeta{APIVersion: controlv1alpha1.SchemeGroupVersion.String(), Kind: "SyncTarget"},
 		ObjectMeta: metav1.ObjectMeta{Name: "north", ResourceVersion: "1", Labels: map[string]string{"region": "eu"}}}
