@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"io"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -48,6 +49,20 @@ func (j *jsonObject) MarshalJSON() ([]byte, error) {
 		return j.u.MarshalJSON()
 	}
 	return j.o.MarshalJSON()
+}
+
+// WriteJSON writes what MarshalJSON returns without copying the Object's bytes (Object.WriteJSON):
+// the view's JSON encoder writes it so, as it writes list items.
+func (j *jsonObject) WriteJSON(w io.Writer) error {
+	if j.u != nil {
+		raw, err := j.u.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(raw)
+		return err
+	}
+	return j.o.WriteJSON(w)
 }
 
 // DeepCopyObject returns the content as an *unstructured.Unstructured the caller owns.

@@ -479,6 +479,9 @@ func (o *Object) MarshalJSON() ([]byte, error) {
 	}
 	o.jsonOnce.Do(func() {
 		o.json, o.jsonErr = o.u.MarshalJSON()
+		// Without the newline json.Encoder ends it with: the bytes are written as a list
+		// item, an object or a watch event's object as they are (pkg/registry/view).
+		o.json = bytes.TrimSuffix(o.json, []byte{'\n'})
 	})
 	return o.json, o.jsonErr
 }

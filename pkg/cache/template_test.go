@@ -58,6 +58,7 @@ func TestTemplateViewsMatchRendering(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			want = bytes.TrimSuffix(want, []byte{'\n'}) // an Object's JSON ends with its closing brace
 			got, err := o.ForLocation(loc).MarshalJSON()
 			if err != nil {
 				t.Fatal(err)

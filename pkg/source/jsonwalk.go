@@ -10,8 +10,8 @@ import (
 
 // This file walks JSON text without decoding it: it finds where values begin and end, so that an
 // object's metadata can be read and its bytes kept (Object) without building a tree of maps.
-// The text has already been validated by the decoder that framed it (encoding/json's checks on
-// a list body or a watch event), so the walker only tracks strings and nesting; it still never
+// The text has already been validated (validJSON: a list body when it is decoded, a watch
+// event when it is framed), so the walker only tracks strings and nesting; it still never
 // reads out of bounds and reports malformed text as an error.
 
 // errTruncated is returned for JSON text that ends inside a value.

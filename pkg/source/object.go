@@ -339,10 +339,13 @@ func (l *List) DeepCopyObject() runtime.Object {
 // decodeList decodes a list body into l: apiVersion, kind and metadata (ListMeta, decoded as
 // Kubernetes does: sigs.k8s.io/json, case-sensitive) and each item as an Object (DecodeObject,
 // adding add).
-// The body is walked once, not decoded into a tree: a first list of a resource is the bulk of
-// the cache's start-up.
+// The body is validated (validJSON) and walked, not decoded into a tree: a first list of a
+// resource is the bulk of the cache's start-up.
 func decodeList(data []byte, l *List, add Annotation) error {
 	*l = List{}
+	if err := validJSON(data); err != nil {
+		return fmt.Errorf("cannot decode a list of the source: %w", err)
+	}
 	_, end, err := walkObject(data, 0, func(m member) error {
 		v := data[m.valueStart:m.end]
 		switch memberName(m.key) {

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/client-go/rest"
 	kjson "sigs.k8s.io/json"
 )
@@ -66,7 +65,7 @@ func resourcePath(gvr schema.GroupVersionResource) []string {
 }
 
 // objectSerializer is the object client's runtime.NegotiatedSerializer: JSON, with objects
-// decoded by objectCodec and watch frames (framed by apimachinery's JSON framer) by
+// decoded by objectCodec and watch frames (framed and validated by watchFramer) by
 // watchEventCodec.
 type objectSerializer struct {
 	// add is the annotation added to every object that lacks it.
@@ -84,7 +83,7 @@ func (s objectSerializer) SupportedMediaTypes() []runtime.SerializerInfo {
 		StreamSerializer: &runtime.StreamSerializerInfo{
 			EncodesAsText: true,
 			Serializer:    watchEventCodec{},
-			Framer:        json.Framer,
+			Framer:        watchFramer{},
 		},
 	}}
 }

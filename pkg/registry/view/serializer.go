@@ -61,7 +61,7 @@ func (s *serializer) SupportedMediaTypes() []runtime.SerializerInfo { return s.i
 // EncoderForVersion wraps enc so that meta types get their apiVersion and kind; the view's own
 // objects are written unchanged (they are already of the version the view serves).
 func (s *serializer) EncoderForVersion(enc runtime.Encoder, _ runtime.GroupVersioner) runtime.Encoder {
-	return &typingEncoder{Encoder: enc, rawLists: enc == s.json}
+	return &typingEncoder{Encoder: enc, raw: enc == s.json}
 }
 
 // DecoderToVersion returns a decoder that reads objects as unstructured.
@@ -73,15 +73,26 @@ func (s *serializer) DecoderToVersion(dec runtime.Decoder, _ runtime.GroupVersio
 // per request without them, then delegates to the wrapped encoder.
 type typingEncoder struct {
 	runtime.Encoder
-	// rawLists says the wrapped encoder is the compact JSON one, so view Lists are written by
-	// writeList from their items' cached bytes.
-	rawLists bool
+	// raw says the wrapped encoder is the compact JSON one, so view Lists, objects and
+	// watch events are written from the cached bytes (raw_encoding.go).
+	raw bool
 }
 
-// Encode writes obj, typing it from metaScheme if it carries no kind.
+// Encode writes obj, typing it from metaScheme if it carries no kind. The compact JSON encoder
+// writes lists, objects holding their JSON and watch events of encoded objects from their
+// bytes (raw_encoding.go).
 func (e *typingEncoder) Encode(obj runtime.Object, w io.Writer) error {
-	if l, ok := obj.(*List); ok && e.rawLists {
-		return writeList(l, w)
+	if e.raw {
+		switch t := obj.(type) {
+		case *List:
+			return writeList(t, w)
+		case jsonWriter:
+			return writeObject(t, w)
+		case *metav1.WatchEvent:
+			if done, err := writeWatchEvent(t, w); done {
+				return err
+			}
+		}
 	}
 	switch obj.(type) {
 	case runtime.CacheableObject, *unstructured.Unstructured, *List, *metav1.WatchEvent:
