@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"testing"
@@ -162,6 +163,13 @@ func TestJSONIngestMatchesDecodedIngest(t *testing.T) {
 				}
 			}
 
+			// Writes to an object of several locations that change every view (stored as bytes:
+			// templateSuccessor), the second adding a location; then a change of the assignment
+			// alone, which the locations that stay do not see.
+			s.update(obj("g", 21, locs("west", "north"), "d:k=5"))
+			s.update(obj("g", 22, locs("west", "north", "east"), "d:k=6"))
+			s.update(obj("g", 23, locs("west", "east"), "d:k=6"))
+
 			for loc, w := range watches {
 				events := 0
 				for ; ; events++ {
@@ -211,5 +219,94 @@ func nextOrNone(w watch.Interface) *watch.Event {
 		return &e
 	case <-time.After(300 * time.Millisecond):
 		return nil
+	}
+}
+
+// TestTemplateUpdatesStoredAsSourceBytes checks that a write to an object of several locations
+// that changes what every view shows (templateSuccessor) is stored from the source's bytes
+// without decoding, and still gives each location the right event and view; that versions
+// whose bytes do not tell that every view changed (a change of managedFields alone, of the
+// assignment alone, the first write after one) are decoded and give the locations that stay no
+// event for what they cannot see; and that every version, decoded or not, keeps the source's
+// bytes in the source's field order, so that the write after a decoded one is compared as
+// bytes again.
+func TestTemplateUpdatesStoredAsSourceBytes(t *testing.T) {
+	s := newTestStore(t, StoreOptions{DefaultCluster: "root"})
+	add := source.Annotation{Key: contract.ClusterAnnotation, Value: "root"}
+	// The source writes metadata first, as kube-apiserver does; the cache's own encoding would
+	// sort the keys.
+	version := func(rv int, data string, l ...string) *source.Object {
+		assigned, _ := json.Marshal(l)
+		v, _ := json.Marshal(string(assigned))
+		raw := fmt.Sprintf(`{"metadata":{"name":"g","namespace":"ns","resourceVersion":"%d","annotations":{"kcp.io/assigned-locations":%s},"managedFields":[{"manager":"m%d"}]},"kind":"ConfigMap","apiVersion":"v1","data":{"k":%q}}`, rv, v, rv, data)
+		o, err := source.DecodeObject([]byte(raw), add)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	if err := s.Replace([]interface{}{version(5, "1", "east", "west")}, "5"); err != nil {
+		t.Fatal(err)
+	}
+	watches := map[string]watch.Interface{}
+	for _, loc := range []string{"east", "west", "north"} {
+		watches[loc] = mustWatch(t, s, loc, WatchOptions{})
+	}
+	key := contract.NewKey("root", "ns", "g")
+	for _, step := range []struct {
+		name    string
+		version *source.Object
+		// fromBytes says the version is stored without being decoded (everyViewChanged).
+		fromBytes bool
+		want      map[string]string
+		// shows is the resourceVersion and data every location's view shows afterwards.
+		shows map[string]string
+	}{
+		{"data changed", version(6, "2", "east", "west"), true,
+			map[string]string{"east": "MODIFIED g@6", "west": "MODIFIED g@6"},
+			map[string]string{"east": "6 2", "west": "6 2"}},
+		{"data changed, a location added", version(7, "3", "east", "west", "north"), true,
+			map[string]string{"east": "MODIFIED g@7", "west": "MODIFIED g@7", "north": "ADDED g@7"},
+			map[string]string{"east": "7 3", "west": "7 3", "north": "7 3"}},
+		{"managedFields changed alone", version(8, "3", "east", "west", "north"), false,
+			map[string]string{},
+			map[string]string{"east": "7 3", "west": "7 3", "north": "7 3"}},
+		{"a location removed alone", version(9, "3", "east", "north"), false,
+			map[string]string{"west": "DELETED g@9"},
+			map[string]string{"east": "7 3", "north": "7 3"}},
+		{"data changed after views kept older versions", version(10, "4", "east", "north"), false,
+			map[string]string{"east": "MODIFIED g@10", "north": "MODIFIED g@10"},
+			map[string]string{"east": "10 4", "north": "10 4"}},
+		{"data changed again", version(11, "5", "east", "north"), true,
+			map[string]string{"east": "MODIFIED g@11", "north": "MODIFIED g@11"},
+			map[string]string{"east": "11 5", "north": "11 5"}},
+	} {
+		if err := s.Update(step.version); err != nil {
+			t.Fatal(err)
+		}
+		stored := s.objects[key]
+		got, _ := stored.MarshalJSON()
+		if want := step.version.JSON(); !stored.sourceJSON || !bytes.Equal(got, want) {
+			t.Errorf("%s: not stored as the source's bytes:\n got %s\n src %s", step.name, got, want)
+		}
+		if stored.everyViewChanged != step.fromBytes {
+			t.Errorf("%s: stored without decoding %v, want %v", step.name, stored.everyViewChanged, step.fromBytes)
+		}
+		for _, loc := range []string{"east", "west", "north"} {
+			var got string
+			if e := nextOrNone(watches[loc]); e != nil {
+				got = ev(*e)
+			}
+			if got != step.want[loc] {
+				t.Errorf("%s: %s got event %q, want %q", step.name, loc, got, step.want[loc])
+			}
+			if o, _, ok := s.Get(loc, "ns", "g"); ok || step.shows[loc] != "" {
+				u := o.Unstructured()
+				shows := fmt.Sprintf("%d %s", o.ResourceVersion(), u.Object["data"].(map[string]interface{})["k"])
+				if !ok || shows != step.shows[loc] || u.GetAnnotations()[contract.AssignedLocationsAnnotation] != assignedToOnly(loc) || u.GetResourceVersion() != fmt.Sprint(o.ResourceVersion()) {
+					t.Errorf("%s: %s's view shows %q (%v), want %q", step.name, loc, shows, u.GetAnnotations(), step.shows[loc])
+				}
+			}
+		}
 	}
 }

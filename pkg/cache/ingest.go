@@ -296,6 +296,12 @@ func (s *ResourceStore) build(id identity, prev *Object) *Object {
 	}
 	o := newObject(id.key, id.cluster, id.namespace, id.name, locs, rv, u)
 	o.edit = id.edit
+	if raw, ok := sourceBytes(id); ok {
+		// Its own JSON is the source's bytes, which u was decoded from, not u encoded again:
+		// the next version can then be compared with it as bytes (templateSuccessor).
+		o.jsonOnce.Do(func() { o.json = raw })
+		o.sourceJSON = true
+	}
 	o.settleRendering(s.rules.load(), s.gvr, prev, func(location string, err error) {
 		if (RenderFailure{Err: err}).isCustomization() {
 			s.metrics.customizationFailures.Inc()

@@ -87,6 +87,13 @@ type Object struct {
 	// hole, when set (end > 0), says where the value of kcp.io/assigned-locations is in json:
 	// the views of the object are json with it replaced (template.go).
 	hole assignmentHole
+	// sourceJSON says json is the source's bytes of this version, stored by buildFromJSON (so
+	// two such versions of an object are written in the same field order: templateSuccessor).
+	sourceJSON bool
+	// everyViewChanged says every location that held the previous version sees this one
+	// changed, outside .status: buildFromJSON found it from the bytes (templateSuccessor), so
+	// setVisibility need not decode both versions.
+	everyViewChanged bool
 	// edit, when not nil, says how the object differs from the source's on a plain source: the
 	// cache set kcp.io/cluster (identify). SourceObject undoes it.
 	edit   *clusterEdit

@@ -56,16 +56,22 @@ var assignmentKey = []byte(`"` + contract.AssignedLocationsAnnotation + `":`)
 // own bytes: both write the value as encoding/json does, since the JSON of a string is the same
 // in every encoder that escapes HTML characters, as Kubernetes API servers and encoding/json do.
 func findAssignmentHole(value string, raw []byte) (assignmentHole, bool) {
+	return findStringMember(assignmentKey, value, raw)
+}
+
+// findStringMember returns where, in raw, the JSON string value is as the value of the member
+// whose encoded key and colon are key; ok is false unless the member occurs exactly once.
+func findStringMember(key []byte, value string, raw []byte) (assignmentHole, bool) {
 	val, err := json.Marshal(value)
 	if err != nil {
 		return assignmentHole{}, false
 	}
-	needle := append(append([]byte(nil), assignmentKey...), val...)
+	needle := append(append([]byte(nil), key...), val...)
 	i := bytes.Index(raw, needle)
 	if i < 0 || bytes.Index(raw[i+1:], needle) >= 0 {
 		return assignmentHole{}, false
 	}
-	start := i + len(assignmentKey)
+	start := i + len(key)
 	return assignmentHole{start: start, end: start + len(val)}, true
 }
 

@@ -135,8 +135,8 @@ func (o *Object) viewChangedFor(location string) bool {
 // Summarize policy relies on it, docs/status.md). Called once per object version, before obj
 // is published (obj is not shared yet).
 func setVisibility(prev, obj *Object) {
-	if prev == nil || len(obj.locations) == 0 {
-		// New, or in no view: every view changed.
+	if prev == nil || len(obj.locations) == 0 || obj.everyViewChanged {
+		// New, in no view, or changed in every view (buildFromJSON compared the bytes).
 		return
 	}
 	if prev.variants == nil && obj.variants == nil && prev.generation == obj.generation {
