@@ -297,3 +297,62 @@ func BenchmarkIdleWatchMemory(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkUpdate measures the store's side of one source write, as make bench's writes make
+// them (scenario 2): a ConfigMap of a store of 10,000 (benchObjectsJSON: 1-3 locations each)
+// arrives as the source's object client reads it (source.DecodeObject included) with its data
+// changed ("data"), or with its assignment moved to two other locations ("reassign"). No
+// watcher is open, as in the baseline phase of scenario 2.
+func BenchmarkUpdate(b *testing.B) {
+	const total = 10_000
+	raws, _ := benchObjectsJSON(b, total)
+	add := source.Annotation{Key: contract.ClusterAnnotation, Value: "root"}
+	for _, kind := range []string{"data", "reassign"} {
+		b.Run(kind, func(b *testing.B) {
+			s := ingest(b, ingestPaths[1].decode, raws)
+			defer s.Close()
+			writes := make([][]byte, 1000)
+			for i := range writes {
+				u := &unstructured.Unstructured{}
+				if err := u.UnmarshalJSON(raws[(i*7919)%total]); err != nil {
+					b.Fatal(err)
+				}
+				if kind == "data" {
+					u.Object["data"].(map[string]interface{})["key-00"] = "@REV@"
+				} else {
+					// Two locations that change with every write (@A@, @B@ below).
+					ann := u.GetAnnotations()
+					ann[contract.AssignedLocationsAnnotation] = `["loc-@A@","loc-@B@"]`
+					u.SetAnnotations(ann)
+				}
+				u.SetResourceVersion("@RV@")
+				raw, err := u.MarshalJSON()
+				if err != nil {
+					b.Fatal(err)
+				}
+				writes[i] = raw
+			}
+			rv := uint64(total + 10)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for n := 0; n < b.N; n++ {
+				rv++
+				w := bytes.Replace(writes[n%len(writes)], []byte("@RV@"), strconv.AppendUint(nil, rv, 10), 1)
+				// Every data write changes the data (the same value again would change nothing).
+				w = bytes.Replace(w, []byte("@REV@"), strconv.AppendUint(nil, rv, 10), 1)
+				// Every re-assignment moves the object to two other locations.
+				// (the same object comes again 1,000 writes later, then to the next two).
+				a := (rv + rv/1000) % 1000
+				w = bytes.Replace(w, []byte("@A@"), fmt.Appendf(nil, "%03d", a), 1)
+				w = bytes.Replace(w, []byte("@B@"), fmt.Appendf(nil, "%03d", (a+500)%1000), 1)
+				o, err := source.DecodeObject(w, add)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Update(o); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

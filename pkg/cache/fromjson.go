@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -49,9 +50,10 @@ func (s *ResourceStore) buildFromJSON(id identity, prev *Object, locs []string, 
 	}
 	if prev != nil && prev.variants != nil {
 		// A template after a template (templateSuccessor): stored as bytes only when the bytes
-		// show that every view changed; otherwise (a change of the assignment alone, which
-		// leaves the views of the locations that stay unchanged) the version is decoded.
-		if !changedOutsideHoles(prev, o) {
+		// show that every view changed, or when no location stays (every view is new);
+		// otherwise (a change of the assignment alone, which leaves the views of the locations
+		// that stay unchanged) the version is decoded.
+		if slices.ContainsFunc(locs, prev.HasLocation) && !changedOutsideHoles(prev, o) {
 			return nil
 		}
 		o.everyViewChanged = true

@@ -227,7 +227,8 @@ func nextOrNone(w watch.Interface) *watch.Event {
 // without decoding, and still gives each location the right event and view; that versions
 // whose bytes do not tell that every view changed (a change of managedFields alone, of the
 // assignment alone, the first write after one) are decoded and give the locations that stay no
-// event for what they cannot see; and that every version, decoded or not, keeps the source's
+// event for what they cannot see; that a version moved to other locations alone is stored
+// from its bytes (every view is new); and that every version, decoded or not, keeps the source's
 // bytes in the source's field order, so that the write after a decoded one is compared as
 // bytes again.
 func TestTemplateUpdatesStoredAsSourceBytes(t *testing.T) {
@@ -280,6 +281,9 @@ func TestTemplateUpdatesStoredAsSourceBytes(t *testing.T) {
 		{"data changed again", version(11, "5", "east", "north"), true,
 			map[string]string{"east": "MODIFIED g@11", "north": "MODIFIED g@11"},
 			map[string]string{"east": "11 5", "north": "11 5"}},
+		{"moved to other locations alone", version(12, "5", "west", "south"), true,
+			map[string]string{"east": "DELETED g@12", "north": "DELETED g@12", "west": "ADDED g@12"},
+			map[string]string{"west": "12 5"}},
 	} {
 		if err := s.Update(step.version); err != nil {
 			t.Fatal(err)

@@ -236,9 +236,11 @@ func (o *Object) compact(prev *Object) {
 	}
 	if o.variants != nil {
 		for _, loc := range o.locations {
-			if v := prev.variantOf(loc); v != nil && !o.viewChangedFor(loc) && v.rv == o.VisibleResourceVersion(loc) && o.lastGood[loc] == nil {
-				o.shareVariant(loc, v)
-				continue
+			if !o.viewChangedFor(loc) && o.lastGood[loc] == nil {
+				if v := prev.viewToShare(loc); v != nil && v.rv == o.VisibleResourceVersion(loc) {
+					o.shareVariant(loc, v)
+					continue
+				}
 			}
 			o.ForLocation(loc)
 		}
@@ -262,15 +264,36 @@ func (o *Object) variantOf(location string) *Object {
 	return o.variants.m[location]
 }
 
-// shareVariant makes location's view of o a new Object sharing the bytes of v, the same view
-// of the previous version; only its source resourceVersion is o's. Called by compact.
-func (o *Object) shareVariant(location string, v *Object) {
-	raw, err := v.MarshalJSON()
-	if err != nil {
-		o.ForLocation(location)
-		return
+// viewToShare returns location's view of o when it is made already or costs no rendering: a
+// template view (o's JSON with the assignment filled in, template.go), which a version whose
+// assignment alone changed can share with o for the locations it keeps. It returns nil
+// otherwise, and when o is nil or not assigned to location.
+func (o *Object) viewToShare(location string) *Object {
+	if v := o.variantOf(location); v != nil {
+		return v
 	}
-	s := o.viewFromJSON(raw, v.rv, v.rvString, v.generation)
+	if o != nil && o.hole.end > 0 && o.HasLocation(location) {
+		return o.ForLocation(location)
+	}
+	return nil
+}
+
+// shareVariant makes location's view of o a new Object sharing the bytes of v, the same view
+// of the previous version; only its source resourceVersion is o's. A template view is shared
+// as one (it refers to the previous version's JSON) instead of being copied. Called by compact.
+func (o *Object) shareVariant(location string, v *Object) {
+	var s *Object
+	if v.base != nil {
+		s = o.viewFromJSON(nil, v.rv, v.rvString, v.generation)
+		s.base, s.fill = v.base, v.fill
+	} else {
+		raw, err := v.MarshalJSON()
+		if err != nil {
+			o.ForLocation(location)
+			return
+		}
+		s = o.viewFromJSON(raw, v.rv, v.rvString, v.generation)
+	}
 	o.variants.mu.Lock()
 	defer o.variants.mu.Unlock()
 	if o.variants.m == nil {

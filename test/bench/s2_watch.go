@@ -258,7 +258,8 @@ func (e *env) scenarioFanout(ctx context.Context) *Scenario {
 	seed := e.cfg.Seed + 202
 
 	e.logf("scenario 2: baseline (writes, no benchmark watchers)")
-	base := e.runPhase(ctx, "baseline: writes only", nil, d, seed, plan, nil)
+	base := e.runPhase(ctx, "baseline: writes only", nil, d, seed, plan,
+		map[profileTarget]string{e.maTarget(): "s2-baseline-mapper-apiserver"})
 
 	e.logf("scenario 2: %d view watchers", len(e.ds.locations))
 	ws := e.openWatchers(ctx, true, e.ds.locations, 0)
@@ -309,7 +310,7 @@ func (e *env) scenarioFanout(ctx context.Context) *Scenario {
 	s.Notes = append(s.Notes, fmt.Sprintf("Write latency at the source (request to response): p50 %.1f ms, p99 %.1f ms in the view phase, p50 %.1f ms, p99 %.1f ms in the kube-apiserver phase.",
 		view.writes.latency.P50, view.writes.latency.P99, kube.writes.latency.P50, kube.writes.latency.P99))
 	s.Notes = append(s.Notes, rf.notes()...)
-	for _, p := range []*phase{view, kube, rf.view, rf.kube} {
+	for _, p := range []*phase{base, view, kube, rf.view, rf.kube} {
 		for _, pr := range p.profiles {
 			s.Profiles = append(s.Profiles, *pr)
 		}
