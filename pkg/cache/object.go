@@ -87,8 +87,9 @@ type Object struct {
 	// hole, when set (end > 0), says where the value of kcp.io/assigned-locations is in json:
 	// the views of the object are json with it replaced (template.go).
 	hole assignmentHole
-	// sourceJSON says json is the source's bytes of this version, stored by buildFromJSON (so
-	// two such versions of an object are written in the same field order: templateSuccessor).
+	// sourceJSON says json is the source's bytes of this version (buildFromJSON, or build for
+	// a version it decoded), so that two such versions of an object are written in the same
+	// field order and can be compared as bytes (templateSuccessor).
 	sourceJSON bool
 	// everyViewChanged says every location that held the previous version sees this one
 	// changed, outside .status: buildFromJSON found it from the bytes (templateSuccessor), so
