@@ -134,6 +134,8 @@ type endState struct {
 	depth    int
 	inString bool
 	escaped  bool
+	// escapes says the current string has an escape before its end.
+	escapes bool
 }
 
 // find continues the search for the end of the object that starts at the first byte it is
@@ -148,14 +150,20 @@ func (s *endState) find(b []byte, i int) (int, bool) {
 			case s.escaped:
 				s.escaped = false
 			case c == '\\':
-				s.escaped = true
+				s.escaped, s.escapes = true, true
 			case c == '"':
-				s.inString = false
-			default:
-				// Jump to the string's next quote when no escape comes before it.
-				if q := bytes.IndexByte(b[i:], '"'); q > 0 && bytes.IndexByte(b[i:i+q], '\\') < 0 {
-					i += q
-					s.inString = false
+				s.inString, s.escapes = false, false
+			case !s.escapes:
+				// Jump to the string's next quote when no escape comes before it. A string with
+				// an escape is read byte by byte from there on, so that each byte is looked at
+				// a bounded number of times.
+				if q := bytes.IndexByte(b[i:], '"'); q > 0 {
+					if bytes.IndexByte(b[i:i+q], '\\') < 0 {
+						i += q
+						s.inString = false
+					} else {
+						s.escapes = true
+					}
 				}
 			}
 			continue

@@ -145,12 +145,25 @@ func TestWatchFramerRejectsBadStreams(t *testing.T) {
 	}
 }
 
-// BenchmarkWatchFramer reads a watch stream of 1,000 ConfigMap events (about 1.5 KiB each) with
-// watchFramer and with apimachinery's JSON framer, per event.
+// BenchmarkWatchFramer reads a watch stream of 1,000 ConfigMap events with watchFramer and with
+// apimachinery's JSON framer, per event: "plain" events of about 1.5 KiB, and "escaped" ones
+// of about 8 KiB whose data is a script with an escaped newline every 40 bytes.
 func BenchmarkWatchFramer(b *testing.B) {
+	for _, c := range []struct {
+		name    string
+		payload string
+	}{
+		{"plain", strings.Repeat("x", 1300)},
+		{"escaped", strings.Repeat(`echo \"step\" >> /var/log/x\n`, 250)},
+	} {
+		b.Run(c.name, func(b *testing.B) { benchmarkWatchFramer(b, c.payload) })
+	}
+}
+
+func benchmarkWatchFramer(b *testing.B, payload string) {
 	var stream bytes.Buffer
 	for i := 0; i < 1000; i++ {
-		fmt.Fprintf(&stream, `{"type":"MODIFIED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm-%05d","namespace":"ns","resourceVersion":"%d","labels":{"app":"bench"},"annotations":{"kcp.io/assigned-locations":"[\"loc-1\",\"loc-2\"]"}},"data":{"payload":"%s"}}}`+"\n", i, i+1, strings.Repeat("x", 1300))
+		fmt.Fprintf(&stream, `{"type":"MODIFIED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm-%05d","namespace":"ns","resourceVersion":"%d","labels":{"app":"bench"},"annotations":{"kcp.io/assigned-locations":"[\"loc-1\",\"loc-2\"]"}},"data":{"payload":"%s"}}}`+"\n", i, i+1, payload)
 	}
 	for _, c := range []struct {
 		name   string
@@ -161,7 +174,7 @@ func BenchmarkWatchFramer(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(int64(stream.Len()) / 1000)
 			b.ReportAllocs()
-			buf := make([]byte, 4096)
+			buf := make([]byte, 64*1024)
 			for n := 0; n < b.N; {
 				r := c.framer.NewFrameReader(io.NopCloser(bytes.NewReader(stream.Bytes())))
 				for ; n < b.N; n++ {
