@@ -29,13 +29,7 @@ type jsonWriter interface {
 
 // writeList writes a view List as JSON the way apimachinery's streaming collection encoder
 // does ({"kind","apiVersion","metadata","items":[...]}), taking each item's bytes from
-// the item itself (cache.Object's WriteJSON writes the bytes encoded once per object
-// version).
-//
-// It exists because encoding/json validates and compacts whatever a json.Marshaler returns:
-// through json.Marshal every cached item was scanned again on every LIST, which was nearly
-// all of a LIST's CPU (BenchmarkEncodeList). The items' bytes were produced by encoding/json
-// itself, so they are valid and compact already.
+// the item itself (cache.Object's WriteJSON writes the bytes kept per object version).
 func writeList(l *List, w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 32*1024)
 	head := struct {
