@@ -15,7 +15,7 @@ import (
 // (writeObject) and watch events whose object is encoded (writeWatchEvent). encoding/json
 // would validate and compact each of them again (it does so with whatever a json.Marshaler or
 // a RawExtension returns), which was nearly all of a LIST's CPU (BenchmarkEncodeList) and, on
-// the watch path, 10% of mapper-apiserver's CPU while 1,000 view watches followed the source
+// the watch path, 12% of mapper-apiserver's CPU while 1,000 view watches followed the source
 // (bench scenario 2's profile: encoding/json.appendCompact under CacheEncode). The bytes are
 // valid and compact: the source wrote them with encoding/json, and they were validated when
 // they were framed (the object client's list body and watch frames), or encoding/json wrote
