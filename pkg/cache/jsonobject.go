@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 
@@ -59,7 +60,8 @@ func (j *jsonObject) WriteJSON(w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		_, err = w.Write(raw)
+		// Without json.Encoder's newline, as an Object's own JSON (Object.MarshalJSON).
+		_, err = w.Write(bytes.TrimSuffix(raw, []byte{'\n'}))
 		return err
 	}
 	return j.o.WriteJSON(w)

@@ -92,8 +92,9 @@ type Object struct {
 	// field order and can be compared as bytes (templateSuccessor).
 	sourceJSON bool
 	// everyViewChanged says every location that held the previous version sees this one
-	// changed, outside .status: buildFromJSON found it from the bytes (templateSuccessor), so
-	// setVisibility need not decode both versions.
+	// changed (at the same generation, so a change of .status counts as any other):
+	// buildFromJSON found it from the bytes (templateSuccessor), so setVisibility need not
+	// decode both versions.
 	everyViewChanged bool
 	// edit, when not nil, says how the object differs from the source's on a plain source: the
 	// cache set kcp.io/cluster (identify). SourceObject undoes it.
