@@ -301,13 +301,15 @@ func BenchmarkIdleWatchMemory(b *testing.B) {
 // BenchmarkUpdate measures the store's side of one source write, as make bench's writes make
 // them (scenario 2): a ConfigMap of a store of 10,000 (benchObjectsJSON: 1-3 locations each)
 // arrives as the source's object client reads it (source.DecodeObject included) with its data
-// changed ("data"), or with its assignment moved to two other locations ("reassign"). No
-// watcher is open, as in the baseline phase of scenario 2.
+// changed ("data"), with its data changed and metadata.generation moved ("generation", as a
+// Deployment's annotation writes move it), or with its assignment moved to two other locations
+// ("reassign"). No watcher is open, as in the baseline phase of scenario 2.
 func BenchmarkUpdate(b *testing.B) {
 	const total = 10_000
 	raws, _ := benchObjectsJSON(b, total)
 	add := source.Annotation{Key: contract.ClusterAnnotation, Value: "root"}
-	for _, kind := range []string{"data", "reassign"} {
+	const generationMark = "987654321"
+	for _, kind := range []string{"data", "generation", "reassign"} {
 		b.Run(kind, func(b *testing.B) {
 			s := ingest(b, ingestPaths[1].decode, raws)
 			defer s.Close()
@@ -317,9 +319,13 @@ func BenchmarkUpdate(b *testing.B) {
 				if err := u.UnmarshalJSON(raws[(i*7919)%total]); err != nil {
 					b.Fatal(err)
 				}
-				if kind == "data" {
+				switch kind {
+				case "generation":
+					u.SetGeneration(987654321) // generationMark, replaced below
+					fallthrough
+				case "data":
 					u.Object["data"].(map[string]interface{})["key-00"] = "@REV@"
-				} else {
+				default:
 					// Two locations that change with every write (@A@, @B@ below).
 					ann := u.GetAnnotations()
 					ann[contract.AssignedLocationsAnnotation] = `["loc-@A@","loc-@B@"]`
@@ -340,6 +346,7 @@ func BenchmarkUpdate(b *testing.B) {
 				w := bytes.Replace(writes[n%len(writes)], []byte("@RV@"), strconv.AppendUint(nil, rv, 10), 1)
 				// Every data write changes the data (the same value again would change nothing).
 				w = bytes.Replace(w, []byte("@REV@"), strconv.AppendUint(nil, rv, 10), 1)
+				w = bytes.Replace(w, []byte(generationMark), strconv.AppendUint(nil, rv, 10), 1)
 				// Every re-assignment moves the object to two other locations.
 				// (the same object comes again 1,000 writes later, then to the next two).
 				a := (rv + rv/1000) % 1000

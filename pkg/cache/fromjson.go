@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
 
 // An object version that arrives as bytes (a source.Object, from the source's object client) is
@@ -48,15 +49,22 @@ func (s *ResourceStore) buildFromJSON(id identity, prev *Object, locs []string, 
 		}
 		o.variants, o.hole = &locationVariants{}, h
 	}
-	if prev != nil && prev.variants != nil {
-		// A template after a template (templateSuccessor): stored as bytes only when the bytes
-		// show that every view changed, or when no location stays (every view is new);
-		// otherwise (a change of the assignment alone, which leaves the views of the locations
-		// that stay unchanged) the version is decoded.
-		if slices.ContainsFunc(locs, prev.HasLocation) && !changedOutsideHoles(prev, o) {
+	if prev != nil && (prev.variants != nil || prev.generation != o.generation) {
+		// The views of prev are templates (templateSuccessor), or prev and o are each shown as
+		// they are to one location and o moves metadata.generation: which views changed is
+		// then what setVisibility would find by decoding both versions, unless the bytes show
+		// it first.
+		switch {
+		case !slices.ContainsFunc(locs, prev.HasLocation):
+			o.everyViewChanged = true // no location stays: every view is new
+		case changedOutsideHoles(prev, o):
+			o.everyViewChanged = true
+		case prev.variants != nil:
+			// A change of the assignment alone (which leaves the views of the locations that
+			// stay unchanged), or of .status alone at a new generation (which they show at
+			// their old generation): decoded, so that setVisibility can record it.
 			return nil
 		}
-		o.everyViewChanged = true
 	}
 	o.sourceJSON = true
 	return o
@@ -81,18 +89,17 @@ func sourceBytes(id identity) (raw []byte, ok bool) {
 	return raw, true
 }
 
-// templateSuccessor reports whether a version assigned to locs at metadata.generation
-// generation may be stored as its JSON although prev, the stored version, has a view per
-// location: prev is a template of the source's bytes (sourceJSON, hole) whose every view shows
-// it at its own resourceVersion and generation (no visible history, no rendering, no status
-// per location), at the same generation as the version, and the version has several
-// locations (a template too). Every view of either is then its bytes with the assignment value
-// replaced, so comparing the bytes (changedOutsideHoles) tells whether the views changed,
-// without decoding both versions and comparing their trees (setVisibility): building and
-// settling such versions, mostly that decoding, was 16% of mapper-apiserver's CPU while it
-// followed writes to 10 resources (bench scenario 2).
-func templateSuccessor(prev *Object, locs []string, generation int64) bool {
-	return len(locs) > 1 && prev.sourceJSON && prev.hole.end > 0 && prev.generation == generation &&
+// templateSuccessor reports whether a version assigned to locs may be stored as its JSON
+// although prev, the stored version, has a view per location: prev is a template of the
+// source's bytes (sourceJSON, hole) whose every view shows it at its own resourceVersion and
+// generation (no visible history, no rendering, no status per location), and the version has
+// several locations (a template too). Every view of either is then its bytes with the
+// assignment value replaced, so comparing the bytes (changedOutsideHoles) tells whether the
+// views changed, without decoding both versions and comparing their trees (setVisibility):
+// building and settling such versions, mostly that decoding, was 16% of mapper-apiserver's CPU
+// while it followed writes to 10 resources (bench scenario 2).
+func templateSuccessor(prev *Object, locs []string) bool {
+	return len(locs) > 1 && prev.sourceJSON && prev.hole.end > 0 &&
 		prev.visible == nil && prev.rendered == nil && prev.failed == nil && prev.lastGood == nil &&
 		!prev.statusDiffers
 }
@@ -100,18 +107,26 @@ func templateSuccessor(prev *Object, locs []string, generation int64) bool {
 // resourceVersionKey is the encoded key of metadata.resourceVersion with its colon.
 var resourceVersionKey = []byte(`"resourceVersion":`)
 
-// changedOutsideHoles reports whether the JSON of o differs from prev's (two templates of the
-// source's bytes: templateSuccessor) anywhere but in the assignment value and the value of
-// metadata.resourceVersion, the parts every view of a version writes its own way (the
-// location's ["<location>"], the version's resourceVersion). It reports false when it cannot
-// tell (a resourceVersion that is not found exactly once): the caller then decodes.
+// changedOutsideHoles reports whether the JSON of o differs from prev's, both the source's
+// bytes of a version shown as it is or as a template (templateSuccessor), anywhere a view would
+// show it as a change: anywhere but in the parts every view of a version writes its own way
+// (the assignment value, the location's ["<location>"]; the value of metadata.resourceVersion)
+// and, when o moves metadata.generation, the value of metadata.generation and of .status. A
+// view that changed in .status alone keeps showing its old generation (setVisibility), so
+// such a change is not one every view shows as it is. It reports false when it cannot tell (a
+// resourceVersion not found exactly once, .status or metadata.generation in one version only,
+// a part found twice, prev not the source's bytes): the caller then decodes.
 func changedOutsideHoles(prev, o *Object) bool {
-	a, ok := piecesOutsideHoles(prev)
+	if !prev.sourceJSON {
+		return false
+	}
+	versionParts := prev.generation != o.generation
+	a, aParts, ok := piecesOutsideHoles(prev, versionParts)
 	if !ok {
 		return false
 	}
-	b, ok := piecesOutsideHoles(o)
-	if !ok {
+	b, bParts, ok := piecesOutsideHoles(o, versionParts)
+	if !ok || aParts != bParts || len(a) != len(b) {
 		return false
 	}
 	for i := range a {
@@ -122,22 +137,54 @@ func changedOutsideHoles(prev, o *Object) bool {
 	return false
 }
 
-// piecesOutsideHoles returns the JSON of o (a template) without its assignment value and its
-// metadata.resourceVersion value: the three pieces around them, in order.
-func piecesOutsideHoles(o *Object) ([3][]byte, bool) {
+// assignmentPath is the path of the assignment value (kcp.io/assigned-locations) in an object.
+var assignmentPath = []string{"metadata", "annotations", contract.AssignedLocationsAnnotation}
+
+// versionPaths are the parts of an object that piecesOutsideHoles leaves out, besides the
+// assignment and resourceVersion values, when the generation moves.
+var versionPaths = [][]string{{"metadata", "generation"}, {"status"}}
+
+// piecesOutsideHoles returns the JSON of o without its assignment value and its
+// metadata.resourceVersion value, and with versionParts also without the values of
+// versionPaths: the pieces around them, in order. found has bit 0 set when o has an assignment
+// value, and bit i+1 when it has the value of versionPaths[i]. ok is false when a part cannot
+// be found exactly once.
+func piecesOutsideHoles(o *Object, versionParts bool) (pieces [][]byte, found uint8, ok bool) {
 	rv, ok := findStringMember(resourceVersionKey, o.rvString, o.json)
 	if !ok {
-		return [3][]byte{}, false
+		return nil, 0, false
 	}
-	first, second := o.hole, rv
-	if second.start < first.start {
-		first, second = second, first
+	cuts := make([]assignmentHole, 0, 2+len(versionPaths))
+	cuts = append(cuts, rv)
+	add := func(path []string, bit uint8) bool {
+		start, end, has, err := source.ValueRange(o.json, path...)
+		if has {
+			cuts = append(cuts, assignmentHole{start: start, end: end})
+			found |= bit
+		}
+		return err == nil
 	}
-	if first.end > second.start {
-		return [3][]byte{}, false
+	if o.hole.end > 0 {
+		// A template: the hole is its assignment value.
+		cuts, found = append(cuts, o.hole), 1
+	} else if !add(assignmentPath, 1) {
+		return nil, 0, false
 	}
-	j := o.json
-	return [3][]byte{j[:first.start], j[first.end:second.start], j[second.end:]}, true
+	for i, path := range versionPaths {
+		if versionParts && !add(path, 2<<i) {
+			return nil, 0, false
+		}
+	}
+	slices.SortFunc(cuts, func(a, b assignmentHole) int { return a.start - b.start })
+	next := 0
+	for _, c := range cuts {
+		if c.start < next {
+			return nil, 0, false
+		}
+		pieces = append(pieces, o.json[next:c.start])
+		next = c.end
+	}
+	return append(pieces, o.json[next:]), found, true
 }
 
 // jsonSuffices reports whether id, a version that arrived as bytes and is assigned to locs, can
@@ -154,13 +201,14 @@ func piecesOutsideHoles(o *Object) ([3][]byte, bool) {
 //   - prev is nil, or prev and the version are both shown as they are (one location or none),
 //     so that which locations see the change needs no rendering (setVisibility; only a
 //     version that moves metadata.generation is compared with prev, to tell a change of
-//     .status alone, decoding both); or both are templates and their bytes tell that every
-//     view changed (templateSuccessor, checked by buildFromJSON).
+//     .status alone: as bytes by buildFromJSON, else decoding both); or both are templates
+//     and their bytes tell that every view changed (templateSuccessor, checked by
+//     buildFromJSON).
 func (s *ResourceStore) jsonSuffices(id identity, prev *Object, locs []string) bool {
 	if id.raw == nil || (id.edit != nil && id.edit.had) {
 		return false
 	}
-	if prev != nil && (prev.variants != nil || len(locs) > 1) && !templateSuccessor(prev, locs, id.raw.Generation) {
+	if prev != nil && (prev.variants != nil || len(locs) > 1) && !templateSuccessor(prev, locs) {
 		return false
 	}
 	for k, v := range id.annotations {

@@ -169,6 +169,19 @@ func TestJSONIngestMatchesDecodedIngest(t *testing.T) {
 			s.update(obj("g", 21, locs("west", "north"), "d:k=5"))
 			s.update(obj("g", 22, locs("west", "north", "east"), "d:k=6"))
 			s.update(obj("g", 23, locs("west", "east"), "d:k=6"))
+			// Writes that move metadata.generation: with more than .status changed (stored as
+			// bytes), then with .status alone (the views keep showing the old generation), for
+			// several locations and for one.
+			moved := func(o *unstructured.Unstructured, generation int64, status string) *unstructured.Unstructured {
+				o.SetGeneration(generation)
+				o.Object["status"] = map[string]interface{}{"phase": status}
+				return o
+			}
+			s.update(moved(obj("g", 24, locs("west", "east"), "d:k=6"), 1, "Up"))
+			s.update(moved(obj("g", 25, locs("west", "east"), "d:k=7"), 2, "Up"))
+			s.update(moved(obj("g", 26, locs("west", "east"), "d:k=7"), 3, "Down"))
+			s.update(moved(obj("h", 27, locs("east"), "d:k=2"), 3, "Up"))
+			s.update(moved(obj("h", 28, locs("east"), "d:k=2"), 4, "Down"))
 
 			for loc, w := range watches {
 				events := 0
@@ -226,27 +239,31 @@ func nextOrNone(w watch.Interface) *watch.Event {
 // that changes what every view shows (templateSuccessor) is stored from the source's bytes
 // without decoding, and still gives each location the right event and view; that versions
 // whose bytes do not tell that every view changed (a change of managedFields alone, of the
-// assignment alone, the first write after one) are decoded and give the locations that stay no
-// event for what they cannot see; that a version moved to other locations alone is stored
-// from its bytes (every view is new); and that every version, decoded or not, keeps the source's
-// bytes in the source's field order, so that the write after a decoded one is compared as
-// bytes again.
+// assignment alone, the first write after one, a change of .status alone at a new generation)
+// are decoded and give the locations that stay no event for what they cannot see, or show them
+// the old generation; that a version moved to other locations alone is stored from its bytes
+// (every view is new); that a write which moves metadata.generation is stored from its bytes
+// when it changes more than .status, for several locations and for one; and that every
+// version, decoded or not, keeps the source's bytes in the source's field order, so that the
+// write after a decoded one is compared as bytes again.
 func TestTemplateUpdatesStoredAsSourceBytes(t *testing.T) {
 	s := newTestStore(t, StoreOptions{DefaultCluster: "root"})
 	add := source.Annotation{Key: contract.ClusterAnnotation, Value: "root"}
 	// The source writes metadata first, as kube-apiserver does; the cache's own encoding would
 	// sort the keys.
-	version := func(rv int, data string, l ...string) *source.Object {
+	// version is the object at resourceVersion rv and metadata.generation generation, with
+	// data.k and status.s.
+	version := func(rv, generation int, data, status string, l ...string) *source.Object {
 		assigned, _ := json.Marshal(l)
 		v, _ := json.Marshal(string(assigned))
-		raw := fmt.Sprintf(`{"metadata":{"name":"g","namespace":"ns","resourceVersion":"%d","annotations":{"kcp.io/assigned-locations":%s},"managedFields":[{"manager":"m%d"}]},"kind":"ConfigMap","apiVersion":"v1","data":{"k":%q}}`, rv, v, rv, data)
+		raw := fmt.Sprintf(`{"metadata":{"name":"g","namespace":"ns","resourceVersion":"%d","generation":%d,"annotations":{"kcp.io/assigned-locations":%s},"managedFields":[{"manager":"m%d"}]},"kind":"ConfigMap","apiVersion":"v1","data":{"k":%q},"status":{"s":%q}}`, rv, generation, v, rv, data, status)
 		o, err := source.DecodeObject([]byte(raw), add)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return o
 	}
-	if err := s.Replace([]interface{}{version(5, "1", "east", "west")}, "5"); err != nil {
+	if err := s.Replace([]interface{}{version(5, 1, "1", "a", "east", "west")}, "5"); err != nil {
 		t.Fatal(err)
 	}
 	watches := map[string]watch.Interface{}
@@ -263,27 +280,48 @@ func TestTemplateUpdatesStoredAsSourceBytes(t *testing.T) {
 		// shows is the resourceVersion and data every location's view shows afterwards.
 		shows map[string]string
 	}{
-		{"data changed", version(6, "2", "east", "west"), true,
+		{"data changed", version(6, 1, "2", "a", "east", "west"), true,
 			map[string]string{"east": "MODIFIED g@6", "west": "MODIFIED g@6"},
-			map[string]string{"east": "6 2", "west": "6 2"}},
-		{"data changed, a location added", version(7, "3", "east", "west", "north"), true,
+			map[string]string{"east": "6 2 1", "west": "6 2 1"}},
+		{"data changed, a location added", version(7, 1, "3", "a", "east", "west", "north"), true,
 			map[string]string{"east": "MODIFIED g@7", "west": "MODIFIED g@7", "north": "ADDED g@7"},
-			map[string]string{"east": "7 3", "west": "7 3", "north": "7 3"}},
-		{"managedFields changed alone", version(8, "3", "east", "west", "north"), false,
+			map[string]string{"east": "7 3 1", "west": "7 3 1", "north": "7 3 1"}},
+		{"managedFields changed alone", version(8, 1, "3", "a", "east", "west", "north"), false,
 			map[string]string{},
-			map[string]string{"east": "7 3", "west": "7 3", "north": "7 3"}},
-		{"a location removed alone", version(9, "3", "east", "north"), false,
+			map[string]string{"east": "7 3 1", "west": "7 3 1", "north": "7 3 1"}},
+		{"a location removed alone", version(9, 1, "3", "a", "east", "north"), false,
 			map[string]string{"west": "DELETED g@9"},
-			map[string]string{"east": "7 3", "north": "7 3"}},
-		{"data changed after views kept older versions", version(10, "4", "east", "north"), false,
+			map[string]string{"east": "7 3 1", "north": "7 3 1"}},
+		{"data changed after views kept older versions", version(10, 1, "4", "a", "east", "north"), false,
 			map[string]string{"east": "MODIFIED g@10", "north": "MODIFIED g@10"},
-			map[string]string{"east": "10 4", "north": "10 4"}},
-		{"data changed again", version(11, "5", "east", "north"), true,
+			map[string]string{"east": "10 4 1", "north": "10 4 1"}},
+		{"data changed again", version(11, 1, "5", "a", "east", "north"), true,
 			map[string]string{"east": "MODIFIED g@11", "north": "MODIFIED g@11"},
-			map[string]string{"east": "11 5", "north": "11 5"}},
-		{"moved to other locations alone", version(12, "5", "west", "south"), true,
-			map[string]string{"east": "DELETED g@12", "north": "DELETED g@12", "west": "ADDED g@12"},
-			map[string]string{"west": "12 5"}},
+			map[string]string{"east": "11 5 1", "north": "11 5 1"}},
+		{"data and generation changed", version(12, 2, "6", "a", "east", "north"), true,
+			map[string]string{"east": "MODIFIED g@12", "north": "MODIFIED g@12"},
+			map[string]string{"east": "12 6 2", "north": "12 6 2"}},
+		{"status changed alone at a new generation", version(13, 3, "6", "b", "east", "north"), false,
+			map[string]string{"east": "MODIFIED g@13", "north": "MODIFIED g@13"},
+			map[string]string{"east": "13 6 2", "north": "13 6 2"}},
+		{"data changed after views kept an older generation", version(14, 3, "7", "b", "east", "north"), false,
+			map[string]string{"east": "MODIFIED g@14", "north": "MODIFIED g@14"},
+			map[string]string{"east": "14 7 3", "north": "14 7 3"}},
+		{"moved to other locations alone", version(15, 3, "7", "b", "west", "south"), true,
+			map[string]string{"east": "DELETED g@15", "north": "DELETED g@15", "west": "ADDED g@15"},
+			map[string]string{"west": "15 7 3"}},
+		{"data changed, one location left", version(16, 3, "8", "b", "west"), false,
+			map[string]string{"west": "MODIFIED g@16"},
+			map[string]string{"west": "16 8 3"}},
+		{"data and generation changed, one location", version(17, 4, "9", "b", "west"), true,
+			map[string]string{"west": "MODIFIED g@17"},
+			map[string]string{"west": "17 9 4"}},
+		{"moved to another location at a new generation", version(18, 5, "9", "b", "east"), true,
+			map[string]string{"west": "DELETED g@18", "east": "ADDED g@18"},
+			map[string]string{"east": "18 9 5"}},
+		{"status changed alone at a new generation, one location", version(19, 6, "9", "c", "east"), false,
+			map[string]string{"east": "MODIFIED g@19"},
+			map[string]string{"east": "19 9 5"}},
 	} {
 		if err := s.Update(step.version); err != nil {
 			t.Fatal(err)
@@ -312,7 +350,7 @@ func TestTemplateUpdatesStoredAsSourceBytes(t *testing.T) {
 				continue
 			}
 			u := o.Unstructured()
-			shows := fmt.Sprintf("%d %s", o.ResourceVersion(), u.Object["data"].(map[string]interface{})["k"])
+			shows := fmt.Sprintf("%d %s %d", o.ResourceVersion(), u.Object["data"].(map[string]interface{})["k"], u.GetGeneration())
 			if shows != step.shows[loc] || u.GetAnnotations()[contract.AssignedLocationsAnnotation] != assignedToOnly(loc) || u.GetResourceVersion() != fmt.Sprint(o.ResourceVersion()) {
 				t.Errorf("%s: %s's view shows %q (%v), want %q", step.name, loc, shows, u.GetAnnotations(), step.shows[loc])
 			}

@@ -30,17 +30,25 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// skipString returns the index just after the JSON string whose opening quote is b[i].
+// skipString returns the index just after the JSON string whose opening quote is b[i]. It
+// jumps from quote to quote (bytes.IndexByte): a quote ends the string unless an odd number of
+// backslashes precedes it.
 func skipString(b []byte, i int) (int, error) {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1, nil
+	for j := i + 1; ; {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return 0, errTruncated
 		}
+		q := j + k
+		escapes := 0
+		for p := q - 1; p > i && b[p] == '\\'; p-- {
+			escapes++
+		}
+		if escapes%2 == 0 {
+			return q + 1, nil
+		}
+		j = q + 1
 	}
-	return 0, errTruncated
 }
 
 // skipValue returns the start (after whitespace) and the end (just after) of the JSON value at
@@ -209,4 +217,53 @@ func stringMap(v []byte) (map[string]string, error) {
 		return nil
 	})
 	return out, err
+}
+
+// errDuplicateMember is returned by ValueRange for an object that has a member on the path twice.
+var errDuplicateMember = errors.New("a member occurs twice")
+
+// ValueRange returns where the value at path is in raw, the JSON text of an object: raw[start:end]
+// is the value of member path[0] of raw, or of member path[1] of that value, and so on (for
+// example "metadata", "generation"). found is false when a member on the path is missing, or a
+// value on the way is not an object. Member names are compared as the strings they denote.
+//
+// raw is text the source package validated (Object.JSON); an error reports malformed text, or a
+// member on the path that occurs twice (encoding/json would take the last, a reader of bytes
+// cannot tell which counts). The cache uses it to compare two versions of an object as bytes
+// around the values every version changes (pkg/cache fromjson.go).
+func ValueRange(raw []byte, path ...string) (start, end int, found bool, err error) {
+	start, end = 0, len(raw)
+	for i, name := range path {
+		if i > 0 && raw[start] != '{' {
+			return 0, 0, false, nil // the value on the way is not an object
+		}
+		s, e, n := 0, 0, 0
+		_, _, err = walkObject(raw[:end], start, func(m member) error {
+			is, err := keyIs(m.key, name)
+			if is {
+				s, e, n = m.valueStart, m.end, n+1
+			}
+			return err
+		})
+		switch {
+		case err != nil:
+			return 0, 0, false, err
+		case n > 1:
+			return 0, 0, false, fmt.Errorf("%w: %q", errDuplicateMember, name)
+		case n == 0:
+			return 0, 0, false, nil
+		}
+		start, end = s, e
+	}
+	return start, end, true, nil
+}
+
+// keyIs reports whether tok, a member's key token with its quotes, denotes name; without
+// copying it unless it has escapes.
+func keyIs(tok []byte, name string) (bool, error) {
+	if bytes.IndexByte(tok, '\\') < 0 {
+		return len(tok) >= 2 && string(tok[1:len(tok)-1]) == name, nil
+	}
+	k, err := unquote(tok)
+	return k == name, err
 }
