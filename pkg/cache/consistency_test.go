@@ -182,8 +182,8 @@ func TestConsistencyUnderConcurrency(t *testing.T) {
 					} else {
 						c.state[o.Key()] = rv
 					}
-				case *unstructured.Unstructured:
-					rv, _ = strconv.ParseUint(o.GetResourceVersion(), 10, 64)
+				case *bookmark:
+					rv, _ = strconv.ParseUint(o.u.GetResourceVersion(), 10, 64)
 					c.initial = false
 				}
 				if c.initial {

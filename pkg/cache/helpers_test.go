@@ -121,6 +121,8 @@ func ev(e watch.Event) string {
 			return fmt.Sprintf("%s %s@%d(metadata rv %s)", e.Type, o.Name(), o.ResourceVersion(), got)
 		}
 		return fmt.Sprintf("%s %s@%d", e.Type, o.Name(), o.ResourceVersion())
+	case *bookmark:
+		return ev(watch.Event{Type: e.Type, Object: o.u})
 	case *unstructured.Unstructured:
 		s := fmt.Sprintf("%s@%s", e.Type, o.GetResourceVersion())
 		if o.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {

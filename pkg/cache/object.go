@@ -5,7 +5,6 @@ import (
 	"io"
 	"strconv"
 	"sync"
-	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -101,10 +100,8 @@ type Object struct {
 	edit   *clusterEdit
 	labels objectLabels
 
-	// serializations caches CacheEncode results: map[runtime.Identifier]*serialization,
-	// replaced (copy on insert) under encodeMu so that lookups are lock-free.
-	serializations atomic.Pointer[map[runtime.Identifier]*serialization]
-	encodeMu       sync.Mutex
+	// encodings caches CacheEncode results.
+	encodings encodeCache
 
 	jsonOnce sync.Once
 	json     []byte
@@ -166,13 +163,6 @@ func (e *clusterEdit) undo(u *unstructured.Unstructured) {
 		return
 	}
 	u.SetAnnotations(ann)
-}
-
-// serialization is one cached encoder output.
-type serialization struct {
-	once sync.Once
-	raw  []byte
-	err  error
 }
 
 var (
@@ -441,24 +431,12 @@ func (o *Object) GetObject() runtime.Object { return o.content() }
 
 // CacheEncode implements runtime.CacheableObject: the first call for an identifier runs encode
 // on the object's JSON (jsonObject) and caches the result (bytes or error); every call writes
-// the cached bytes to w (using runtime.Splice when w supports it, like the cacher).
+// the cached bytes to w (encodeCache).
 func (o *Object) CacheEncode(id runtime.Identifier, encode func(runtime.Object, io.Writer) error, w io.Writer) error {
-	s := o.serialization(id)
-	s.once.Do(func() {
+	return o.encodings.encode(id, encode, func() runtime.Object {
 		objectEncodings.Inc()
-		var buf bytes.Buffer
-		s.err = encode(o.encodable(), &buf)
-		s.raw = buf.Bytes()
-	})
-	if s.err != nil {
-		return s.err
-	}
-	if sp, ok := w.(runtime.Splice); ok {
-		sp.Splice(s.raw)
-		return nil
-	}
-	_, err := w.Write(s.raw)
-	return err
+		return o.encodable()
+	}, w)
 }
 
 // encodable returns what encoders get: the object's JSON as a jsonObject, or the decoded tree
@@ -471,33 +449,6 @@ func (o *Object) encodable() runtime.Object {
 		return o.content()
 	}
 	return &jsonObject{o: o, TypeMeta: o.typeMeta}
-}
-
-// serialization returns the cache slot for id, creating it if needed.
-func (o *Object) serialization(id runtime.Identifier) *serialization {
-	if m := o.serializations.Load(); m != nil {
-		if s, ok := (*m)[id]; ok {
-			return s
-		}
-	}
-	o.encodeMu.Lock()
-	defer o.encodeMu.Unlock()
-	old := o.serializations.Load()
-	if old != nil {
-		if s, ok := (*old)[id]; ok {
-			return s
-		}
-	}
-	n := make(map[runtime.Identifier]*serialization, 1)
-	if old != nil {
-		for k, v := range *old {
-			n[k] = v
-		}
-	}
-	s := &serialization{}
-	n[id] = s
-	o.serializations.Store(&n)
-	return s
 }
 
 // MarshalJSON implements json.Marshaler: the object's JSON, encoded on first use and cached.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -153,6 +154,8 @@ type ResourceStore struct {
 	// (setSyncError).
 	syncErr error
 	history history
+	// lastBookmark is the periodic BOOKMARK object made last (bookmarkAt).
+	lastBookmark atomic.Pointer[bookmark]
 	// changed is closed (and replaced) when rv, synced or closed change while waiters > 0.
 	changed chan struct{}
 	waiters int

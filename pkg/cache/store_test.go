@@ -1,8 +1,10 @@
 package cache
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -274,6 +277,8 @@ func rvOf(e watch.Event) uint64 {
 	switch o := e.Object.(type) {
 	case *Object:
 		return o.ResourceVersion()
+	case *bookmark:
+		return o.rv
 	case *unstructured.Unstructured:
 		var rv uint64
 		for _, c := range o.GetResourceVersion() {
@@ -565,10 +570,11 @@ func TestBookmarks(t *testing.T) {
 	mustReplace(t, s, 10)
 	w := mustWatch(t, s, "east", WatchOptions{AllowBookmarks: true})
 	nb := mustWatch(t, s, "east", WatchOptions{})
+	w2 := mustWatch(t, s, "west", WatchOptions{AllowBookmarks: true})
 	waitTickers := func() {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Second)
-		for !clk.HasWaiters() && time.Now().Before(deadline) {
+		for clk.Waiters() < 2 && time.Now().Before(deadline) { // the tickers of w and w2
 			time.Sleep(time.Millisecond)
 		}
 	}
@@ -577,11 +583,34 @@ func TestBookmarks(t *testing.T) {
 	expectNothing(t, w) // RV has not moved
 	s.UpdateResourceVersion("15")
 	clk.Step(time.Second)
-	expect(t, w, "BOOKMARK@15")
+	// Both watchers get the same BOOKMARK object, encoded once per encoder.
+	e1, e2 := next(t, w), next(t, w2)
+	if ev(e1) != "BOOKMARK@15" || ev(e2) != "BOOKMARK@15" {
+		t.Fatalf("got %s and %s, want BOOKMARK@15 twice", ev(e1), ev(e2))
+	}
+	if e1.Object != e2.Object {
+		t.Errorf("the watchers got two BOOKMARK objects at the same resourceVersion")
+	}
+	encodes := 0
+	encode := func(obj runtime.Object, out io.Writer) error {
+		encodes++
+		return unstructured.UnstructuredJSONScheme.Encode(obj, out)
+	}
+	var first, second bytes.Buffer
+	for _, out := range []*bytes.Buffer{&first, &second} {
+		if err := e1.Object.(runtime.CacheableObject).CacheEncode("json", encode, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const want = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"resourceVersion":"15"}}` + "\n"
+	if encodes != 1 || first.String() != want || second.String() != want {
+		t.Errorf("encoded %d times, wrote %q and %q, want once and %q", encodes, first.String(), second.String(), want)
+	}
 	mustAdd(t, s, cm("ns", "a", 16, locs("east")))
 	mustAdd(t, s, cm("ns", "b", 17, locs("west")))
 	clk.Step(time.Second)
 	expect(t, w, "ADDED a@16", "BOOKMARK@17")
+	expect(t, w2, "ADDED b@17") // no BOOKMARK at the resourceVersion of its last event
 	expect(t, nb, "ADDED a@16")
 	// Bookmarks from the source that go backwards are ignored.
 	s.UpdateResourceVersion("12")

@@ -3,11 +3,8 @@ package cache
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
 )
@@ -161,21 +158,20 @@ func (s *ResourceStore) queueBookmark(w *watcher) {
 	if !w.registered || s.rv <= w.lastQueuedRV.Load() {
 		return
 	}
-	if w.queue.push(watch.Event{Type: watch.Bookmark, Object: s.bookmarkObject(s.rv, false)}) {
+	if w.queue.push(watch.Event{Type: watch.Bookmark, Object: s.bookmarkAt(s.rv)}) {
 		w.lastQueuedRV.Store(s.rv)
 		s.metrics.bookmarks.Inc()
 	}
 }
 
-// bookmarkObject returns the object of a BOOKMARK event at rv: the resource's apiVersion/kind
-// and metadata.resourceVersion only; with initialEventsEnd also the annotation
-// "k8s.io/initial-events-end": "true" (KEP-3157).
-func (s *ResourceStore) bookmarkObject(rv uint64, initialEventsEnd bool) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]interface{}{}}
-	u.SetGroupVersionKind(s.gvk)
-	u.SetResourceVersion(strconv.FormatUint(rv, 10))
-	if initialEventsEnd {
-		u.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+// bookmarkAt returns the object of a periodic BOOKMARK at rv, shared by every watcher that
+// gets one at rv (bookmark): the one made last when it is at rv, else a new one, kept for the
+// next watcher. Called with s.mu held (for reading is enough: two watchers racing make two).
+func (s *ResourceStore) bookmarkAt(rv uint64) *bookmark {
+	if b := s.lastBookmark.Load(); b != nil && b.rv == rv {
+		return b
 	}
-	return u
+	b := newBookmark(s.gvk, rv, false)
+	s.lastBookmark.Store(b)
+	return b
 }

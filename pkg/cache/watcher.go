@@ -120,7 +120,7 @@ func (w *watcher) run(ctx context.Context, init initialEvents) {
 		}
 	}
 	if init.endBookmark {
-		bm := watch.Event{Type: watch.Bookmark, Object: w.store.bookmarkObject(init.rv, true)}
+		bm := watch.Event{Type: watch.Bookmark, Object: newBookmark(w.store.gvk, init.rv, true)}
 		if !w.send(ctx, bm) {
 			return
 		}

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math/rand"
 	"net/http"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -156,6 +158,7 @@ func TestViews(t *testing.T) {
 		})
 	}
 	t.Run("streaming list", func(t *testing.T) { testStreamingList(t, ctx, env) })
+	t.Run("periodic bookmarks", func(t *testing.T) { testPeriodicBookmarks(t, ctx, env) })
 	t.Run("resume watch", func(t *testing.T) { testResumeWatch(t, ctx, env) })
 	t.Run("kubectl", func(t *testing.T) { testKubectl(t, ctx, env) })
 	t.Run("new CRD", func(t *testing.T) { testNewCRD(t, ctx, env) })
@@ -837,6 +840,59 @@ func testStreamingList(t *testing.T, ctx context.Context, env *viewEnv) {
 			t.Error("no live event after the initial events")
 		}
 		return
+	}
+}
+
+func testPeriodicBookmarks(t *testing.T, ctx context.Context, env *viewEnv) {
+	// Two watches of west's configmaps that allow bookmarks get a periodic BOOKMARK
+	// (--bookmark-interval=1s) once the resource moves on, also by a write west does not see:
+	// at the resource's resourceVersion, with the kind and apiVersion and nothing else. The
+	// cache hands every watcher at a resourceVersion the same BOOKMARK object, encoded once.
+	views := env.views["west"].Resource(configMapsGVR)
+	list, err := views.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var watches []watch.Interface
+	for i := 0; i < 2; i++ {
+		w, err := views.Watch(ctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion(), AllowWatchBookmarks: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		watches = append(watches, w)
+	}
+	moved := env.create(t, ctx, configMapsGVR, newConfigMap("team-a", "bookmark-mover", "east"))
+	movedRV, err := strconv.ParseUint(moved.GetResourceVersion(), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range watches {
+		timeout := time.After(20 * time.Second)
+	events:
+		for {
+			select {
+			case e, ok := <-w.ResultChan():
+				if !ok {
+					t.Fatalf("watch %d closed before a BOOKMARK at or after %d", i, movedRV)
+				}
+				if e.Type != watch.Bookmark {
+					continue // a write of another test to west's configmaps
+				}
+				u := e.Object.(*unstructured.Unstructured)
+				rv, err := strconv.ParseUint(u.GetResourceVersion(), 10, 64)
+				if err != nil || rv < movedRV {
+					continue // before the write: the resource had not moved on for this watch yet
+				}
+				want := map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]interface{}{"resourceVersion": u.GetResourceVersion()}}
+				if !reflect.DeepEqual(u.Object, want) {
+					t.Errorf("watch %d: BOOKMARK %v, want %v", i, u.Object, want)
+				}
+				break events
+			case <-timeout:
+				t.Fatalf("watch %d: no BOOKMARK at or after %d within 20s", i, movedRV)
+			}
+		}
 	}
 }
 

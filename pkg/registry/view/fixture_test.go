@@ -12,6 +12,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -261,8 +262,8 @@ func events(t *testing.T, w watch.Interface, n int) []string {
 
 func renderEvent(t *testing.T, e watch.Event) string {
 	if e.Type == watch.Bookmark || e.Type == watch.Error {
-		u, ok := e.Object.(*unstructured.Unstructured)
-		if !ok {
+		u, err := meta.Accessor(e.Object) // the cache's BOOKMARK objects are its own type
+		if err != nil {
 			return string(e.Type) + " " + string(mustJSON(e.Object))
 		}
 		s := string(e.Type) + "@" + u.GetResourceVersion()
