@@ -19,10 +19,13 @@ type rvBatcher struct {
 	next     *rvCall
 }
 
+// rvCall is one request to the source and the callers that share it.
 type rvCall struct {
 	done chan struct{}
 	rv   uint64
 	err  error
+	// callers counts the get calls that wait for this request (guarded by rvBatcher.mu).
+	callers int
 }
 
 func (b *rvBatcher) get(ctx context.Context) (uint64, error) {
@@ -39,6 +42,7 @@ func (b *rvBatcher) get(ctx context.Context) (uint64, error) {
 	default:
 		call = b.next
 	}
+	call.callers++
 	b.mu.Unlock()
 	select {
 	case <-call.done:

@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -35,7 +36,20 @@ func TestResourceVersionBatching(t *testing.T) {
 		wg.Add(1)
 		go func(i int) { defer wg.Done(); results[i], _ = b.get(context.Background()) }(i)
 	}
-	time.Sleep(20 * time.Millisecond)
+	// Every caller waits for the queued request before the first ends (no sleep: under load
+	// a goroutine can start late).
+	deadline := time.Now().Add(10 * time.Second)
+	for queued := 0; queued < len(results); {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d callers queued after 10s", queued, len(results))
+		}
+		b.mu.Lock()
+		if b.next != nil {
+			queued = b.next.callers
+		}
+		b.mu.Unlock()
+		runtime.Gosched()
+	}
 	release <- struct{}{} // first request ends
 	if rv := <-first; rv != 10 {
 		t.Fatalf("first got %d", rv)
