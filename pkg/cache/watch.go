@@ -166,12 +166,20 @@ func (s *ResourceStore) queueBookmark(w *watcher) {
 
 // bookmarkAt returns the object of a periodic BOOKMARK at rv, shared by every watcher that
 // gets one at rv (bookmark): the one made last when it is at rv, else a new one, kept for the
-// next watcher. Called with s.mu held (for reading is enough: two watchers racing make two).
+// next watcher. Called with s.mu held (for reading is enough): rv is then s.rv for every
+// concurrent caller, and of two callers that race to make it, the one that stores it second
+// takes the first one's.
 func (s *ResourceStore) bookmarkAt(rv uint64) *bookmark {
-	if b := s.lastBookmark.Load(); b != nil && b.rv == rv {
-		return b
+	last := s.lastBookmark.Load()
+	if last != nil && last.rv == rv {
+		return last
 	}
 	b := newBookmark(s.gvk, rv, false)
-	s.lastBookmark.Store(b)
+	if s.lastBookmark.CompareAndSwap(last, b) {
+		return b
+	}
+	if other := s.lastBookmark.Load(); other.rv == rv {
+		return other
+	}
 	return b
 }
