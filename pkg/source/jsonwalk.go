@@ -239,11 +239,10 @@ func ValueRange(raw []byte, path ...string) (start, end int, found bool, err err
 		}
 		s, e, n := 0, 0, 0
 		_, _, err = walkObject(raw[:end], start, func(m member) error {
-			is, err := keyIs(m.key, name)
-			if is {
+			if string(memberName(m.key)) == name {
 				s, e, n = m.valueStart, m.end, n+1
 			}
-			return err
+			return nil
 		})
 		switch {
 		case err != nil:
@@ -256,14 +255,4 @@ func ValueRange(raw []byte, path ...string) (start, end int, found bool, err err
 		start, end = s, e
 	}
 	return start, end, true, nil
-}
-
-// keyIs reports whether tok, a member's key token with its quotes, denotes name; without
-// copying it unless it has escapes.
-func keyIs(tok []byte, name string) (bool, error) {
-	if bytes.IndexByte(tok, '\\') < 0 {
-		return len(tok) >= 2 && string(tok[1:len(tok)-1]) == name, nil
-	}
-	k, err := unquote(tok)
-	return k == name, err
 }

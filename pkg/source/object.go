@@ -96,7 +96,7 @@ func DecodeObject(data []byte, add Annotation) (*Object, error) {
 	cutStart, cutEnd := -1, -1
 	_, end, err := walkObject(data, 0, func(m member) error {
 		v := data[m.valueStart:m.end]
-		switch memberName(m.key) {
+		switch string(memberName(m.key)) {
 		case "apiVersion":
 			return decodeString(v, &o.APIVersion, "apiVersion")
 		case "kind":
@@ -229,7 +229,7 @@ func (o *Object) decodeMetadata(data []byte, i int) (metaLayout, error) {
 	open, _, err := walkObject(data, i, func(m member) error {
 		v := data[m.valueStart:m.end]
 		members = append(members, m)
-		switch memberName(m.key) {
+		switch string(memberName(m.key)) {
 		case "name":
 			return decodeString(v, &o.Name, "metadata.name")
 		case "namespace":
@@ -290,14 +290,17 @@ func (o *Object) decodeMetadata(data []byte, i int) (metaLayout, error) {
 	return l, nil
 }
 
-// memberName returns the name a member's key token denotes, without allocating when the key
-// has no escapes (every key a Kubernetes API server writes).
-func memberName(key []byte) string {
-	if bytes.IndexByte(key, '\\') < 0 && len(key) >= 2 {
-		return string(key[1 : len(key)-1])
+// memberName returns the name a member's key token denotes, as bytes: the key without its
+// quotes when it has no escapes (every key a Kubernetes API server writes), else the unquoted
+// name (empty when the key is not a string). Callers compare it as string(memberName(key)), in
+// a switch or with ==, which Go does without allocating (a string returned here would be
+// allocated for every member of every object decoded).
+func memberName(key []byte) []byte {
+	if len(key) >= 2 && bytes.IndexByte(key, '\\') < 0 {
+		return key[1 : len(key)-1]
 	}
 	s, _ := unquote(key)
-	return s
+	return []byte(s)
 }
 
 // decodeString decodes the JSON string v into *dst; null leaves it empty. field names the
@@ -348,7 +351,7 @@ func decodeList(data []byte, l *List, add Annotation) error {
 	}
 	_, end, err := walkObject(data, 0, func(m member) error {
 		v := data[m.valueStart:m.end]
-		switch memberName(m.key) {
+		switch string(memberName(m.key)) {
 		case "apiVersion":
 			return decodeString(v, &l.APIVersion, "apiVersion")
 		case "kind":

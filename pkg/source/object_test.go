@@ -3,6 +3,7 @@ package source
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -200,5 +201,30 @@ func TestDecodeListGivesItemsTheirKind(t *testing.T) {
 				t.Errorf("item %d of %s: fields %s %s, decodes as %s %s (%v)", i, tc.doc, o.APIVersion, o.Kind, u.GetAPIVersion(), u.GetKind(), err)
 			}
 		}
+	}
+}
+
+// TestDecodeObjectAllocationsDoNotGrowWithMembers checks that reading member names allocates
+// nothing (memberName): decoding an object with 40 more top-level members, none of which it
+// keeps, costs no more allocations than one without them.
+func TestDecodeObjectAllocationsDoNotGrowWithMembers(t *testing.T) {
+	object := func(extra int) []byte {
+		var b strings.Builder
+		b.WriteString(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","resourceVersion":"5"}`)
+		for i := 0; i < extra; i++ {
+			fmt.Fprintf(&b, `,"member%02d":%d`, i, i)
+		}
+		b.WriteString(`}`)
+		return []byte(b.String())
+	}
+	allocs := func(raw []byte) float64 {
+		return testing.AllocsPerRun(100, func() {
+			if _, err := DecodeObject(raw, Annotation{}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	if few, many := allocs(object(0)), allocs(object(40)); many > few {
+		t.Errorf("%v allocations with 40 more members, %v without", many, few)
 	}
 }

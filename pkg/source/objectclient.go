@@ -166,7 +166,7 @@ func (watchEventCodec) Decode(data []byte, _ *schema.GroupVersionKind, into runt
 	}
 	*ev = metav1.WatchEvent{}
 	_, end, err := walkObject(data, 0, func(m member) error {
-		switch memberName(m.key) {
+		switch string(memberName(m.key)) {
 		case "type":
 			return decodeString(data[m.valueStart:m.end], &ev.Type, "type")
 		case "object":
