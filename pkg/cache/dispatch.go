@@ -90,7 +90,7 @@ func (s *ResourceStore) applyLocked(ev *event, record bool) {
 	}
 }
 
-// dispatchLocked queues ev for the watchers of one location. It never blocks: a watcher whose
+// dispatchLocked delivers ev to the watchers of one location. It never blocks: a watcher whose
 // buffer is full is terminated (its client re-watches from its last resourceVersion and gets
 // the missed events from the history), like the cacher's cacheWatcher does when its input
 // channel is full.
@@ -101,7 +101,7 @@ func (s *ResourceStore) dispatchLocked(li *locationIndex, ev *event, inOld, inNe
 		if !ok {
 			continue
 		}
-		if !w.queue.push(e) {
+		if !w.deliver(e) {
 			slow = append(slow, w)
 			continue
 		}
@@ -110,7 +110,7 @@ func (s *ResourceStore) dispatchLocked(li *locationIndex, ev *event, inOld, inNe
 	}
 	for _, w := range slow {
 		klog.V(2).InfoS("Closing a watch that does not keep up", "resource", s.gvr.GroupResource().String(),
-			"location", li.name, "bufferSize", w.queue.limit)
+			"location", li.name, "bufferSize", w.limit)
 		s.metrics.slowClosed.Inc()
 		w.signalStop()
 		s.unregisterLocked(w)

@@ -247,6 +247,18 @@ func (o *Object) ForLocation(location string) *Object {
 	return v
 }
 
+// renderedFor returns what ForLocation returns when that costs no rendering: o itself when it
+// looks the same to every location, or the location's view made before; ok false otherwise.
+func (o *Object) renderedFor(location string) (v *Object, ok bool) {
+	if o.variants == nil {
+		return o, true
+	}
+	o.variants.mu.Lock()
+	defer o.variants.mu.Unlock()
+	v, ok = o.variants.m[location]
+	return v, ok
+}
+
 // StatusObjects returns the objects whose .status differs per location: those carrying status
 // records (status.kcp.io/<location>) or reflecting status while assigned to several
 // locations. The status record reconciler visits only these; their number does not grow with

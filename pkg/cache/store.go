@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -154,8 +153,10 @@ type ResourceStore struct {
 	// (setSyncError).
 	syncErr error
 	history history
-	// lastBookmark is the periodic BOOKMARK object made last (bookmarkAt).
-	lastBookmark atomic.Pointer[bookmark]
+	// bookmarkWatchers counts the registered watchers that allow bookmarks; bookmarkStop,
+	// while there are any, stops the store's bookmark ticker (periodic.go).
+	bookmarkWatchers int
+	bookmarkStop     chan struct{}
 	// changed is closed (and replaced) when rv, synced or closed change while waiters > 0.
 	changed chan struct{}
 	waiters int

@@ -574,7 +574,7 @@ func TestBookmarks(t *testing.T) {
 	waitTickers := func() {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Second)
-		for clk.Waiters() < 2 && time.Now().Before(deadline) { // the tickers of w and w2
+		for clk.Waiters() < 1 && time.Now().Before(deadline) { // the store's bookmark ticker
 			time.Sleep(time.Millisecond)
 		}
 	}

@@ -26,9 +26,10 @@ type WatchOptions struct {
 	// resourceVersion (NotOlderThan) or a consistent read, call WaitForResourceVersion first:
 	// the initial state is the store's state when Watch registers.
 	InitialEventsEndBookmark bool
-	// AllowBookmarks asks for periodic BOOKMARK events (StoreOptions.BookmarkInterval) with
-	// the store's current RV; the object is an *unstructured.Unstructured of the resource's
-	// apiVersion/kind with only metadata.resourceVersion set.
+	// AllowBookmarks asks for periodic BOOKMARK events (StoreOptions.BookmarkInterval, from the
+	// store's one ticker, periodic.go) with the store's current RV; the object holds the
+	// resource's apiVersion/kind and metadata.resourceVersion only (bookmark), shared by the
+	// watchers that get it at one tick.
 	AllowBookmarks bool
 	// Predicate selects the objects the watch shows (label/field selectors, namespace); nil
 	// selects all of the location's objects. It must be cheap and safe for concurrent use.
@@ -101,15 +102,7 @@ func (s *ResourceStore) Watch(ctx context.Context, location string, opts WatchOp
 		init.replayFrom = from
 	}
 
-	w := &watcher{
-		store:     s,
-		location:  location,
-		pred:      opts.Predicate,
-		bookmarks: opts.AllowBookmarks,
-		queue:     newEventQueue(s.opts.WatcherBufferSize),
-		result:    make(chan watch.Event),
-		done:      make(chan struct{}),
-	}
+	w := newWatcher(s, location, opts)
 	// Periodic bookmarks start from what the watch is handed: the resume point (the replay
 	// may not touch the location at all) or, for initial events, the state's RV only if the
 	// end bookmark conveys it.
@@ -126,12 +119,15 @@ func (s *ResourceStore) Watch(ctx context.Context, location string, opts WatchOp
 	li.addWatcher(w)
 	w.registered = true
 	s.metrics.watchers.Inc()
+	if w.bookmarks {
+		s.addBookmarkWatcherLocked()
+	}
 
-	go w.run(ctx, init)
+	w.start(ctx, init)
 	return w, nil
 }
 
-// unregister removes w from the store (no more events are queued for it).
+// unregister removes w from the store (no more events are delivered to it).
 func (s *ResourceStore) unregister(w *watcher) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -145,41 +141,9 @@ func (s *ResourceStore) unregisterLocked(w *watcher) {
 	}
 	w.registered = false
 	w.loc.removeWatcher(w)
+	if w.bookmarks {
+		s.removeBookmarkWatcherLocked()
+	}
 	s.metrics.watchers.Dec()
 	s.releaseLocked(w.loc)
-}
-
-// queueBookmark queues a periodic BOOKMARK at the store's current RV for w, behind the events
-// already queued (so a bookmark never claims an RV whose events w has not received yet). It is
-// skipped when w has already been handed that RV or its buffer is full.
-func (s *ResourceStore) queueBookmark(w *watcher) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if !w.registered || s.rv <= w.lastQueuedRV.Load() {
-		return
-	}
-	if w.queue.push(watch.Event{Type: watch.Bookmark, Object: s.bookmarkAt(s.rv)}) {
-		w.lastQueuedRV.Store(s.rv)
-		s.metrics.bookmarks.Inc()
-	}
-}
-
-// bookmarkAt returns the object of a periodic BOOKMARK at rv, shared by every watcher that
-// gets one at rv (bookmark): the one made last when it is at rv, else a new one, kept for the
-// next watcher. Called with s.mu held (for reading is enough): rv is then s.rv for every
-// concurrent caller, and of two callers that race to make it, the one that stores it second
-// takes the first one's.
-func (s *ResourceStore) bookmarkAt(rv uint64) *bookmark {
-	last := s.lastBookmark.Load()
-	if last != nil && last.rv == rv {
-		return last
-	}
-	b := newBookmark(s.gvk, rv, false)
-	if s.lastBookmark.CompareAndSwap(last, b) {
-		return b
-	}
-	if other := s.lastBookmark.Load(); other.rv == rv {
-		return other
-	}
-	return b
 }
