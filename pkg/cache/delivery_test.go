@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
@@ -103,4 +105,33 @@ func TestEventsRenderedOutsideTheLock(t *testing.T) {
 			t.Errorf("%s: .status %v, want %v", ev(e), got, c.want)
 		}
 	}
+}
+
+// TestBookmarksFollowEachWatchersStart: a watcher's periodic bookmarks come an interval after
+// its own start, not at one tick for all the store's watchers, so watchers opened at different
+// times do not get theirs in one burst.
+func TestBookmarksFollowEachWatchersStart(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	s := newTestStore(t, StoreOptions{Clock: clk, BookmarkInterval: 3 * time.Second})
+	mustReplace(t, s, 10)
+	first := mustWatch(t, s, "east", WatchOptions{AllowBookmarks: true})
+	deadline := time.Now().Add(5 * time.Second)
+	for clk.Waiters() < 1 && time.Now().Before(deadline) { // the store's ticker
+		time.Sleep(time.Millisecond)
+	}
+	clk.Step(time.Second)
+	second := mustWatch(t, s, "west", WatchOptions{AllowBookmarks: true})
+	s.UpdateResourceVersion("15")
+	clk.Step(time.Second)
+	expectNothing(t, first)
+	clk.Step(time.Second) // 3 s after the first watcher's start
+	expect(t, first, "BOOKMARK@15")
+	expectNothing(t, second)
+	clk.Step(time.Second) // 3 s after the second's
+	expect(t, second, "BOOKMARK@15")
+	expectNothing(t, first)
+	s.UpdateResourceVersion("16")
+	clk.Step(2 * time.Second) // 3 s after the first one's bookmark
+	expect(t, first, "BOOKMARK@16")
+	expectNothing(t, second)
 }

@@ -153,10 +153,9 @@ type ResourceStore struct {
 	// (setSyncError).
 	syncErr error
 	history history
-	// bookmarkWatchers counts the registered watchers that allow bookmarks; bookmarkStop,
-	// while there are any, stops the store's bookmark ticker (periodic.go).
-	bookmarkWatchers int
-	bookmarkStop     chan struct{}
+	// bookmarks schedules the periodic bookmarks of the watchers that allow them
+	// (periodic.go).
+	bookmarks bookmarkSchedule
 	// changed is closed (and replaced) when rv, synced or closed change while waiters > 0.
 	changed chan struct{}
 	waiters int

@@ -26,10 +26,11 @@ type WatchOptions struct {
 	// resourceVersion (NotOlderThan) or a consistent read, call WaitForResourceVersion first:
 	// the initial state is the store's state when Watch registers.
 	InitialEventsEndBookmark bool
-	// AllowBookmarks asks for periodic BOOKMARK events (StoreOptions.BookmarkInterval, from the
-	// store's one ticker, periodic.go) with the store's current RV; the object holds the
-	// resource's apiVersion/kind and metadata.resourceVersion only (bookmark), shared by the
-	// watchers that get it at one tick.
+	// AllowBookmarks asks for periodic BOOKMARK events with the store's current RV, one
+	// StoreOptions.BookmarkInterval after the watch starts and then after each (periodic.go),
+	// when the store moved past what the watch was handed; the object holds the resource's
+	// apiVersion/kind and metadata.resourceVersion only (bookmark), shared by the watchers that
+	// get it at one tick.
 	AllowBookmarks bool
 	// Predicate selects the objects the watch shows (label/field selectors, namespace); nil
 	// selects all of the location's objects. It must be cheap and safe for concurrent use.
@@ -120,7 +121,7 @@ func (s *ResourceStore) Watch(ctx context.Context, location string, opts WatchOp
 	w.registered = true
 	s.metrics.watchers.Inc()
 	if w.bookmarks {
-		s.addBookmarkWatcherLocked()
+		s.addBookmarkWatcherLocked(w)
 	}
 
 	w.start(ctx, init)
