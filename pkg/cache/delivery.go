@@ -19,7 +19,7 @@ func (w *watcher) deliver(e watch.Event) bool {
 	if w.stopped {
 		return true
 	}
-	if !w.pumping && len(w.pending) == 0 {
+	if !w.pumping { // then nothing waits in pending
 		if ready, ok := w.rendered(e); ok {
 			select {
 			case w.result <- ready:

@@ -22,7 +22,7 @@ import (
 // after the store's mutex; the ticker's lifetime by the store's mutex.
 type bookmarkSchedule struct {
 	// granularity is the width of a bucket and the ticker's period: a second, or
-	// BookmarkInterval when shorter.
+	// BookmarkInterval when shorter (newBookmarkSchedule).
 	granularity time.Duration
 	// watchers counts the registered watchers that allow bookmarks; stop, while there are
 	// any, stops the ticker.
@@ -33,6 +33,12 @@ type bookmarkSchedule struct {
 	// due holds the watchers by the bucket of their next bookmark's time (UnixNano /
 	// granularity). A watcher that ended stays in its bucket until it is due, then is dropped.
 	due map[int64][]*watcher
+}
+
+// newBookmarkSchedule returns the empty schedule of a store whose watchers get a bookmark every
+// interval.
+func newBookmarkSchedule(interval time.Duration) bookmarkSchedule {
+	return bookmarkSchedule{granularity: min(bookmarkGranularity, interval)}
 }
 
 // bookmarkGranularity is the widest bucket of the periodic bookmark schedule (kube-apiserver's
@@ -46,7 +52,6 @@ func (s *ResourceStore) addBookmarkWatcherLocked(w *watcher) {
 	b := &s.bookmarks
 	b.watchers++
 	if b.watchers == 1 {
-		b.granularity = min(bookmarkGranularity, s.opts.BookmarkInterval)
 		b.stop = make(chan struct{})
 		go s.runBookmarks(s.clock.NewTicker(b.granularity), b.stop)
 	}

@@ -210,36 +210,15 @@ func statusDiffers(u *unstructured.Unstructured, locations []string) bool {
 // generation the object had there (VisibleGeneration): the view of a location does not
 // change, in content or resourceVersion, when only what it cannot see changed (visible.go).
 func (o *Object) ForLocation(location string) *Object {
-	if o.variants == nil {
-		return o
+	if v, ok := o.renderedFor(location); ok {
+		return v
 	}
 	o.variants.mu.Lock()
 	defer o.variants.mu.Unlock()
-	if v, ok := o.variants.m[location]; ok {
+	if v, ok := o.variants.m[location]; ok { // rendered meanwhile
 		return v
 	}
-	if o.hole.end > 0 {
-		v := o.templateView(location)
-		if o.variants.m == nil {
-			o.variants.m = map[string]*Object{}
-		}
-		o.variants.m[location] = v
-		return v
-	}
-	u := o.view(location)
-	rv := o.VisibleResourceVersion(location)
-	if s := strconv.FormatUint(rv, 10); u.GetResourceVersion() != s {
-		u.SetResourceVersion(s)
-	}
-	if g, older := o.VisibleGeneration(location); older {
-		// Rendered from this version, whose generation may have moved since (a status record
-		// of another location on a Deployment): show the one the location saw.
-		setGeneration(u, g)
-	}
-	v := newObject(o.key, o.cluster, o.namespace, o.name, o.locations, rv, u)
-	v.sourceRV = o.rv
-	v.variants, v.statusDiffers = nil, false
-	v.compact(nil) // bytes only
+	v := o.render(location)
 	if o.variants.m == nil {
 		o.variants.m = map[string]*Object{}
 	}
@@ -257,6 +236,28 @@ func (o *Object) renderedFor(location string) (v *Object, ok bool) {
 	defer o.variants.mu.Unlock()
 	v, ok = o.variants.m[location]
 	return v, ok
+}
+
+// render builds the view of location (ForLocation) from the template or from the object.
+func (o *Object) render(location string) *Object {
+	if o.hole.end > 0 {
+		return o.templateView(location)
+	}
+	u := o.view(location)
+	rv := o.VisibleResourceVersion(location)
+	if s := strconv.FormatUint(rv, 10); u.GetResourceVersion() != s {
+		u.SetResourceVersion(s)
+	}
+	if g, older := o.VisibleGeneration(location); older {
+		// Rendered from this version, whose generation may have moved since (a status record
+		// of another location on a Deployment): show the one the location saw.
+		setGeneration(u, g)
+	}
+	v := newObject(o.key, o.cluster, o.namespace, o.name, o.locations, rv, u)
+	v.sourceRV = o.rv
+	v.variants, v.statusDiffers = nil, false
+	v.compact(nil) // bytes only
+	return v
 }
 
 // StatusObjects returns the objects whose .status differs per location: those carrying status

@@ -191,6 +191,7 @@ func NewResourceStore(gvr schema.GroupVersionResource, gvk schema.GroupVersionKi
 		failingObjects: map[contract.Key]*Object{},
 		locs:           map[string]*locationIndex{},
 		history:        history{size: opts.HistorySize},
+		bookmarks:      newBookmarkSchedule(opts.BookmarkInterval),
 		changed:        make(chan struct{}),
 		snaps:          newSnapshots(opts.SnapshotTTL, opts.MaxSnapshotsPerLocation),
 		created:        opts.Clock.Now(),

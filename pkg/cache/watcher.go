@@ -110,9 +110,9 @@ func newWatcher(s *ResourceStore, location string, opts WatchOptions) *watcher {
 	}
 }
 
-// start makes the watch deliver: a pump goroutine emits init and what queued meanwhile, or,
-// when there is nothing to emit first, events go straight to the result channel from now on.
-// The watch stops when ctx ends.
+// start makes the watch deliver: a pump goroutine emits init, or, when there is nothing to emit
+// first, events go straight to the result channel from now on. The watch stops when ctx ends.
+// Called with the store's mutex held since the watcher was registered, so nothing is pending.
 func (w *watcher) start(ctx context.Context, init initialEvents) {
 	stopContext := context.AfterFunc(ctx, w.Stop)
 	w.mu.Lock()
@@ -124,7 +124,7 @@ func (w *watcher) start(ctx context.Context, init initialEvents) {
 		return
 	}
 	w.stopContext = stopContext
-	if init.empty() && len(w.pending) == 0 {
+	if init.empty() { // and nothing is pending: the store's lock is still held since registration
 		w.pumping = false
 		return
 	}
