@@ -23,6 +23,46 @@ const (
 // DNS-1123 label (DESIGN.md: a location name is a DNS-1123 label), is an empty array, or has
 // more than MaxLocationsPerObject entries. It never panics.
 func ParseLocations(value string) ([]string, error) {
+	if out, ok := parseCompactLocations(value); ok {
+		return out, nil
+	}
+	return parseLocationsJSON(value)
+}
+
+// parseCompactLocations parses value when it is a compact JSON array of valid location names,
+// such as ["east","west"], the form every writer of the annotation uses (json.Marshal of the
+// names): ok is false for any other text, which parseLocationsJSON then reads. A location name is
+// a DNS-1123 label, which has no character a JSON string escapes, so for the text it accepts
+// this is exactly what parseLocationsJSON returns, without the garbage of encoding/json (a
+// decoder state and a boxed interface per entry) for each of the cache's objects.
+func parseCompactLocations(value string) (out []string, ok bool) {
+	inner, ok := strings.CutPrefix(value, `["`)
+	if !ok {
+		return nil, false
+	}
+	if inner, ok = strings.CutSuffix(inner, `"]`); !ok {
+		return nil, false
+	}
+	n := strings.Count(inner, `","`) + 1
+	if n > MaxLocationsPerObject {
+		return nil, false
+	}
+	out = make([]string, 0, n)
+	for name := range strings.SplitSeq(inner, `","`) {
+		if len(validation.IsDNS1123Label(name)) > 0 {
+			return nil, false
+		}
+		out = append(out, name)
+	}
+	if !sort.StringsAreSorted(out) {
+		sort.Strings(out)
+	}
+	return dedupSorted(out), true
+}
+
+// parseLocationsJSON is ParseLocations for any text: decoded with encoding/json, with an error
+// that says what is wrong.
+func parseLocationsJSON(value string) ([]string, error) {
 	var raw interface{}
 	if err := json.Unmarshal([]byte(value), &raw); err != nil {
 		return nil, fmt.Errorf("not valid JSON: %v", err)

@@ -3,6 +3,7 @@ package contract
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -78,11 +79,19 @@ func TestParseLocations(t *testing.T) {
 }
 
 func FuzzParseLocations(f *testing.F) {
-	for _, seed := range []string{`["east"]`, `["b","a","b"]`, `[]`, `null`, `[1,"a"]`, `["A"]`, `{"a":1}`, `"x"`, `["a-b","c"]`, `[` + strings.Repeat(`"a",`, 10) + `"a"]`} {
+	for _, seed := range []string{`["east"]`, `["b","a","b"]`, `[]`, `null`, `[1,"a"]`, `["A"]`, `{"a":1}`, `"x"`, `["a-b","c"]`, `[` + strings.Repeat(`"a",`, 10) + `"a"]`,
+		`["west","east"]`, `["a","","b"]`, `["a\u0062"]`, `[ "a"]`, `["a"],["b"]`, `["a","b"]x`, `["` + strings.Repeat(`a","`, MaxLocationsPerObject) + `a"]`} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, value string) {
 		got, err := ParseLocations(value)
+		// The compact form's fast path agrees with encoding/json wherever it answers.
+		if fast, ok := parseCompactLocations(value); ok {
+			slow, slowErr := parseLocationsJSON(value)
+			if slowErr != nil || !slices.Equal(fast, slow) {
+				t.Fatalf("%q: fast path %v, encoding/json %v (%v)", value, fast, slow, slowErr)
+			}
+		}
 		if err != nil {
 			if got != nil {
 				t.Fatalf("result %v together with error %v", got, err)
@@ -124,5 +133,19 @@ func TestKey(t *testing.T) {
 	}
 	if _, _, _, ok := Key("nobar").Split(); ok {
 		t.Errorf("Split of a malformed key succeeded")
+	}
+}
+
+// TestParseLocationsCompactAllocatesOnlyTheResult: the compact form every writer uses is parsed
+// without encoding/json's garbage: one allocation, the result (the cache parses the annotation
+// of every object it stores).
+func TestParseLocationsCompactAllocatesOnlyTheResult(t *testing.T) {
+	value := `["west","east","east"]`
+	var got []string
+	if n := testing.AllocsPerRun(100, func() { got, _ = ParseLocations(value) }); n > 1 {
+		t.Errorf("ParseLocations(%s): %v allocations, want 1", value, n)
+	}
+	if want := []string{"east", "west"}; !slices.Equal(got, want) {
+		t.Errorf("ParseLocations(%s) = %v, want %v", value, got, want)
 	}
 }

@@ -87,11 +87,11 @@ func (s *Snapshot) Render(ctx context.Context, gvr schema.GroupVersionResource, 
 	}()
 	diff, _ := specdiff.Patch(obj, location)
 	cur := obj
-	loc := s.location(location)
+	loc := &locationRef{s: s, name: location}
 	if rs := s.selecting(gvr, cluster, obj.GetNamespace(), unstructuredLabels(labelsOf(obj)), loc); len(rs) > 0 {
 		// Only drops the annotations (copying obj if it has some); cannot fail without a patch.
 		cur, _ = specdiff.Apply(obj, location, "")
-		ctx = withLocation(ctx, loc.binding)
+		ctx = withLocation(ctx, loc.get().binding)
 		for _, r := range rs {
 			if cur, err = s.apply(ctx, r, gvr, cur); err != nil {
 				return nil, err

@@ -105,6 +105,32 @@ func TestDiffersOnSpecChange(t *testing.T) {
 	}
 }
 
+// TestNoSelectionAllocatesNothing: Differs against no rules and Touches allocate nothing for an
+// object that no Customization selects, at a location with or without SyncTarget: the cache asks
+// Differs for every location of every object it stores from bytes, and preparing each location
+// (its label set and CEL value) was most of the garbage of a first sync (bench scenario 4).
+func TestNoSelectionAllocatesNothing(t *testing.T) {
+	s, _ := NewCompiler(Options{PlainCluster: "default"}).Snapshot(1, []*controlv1alpha1.Customization{euEnv()}, locations)
+	obj := db()
+	objLabels := labels.Set(obj.GetLabels())
+	for _, loc := range []string{"east", "no-synctarget"} {
+		if n := testing.AllocsPerRun(100, func() {
+			if s.Differs(nil, deploymentsGVR, "default", obj.GetNamespace(), objLabels, loc) {
+				t.Fatalf("Differs for %s: true, want false", loc)
+			}
+		}); n != 0 {
+			t.Errorf("Differs against no rules for %s: %v allocations, want 0", loc, n)
+		}
+		if n := testing.AllocsPerRun(100, func() {
+			if s.Touches(deploymentsGVR, "default", obj, loc) {
+				t.Fatalf("Touches for %s: true, want false", loc)
+			}
+		}); n != 0 {
+			t.Errorf("Touches for %s: %v allocations, want 0", loc, n)
+		}
+	}
+}
+
 // TestTouchesSpecDiff: an object's own spec-diff patch touches it for that location only.
 func TestTouchesSpecDiff(t *testing.T) {
 	u := db()

@@ -224,11 +224,18 @@ func (o *Object) WithAnnotation(key, value string) ([]byte, error) {
 // layout (metaLayout).
 func (o *Object) decodeMetadata(data []byte, i int) (metaLayout, error) {
 	l := metaLayout{present: true, annOpen: -1, cutStart: -1, cutEnd: -1}
-	var members []member
-	managed := -1
+	// The cut of managedFields needs only its member and its neighbours: the member before it
+	// and the one after it. They are kept as they pass, not in a slice of every member, which
+	// would be garbage of every object decoded (and, as it grows, of several sizes).
+	var managed, before, after, prev member
+	var members int
+	hasManaged, hasBefore, hasAfter := false, false, false
 	open, _, err := walkObject(data, i, func(m member) error {
 		v := data[m.valueStart:m.end]
-		members = append(members, m)
+		if hasManaged && !hasAfter {
+			after, hasAfter = m, true
+		}
+		defer func() { prev, members = m, members+1 }()
 		switch string(memberName(m.key)) {
 		case "name":
 			return decodeString(v, &o.Name, "metadata.name")
@@ -264,28 +271,29 @@ func (o *Object) decodeMetadata(data []byte, i int) (metaLayout, error) {
 			o.Annotations = a
 			l.annOpen, l.annEmpty, l.annNull = m.valueStart, len(a) == 0, a == nil
 		case "managedFields":
-			managed = len(members) - 1
+			// The last managedFields member counts, as the one a decoder keeps.
+			managed, hasManaged, hasAfter = m, true, false
+			before, hasBefore = prev, members > 0
 		}
 		return nil
 	})
 	if err != nil {
 		return l, err
 	}
-	l.open, l.empty = open, len(members) == 0
-	if managed < 0 {
+	l.open, l.empty = open, members == 0
+	if !hasManaged {
 		return l, nil
 	}
-	if len(members) == 1 {
+	if members == 1 {
 		l.empty = true
 	}
-	m := members[managed]
 	switch {
-	case managed < len(members)-1: // the member and the comma after it
-		l.cutStart, l.cutEnd = m.start, members[managed+1].start
-	case managed > 0: // the last member and the comma before it
-		l.cutStart, l.cutEnd = members[managed-1].end, m.end
+	case hasAfter: // the member and the comma after it
+		l.cutStart, l.cutEnd = managed.start, after.start
+	case hasBefore: // the last member and the comma before it
+		l.cutStart, l.cutEnd = before.end, managed.end
 	default: // the only member
-		l.cutStart, l.cutEnd = m.start, m.end
+		l.cutStart, l.cutEnd = managed.start, managed.end
 	}
 	return l, nil
 }

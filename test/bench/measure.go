@@ -29,6 +29,9 @@ type procSample struct {
 	CPU float64 // seconds of user+system time
 	RSS int64   // bytes
 	HWM int64   // peak RSS, bytes
+	// RSSFile is the file-backed part of RSS (RssFile: the pages of the binary and libraries
+	// read so far), bytes.
+	RSSFile int64
 }
 
 // sampleProc reads /proc/<pid>/stat and /proc/<pid>/status.
@@ -45,7 +48,7 @@ func sampleProc(pid int) (procSample, error) {
 	if err != nil {
 		return procSample{}, err
 	}
-	return procSample{CPU: st.CPUTime(), RSS: int64(status.VmRSS), HWM: int64(status.VmHWM)}, nil
+	return procSample{CPU: st.CPUTime(), RSS: int64(status.VmRSS), HWM: int64(status.VmHWM), RSSFile: int64(status.RssFile)}, nil
 }
 
 // stats summarises a sample of durations.
