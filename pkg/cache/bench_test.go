@@ -274,6 +274,17 @@ func BenchmarkIngest(b *testing.B) {
 	}
 }
 
+// collectedHeap returns the live heap (HeapAlloc) and the bytes of the heap's in-use spans
+// (HeapInuse: live objects and the free space between them), after two forced garbage
+// collections (the second frees what the first's finalizers released).
+func collectedHeap() (alloc, inuse uint64) {
+	var m goruntime.MemStats
+	goruntime.GC()
+	goruntime.GC()
+	goruntime.ReadMemStats(&m)
+	return m.HeapAlloc, m.HeapInuse
+}
+
 // BenchmarkStoreHeap measures the heap a store holds per object, after a forced garbage
 // collection, for 10,000 ConfigMaps like make bench's (benchObjectsJSON), for both ingest paths
 // (ingestPaths). It reports heap-B/object and heap/json (the live heap over the objects' JSON
@@ -282,19 +293,12 @@ func BenchmarkIngest(b *testing.B) {
 func BenchmarkStoreHeap(b *testing.B) {
 	const total = 10_000
 	raws, jsonBytes := benchObjectsJSON(b, total)
-	heap := func() (alloc, inuse uint64) {
-		var m goruntime.MemStats
-		goruntime.GC()
-		goruntime.GC()
-		goruntime.ReadMemStats(&m)
-		return m.HeapAlloc, m.HeapInuse
-	}
 	for _, path := range ingestPaths {
 		b.Run(path.name, func(b *testing.B) {
 			for n := 0; n < b.N; n++ {
-				before, beforeInuse := heap()
+				before, beforeInuse := collectedHeap()
 				s := ingest(b, path.decode, raws)
-				after, afterInuse := heap()
+				after, afterInuse := collectedHeap()
 				held := float64(after - before)
 				b.ReportMetric(held/total, "heap-B/object")
 				b.ReportMetric(held/float64(jsonBytes), "heap/json")

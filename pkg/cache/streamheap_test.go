@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	goruntime "runtime"
 	"testing"
 	"time"
 
@@ -53,13 +52,6 @@ func BenchmarkStreamedSyncHeap(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	heap := func() (alloc, inuse uint64) {
-		var m goruntime.MemStats
-		goruntime.GC()
-		goruntime.GC()
-		goruntime.ReadMemStats(&m)
-		return m.HeapAlloc, m.HeapInuse
-	}
 	b.ResetTimer()
 	for n := 0; n < b.N; n++ {
 		b.StopTimer()
@@ -70,7 +62,7 @@ func BenchmarkStreamedSyncHeap(b *testing.B) {
 		// As the server's: Customizations followed, none yet (Rules.Differs is asked for every
 		// location of every object stored from bytes).
 		c.SetRules(customization.Empty())
-		before, beforeInuse := heap()
+		before, beforeInuse := collectedHeap()
 		b.StartTimer()
 		ctx, cancel := context.WithCancel(context.Background())
 		m := c.startMirror(ctx, source.ResourceInfo{GVR: testGVR, Kind: "ConfigMap", ListKind: "ConfigMapList", Namespaced: true})
@@ -78,7 +70,7 @@ func BenchmarkStreamedSyncHeap(b *testing.B) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		b.StopTimer()
-		after, afterInuse := heap()
+		after, afterInuse := collectedHeap()
 		b.ReportMetric(float64(after-before)/float64(jsonBytes), "heap/json")
 		b.ReportMetric(float64(afterInuse-beforeInuse)/float64(jsonBytes), "inuse/json")
 		cancel()
