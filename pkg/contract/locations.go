@@ -48,7 +48,9 @@ func parseCompactLocations(value string) (out []string, ok bool) {
 		return nil, false
 	}
 	out = make([]string, 0, n)
-	for name := range strings.SplitSeq(inner, `","`) {
+	for more := true; more; {
+		var name string
+		name, inner, more = strings.Cut(inner, `","`)
 		if len(validation.IsDNS1123Label(name)) > 0 {
 			return nil, false
 		}
