@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 	"time"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -356,4 +357,45 @@ func TestTemplateUpdatesStoredAsSourceBytes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestStoredVersionOwnsItsStrings: a version stored from the source's bytes keeps no string the
+// decoder made (its name, uid, resourceVersion, location names): those are allocated next to
+// the many strings that die with the source object, and the few kept ones would keep the heap's
+// spans that hold them in use after a first sync (ownStrings, BenchmarkStreamedSyncHeap).
+func TestStoredVersionOwnsItsStrings(t *testing.T) {
+	s := newTestStore(t, StoreOptions{})
+	src := asSource(t, cm("ns", "a", 5, locs("east", "west")), source.Annotation{Key: contract.ClusterAnnotation, Value: "root"})
+	src.UID = "8a1f2c9e-0000-4000-8000-000000000001"
+	if err := s.Replace([]interface{}{src}, "5"); err != nil {
+		t.Fatal(err)
+	}
+	o := s.objects[contract.NewKey("root", "ns", "a")]
+	if o == nil {
+		t.Fatal("ns/a is not stored")
+	}
+	if !o.sourceJSON {
+		t.Fatal("ns/a was not stored from its bytes")
+	}
+	assignment := src.Annotations[contract.AssignedLocationsAnnotation]
+	for _, c := range []struct{ what, kept, decoded string }{
+		{"name", o.name, src.Name},
+		{"uid", string(o.uid), string(src.UID)},
+		{"resourceVersion", o.rvString, src.ResourceVersion},
+		{"location east", o.locations[0], assignment},
+		{"location west", o.locations[1], assignment},
+	} {
+		if sharesMemory(c.kept, c.decoded) {
+			t.Errorf("the stored %s %q shares memory with the decoded object's %q", c.what, c.kept, c.decoded)
+		}
+	}
+}
+
+// sharesMemory reports whether the bytes of a lie within those of b.
+func sharesMemory(a, b string) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	pa, pb := uintptr(unsafe.Pointer(unsafe.StringData(a))), uintptr(unsafe.Pointer(unsafe.StringData(b)))
+	return pa >= pb && pa < pb+uintptr(len(b))
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -128,6 +129,20 @@ func (s *ResourceStore) identify(v metav1.Object) identity {
 	}
 	id.key = contract.NewKey(id.cluster, id.namespace, id.name)
 	return id
+}
+
+// ownStrings gives the version the strings it keeps (name, uid, resourceVersion) as its own,
+// made now, instead of those the decoder made: the decoder's are allocated next to the many
+// strings of the same size that die with the source object (label and annotation keys and
+// values, client-go's keys), and the few kept ones would keep the heap's spans that hold them in
+// use after a first sync (BenchmarkStreamedSyncHeap). The name is the end of the key, which was
+// made with it. build parses the locations from a clone of the assignment for the same reason.
+// Location names are not interned: they come from objects, and a table that only grows would
+// keep every name ever assigned (TestLocationChurnHeap).
+func (id *identity) ownStrings() {
+	id.name = string(id.key)[len(id.key)-len(id.name):]
+	id.uid = types.UID(strings.Clone(string(id.uid)))
+	id.rvString = strings.Clone(id.rvString)
 }
 
 // addedByClient returns the annotation the source's object client added to o (source.Object.Added);
@@ -265,7 +280,8 @@ func (s *ResourceStore) build(id identity, prev *Object) *Object {
 		if id.assignmentNotString {
 			err = fmt.Errorf("annotation value is not a string")
 		} else {
-			locs, err = contract.ParseLocations(str)
+			// On a clone of the value: the names are slices of it (ownStrings).
+			locs, err = contract.ParseLocations(strings.Clone(str))
 		}
 		if err != nil {
 			locs = nil
@@ -278,6 +294,7 @@ func (s *ResourceStore) build(id identity, prev *Object) *Object {
 				"annotation", contract.AssignedLocationsAnnotation, "err", contract.Truncate(err.Error(), maxLoggedValue))
 		}
 	}
+	id.ownStrings()
 	rv, _ := strconv.ParseUint(id.rvString, 10, 64)
 	if o := s.buildFromJSON(id, prev, locs, rv); o != nil {
 		return o

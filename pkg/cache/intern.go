@@ -1,5 +1,7 @@
 package cache
 
+import "strings"
+
 // interner keeps one copy of the strings many stored objects share (label keys and values,
 // namespaces), so that each object's metadata does not hold its own. The table only grows, so
 // it is bounded: strings longer than maxInternedLen, and any string once the table holds
@@ -28,6 +30,9 @@ func (in *interner) get(s string) string {
 	if in.m == nil {
 		in.m = map[string]string{}
 	}
+	// Its own copy: s may be part of a larger string (a location name is a slice of the
+	// annotation's value), which the table would otherwise keep whole.
+	s = strings.Clone(s)
 	in.m[s] = s
 	return s
 }
