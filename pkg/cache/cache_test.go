@@ -93,7 +93,7 @@ func (d lockedDiscovery) ServerGroupsAndResources() ([]*metav1.APIGroup, []*meta
 	return d.FakeDiscovery.ServerGroupsAndResources()
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {

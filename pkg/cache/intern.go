@@ -30,8 +30,8 @@ func (in *interner) get(s string) string {
 	if in.m == nil {
 		in.m = map[string]string{}
 	}
-	// Its own copy: s may be part of a larger string (a location name is a slice of the
-	// annotation's value), which the table would otherwise keep whole.
+	// Its own copy, made now: s is the decoder's, allocated among the strings that die with the
+	// source object, and would keep their span of the heap in use (ownStrings).
 	s = strings.Clone(s)
 	in.m[s] = s
 	return s

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
-	"time"
 
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -66,9 +65,7 @@ func BenchmarkStreamedSyncHeap(b *testing.B) {
 		b.StartTimer()
 		ctx, cancel := context.WithCancel(context.Background())
 		m := c.startMirror(ctx, source.ResourceInfo{GVR: testGVR, Kind: "ConfigMap", ListKind: "ConfigMapList", Namespaced: true})
-		for !m.store.HasSynced() {
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitFor(b, "the first sync", m.store.HasSynced)
 		b.StopTimer()
 		after, afterInuse := collectedHeap()
 		b.ReportMetric(float64(after-before)/float64(jsonBytes), "heap/json")

@@ -235,7 +235,8 @@ func (o *Object) decodeMetadata(data []byte, i int) (metaLayout, error) {
 		if hasManaged && !hasAfter {
 			after, hasAfter = m, true
 		}
-		defer func() { prev, members = m, members+1 }()
+		previous := prev
+		prev, members = m, members+1
 		switch string(memberName(m.key)) {
 		case "name":
 			return decodeString(v, &o.Name, "metadata.name")
@@ -273,7 +274,7 @@ func (o *Object) decodeMetadata(data []byte, i int) (metaLayout, error) {
 		case "managedFields":
 			// The last managedFields member counts, as the one a decoder keeps.
 			managed, hasManaged, hasAfter = m, true, false
-			before, hasBefore = prev, members > 0
+			before, hasBefore = previous, members > 1
 		}
 		return nil
 	})
