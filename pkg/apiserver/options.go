@@ -205,6 +205,12 @@ func (o *Options) Config() (*Config, error) {
 	}
 	// Per-location authorization of views on top of the delegated authorizer (DESIGN.md).
 	locationauthorizer.Install(&serverConfig.Config)
+	// Outside every filter: the long-running check, the authorizer and the view share one parse
+	// of a view request.
+	build := serverConfig.BuildHandlerChainFunc
+	serverConfig.BuildHandlerChainFunc = func(apiHandler http.Handler, c *genericapiserver.Config) http.Handler {
+		return contract.WithInnerRequestMemo(build(apiHandler, c))
+	}
 
 	resources, _ := ParseResources(o.Resources)
 	dyn, err := dynamic.NewForConfig(sourceConfig)

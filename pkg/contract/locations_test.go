@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/cluster-mapper/cluster-mapper/test/race"
 )
 
 func TestParseLocations(t *testing.T) {
@@ -142,7 +144,7 @@ func TestKey(t *testing.T) {
 func TestParseLocationsCompactAllocatesOnlyTheResult(t *testing.T) {
 	value := `["west","east","east"]`
 	var got []string
-	if n := testing.AllocsPerRun(100, func() { got, _ = ParseLocations(value) }); n > 1 && !raceEnabled {
+	if n := testing.AllocsPerRun(100, func() { got, _ = ParseLocations(value) }); n > 1 && !race.Enabled {
 		t.Errorf("ParseLocations(%s): %v allocations, want 1", value, n)
 	}
 	if want := []string{"east", "west"}; !slices.Equal(got, want) {

@@ -35,11 +35,11 @@ type InnerRequest struct {
 // use it, so they always agree on what a request is.
 //
 // method is the HTTP method; innerPath the part of the URL below the view's base
-// (".../locations/<location>/proxy"), with or without a leading "/"; query the URL's query (it
-// decides list versus watch exactly as kube-apiserver does: watch=true, watch=1, or the
-// legacy /watch/ path segment). It returns an error that says why for a path that cannot be a
-// Kubernetes API path (".." or empty segments, an invalid cluster name).
-func ParseInnerRequest(method, innerPath string, query url.Values) (*InnerRequest, error) {
+// (".../locations/<location>/proxy"), with or without a leading "/"; rawQuery the URL's query as
+// sent, without "?" (it decides list versus watch exactly as kube-apiserver does: watch=true,
+// watch=1, or the legacy /watch/ path segment). It returns an error that says why for a path
+// that cannot be a Kubernetes API path (".." or empty segments, an invalid cluster name).
+func ParseInnerRequest(method, innerPath, rawQuery string) (*InnerRequest, error) {
 	p := "/" + strings.TrimPrefix(innerPath, "/")
 	trimmed := strings.TrimSuffix(p, "/")
 	if trimmed == "" {
@@ -56,7 +56,7 @@ func ParseInnerRequest(method, innerPath string, query url.Values) (*InnerReques
 		}
 		cluster, trimmed = ClusterName(name), "/"+below
 	}
-	req := &http.Request{Method: method, URL: &url.URL{Path: trimmed, RawQuery: query.Encode()}}
+	req := &http.Request{Method: method, URL: &url.URL{Path: trimmed, RawQuery: rawQuery}}
 	info, err := innerRequestInfoFactory.NewRequestInfo(req)
 	if err != nil {
 		return nil, err
@@ -91,11 +91,14 @@ func ViewOf(outer *request.RequestInfo) (location, innerPath string, ok bool) {
 // server) is outer, as a request inside a location view: it returns the location and the inner
 // request. ok is false when req is not a view request; err is set when it is one whose inner
 // path is not a Kubernetes API path (the view answers 404).
+//
+// Within a request served behind [WithInnerRequestMemo], the inner request is parsed once and
+// shared by every caller: the returned InnerRequest must not be modified.
 func ParseViewRequest(req *http.Request, outer *request.RequestInfo) (location string, inner *InnerRequest, ok bool, err error) {
 	location, innerPath, ok := ViewOf(outer)
 	if !ok {
 		return "", nil, false, nil
 	}
-	inner, err = ParseInnerRequest(req.Method, innerPath, req.URL.Query())
+	inner, err = ParseInnerRequestOf(req, innerPath)
 	return location, inner, true, err
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,11 +28,26 @@ type jsonWriter interface {
 	WriteJSON(w io.Writer) error
 }
 
+// listBufferSize is the buffer between a list's items and the response: the HTTP/2 server's
+// own buffer is 4 KiB and hands each full buffer to its connection's serving goroutine, so
+// writing items straight to it would cost a goroutine hand-off per 4 KiB.
+const listBufferSize = 32 * 1024
+
+// listWriters keeps the buffered writers of writeList between LISTs: a new 32 KiB buffer per
+// LIST was a third of the bytes a LIST allocated (a view LIST of 120 ConfigMaps allocated
+// 97 KB).
+var listWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, listBufferSize) }}
+
 // writeList writes a view List as JSON the way apimachinery's streaming collection encoder
 // does ({"kind","apiVersion","metadata","items":[...]}), taking each item's bytes from
 // the item itself (cache.Object's WriteJSON writes the bytes kept per object version).
 func writeList(l *List, w io.Writer) error {
-	bw := bufio.NewWriterSize(w, 32*1024)
+	bw := listWriters.Get().(*bufio.Writer)
+	bw.Reset(w)
+	defer func() {
+		bw.Reset(nil) // keep no reference to the response
+		listWriters.Put(bw)
+	}()
 	head := struct {
 		Kind       string      `json:"kind,omitempty"`
 		APIVersion string      `json:"apiVersion,omitempty"`

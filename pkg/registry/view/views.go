@@ -101,7 +101,7 @@ func New(objects Objects, src Source, opts Options) *Views {
 // resource's /status subresource (status write-back, see statusStorage); every other write is
 // refused with 405 MethodNotAllowed; unknown paths and resources are 404.
 func (v *Views) ServeView(w http.ResponseWriter, req *http.Request, location, innerPath string) {
-	inner, err := contract.ParseInnerRequest(req.Method, innerPath, req.URL.Query())
+	inner, err := contract.ParseInnerRequestOf(req, innerPath)
 	if err != nil {
 		v.writeError(w, req, pathNotFound(innerPath, err))
 		return

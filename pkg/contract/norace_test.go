@@ -1,6 +1,0 @@
-//go:build !race
-
-package contract
-
-// raceEnabled says the race detector is on (race_test.go).
-const raceEnabled = false
