@@ -51,6 +51,11 @@ func (c idleCost) perWatch(n int) (rss, goMem, goroutines float64) {
 		(c.after.goroutines - c.before.goroutines) / d
 }
 
+// stacksPerWatch returns the growth of the goroutine stacks per watch of n watches, in bytes.
+func (c idleCost) stacksPerWatch(n int) float64 {
+	return (c.after.stackInuse - c.before.stackInuse) / float64(max(n, 1))
+}
+
 // serverMemory is a server's memory at one moment: RSS from /proc, the Go runtime's figures from
 // its /metrics (NaN when absent).
 type serverMemory struct {
@@ -339,13 +344,15 @@ func (f *resourceFanout) memoryTable() Table {
 	mib := func(b float64) string { return fmt.Sprintf("%.1f", b/(1<<20)) }
 	row := func(name string, c idleCost) []string {
 		rss, goMem, g := c.perWatch(f.watches)
+		stacks := c.stacksPerWatch(f.watches)
 		return []string{name, fmt.Sprint(f.watches), mib(float64(c.before.rss)), mib(float64(c.after.rss)), fmtNum(rss / 1024),
 			mib(c.before.heapInuse + c.before.stackInuse), mib(c.after.heapInuse + c.after.stackInuse), fmtNum(goMem / 1024),
+			fmtNum((goMem - stacks) / 1024), fmtNum(stacks / 1024),
 			fmtNum(c.before.goroutines), fmtNum(c.after.goroutines), fmtNum(g)}
 	}
 	return Table{Title: "Idle watches (" + f.label() + "), after a forced GC before and after opening them:",
 		Header: []string{"server", "watches", "RSS before MiB", "RSS after MiB", "RSS per watch KiB", "Go heap and stacks before MiB",
-			"after MiB", "per watch KiB", "goroutines before", "after", "per watch"},
+			"after MiB", "per watch KiB", "of which heap KiB", "of which stacks KiB", "goroutines before", "after", "per watch"},
 		Rows: [][]string{row("mapper-apiserver (views)", f.viewIdle), row("kube-apiserver (label selectors)", f.kubeIdle)}}
 }
 
@@ -357,6 +364,13 @@ func (f *resourceFanout) notes() []string {
 		out = append(out, fmt.Sprintf("mapper-apiserver's RSS grew by less per idle watch (%.1f KiB) than its Go heap and stacks (%.1f KiB): "+
 			"the watches reused memory the process held before (freed, not yet returned to the operating system), so the RSS figure "+
 			"understates their cost.", rss/1024, goMem/1024))
+	}
+	if stacks, g := f.viewIdle.stacksPerWatch(f.watches), f.viewIdle.after.goroutines-f.viewIdle.before.goroutines; g > 0 {
+		out = append(out, fmt.Sprintf("mapper-apiserver's goroutine stacks grew by %.1f KiB per idle view watch, %.1f KiB per new goroutine "+
+			"(kube-apiserver: %.1f KiB per watch). k8s.io/apiserver serves each watch in the goroutine of its HTTP/2 stream's handler, "+
+			"which stays blocked below the whole filter chain (authentication, audit, priority and fairness, authorization) for the "+
+			"watch's life; the heap profile below shows the rest, most of it the HTTP/2 server's and the filters' per-request state.",
+			stacks/1024, stacks*float64(f.watches)/g/1024, f.kubeIdle.stacksPerWatch(f.watches)/1024))
 	}
 	return out
 }
