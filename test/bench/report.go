@@ -22,12 +22,19 @@ type Report struct {
 	Machine Machine `json:"machine"`
 	// LoadAverageBefore and LoadAverageAfter are /proc/loadavg before and after the run: other
 	// work on the machine shows here.
-	LoadAverageBefore string      `json:"loadAverageBefore"`
-	LoadAverageAfter  string      `json:"loadAverageAfter"`
-	Config            Config      `json:"config"`
-	Load              LoadResult  `json:"load"`
-	Scenarios         []*Scenario `json:"scenarios"`
-	Micro             *Micro      `json:"microBenchmarks,omitempty"`
+	LoadAverageBefore string `json:"loadAverageBefore"`
+	LoadAverageAfter  string `json:"loadAverageAfter"`
+	// SpeedBefore and SpeedAfter are the machine's single-core speed before and after the run
+	// (machineSpeed); with StealPercent, they tell a slow run from slow code.
+	SpeedBefore float64 `json:"singleCoreMBpsBefore,omitempty"`
+	SpeedAfter  float64 `json:"singleCoreMBpsAfter,omitempty"`
+	// StealPercent is the share of the machine's CPU time during the run that the hypervisor
+	// gave to others (steal in /proc/stat); 0 when there was none or it is unknown.
+	StealPercent float64     `json:"cpuStealPercent,omitempty"`
+	Config       Config      `json:"config"`
+	Load         LoadResult  `json:"load"`
+	Scenarios    []*Scenario `json:"scenarios"`
+	Micro        *Micro      `json:"microBenchmarks,omitempty"`
 }
 
 // Machine describes where the run happened.
@@ -314,6 +321,12 @@ func (r *Report) Markdown() string {
 		p("| source revision | %s |\n", r.Machine.GitRevision)
 	}
 	p("| load average before / after | %s / %s |\n", r.LoadAverageBefore, r.LoadAverageAfter)
+	if r.SpeedBefore > 0 {
+		p("| single-core speed before / after (SHA-256 of 64 MiB, best of 3) | %.0f / %.0f MB/s |\n", r.SpeedBefore, r.SpeedAfter)
+	}
+	if r.StealPercent > 0 {
+		p("| CPU time taken by the hypervisor during the run (steal) | %.1f%% |\n", r.StealPercent)
+	}
 	p("| preset | `%s`: N=%d objects (%d%% Deployments), V=%d namespaces, L=%d locations, %d objects also in location `%s`; writes at %.0f/s (%d%% re-assignments) |\n",
 		r.Config.Preset, r.Config.Objects, r.Config.DeploymentPercent, r.Config.Namespaces, r.Config.Locations, r.Load.BulkObjects, BulkLocation, r.Config.WriteRate, r.Config.AssignmentWritePercent)
 	if r.Config.Scope != "" {

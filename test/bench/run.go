@@ -47,7 +47,8 @@ func Run(ctx context.Context, tb framework.TB, cfg Config, command string) *Repo
 			tb.Fatal(err)
 		}
 	}
-	r := &Report{Started: time.Now(), Command: command, Config: cfg, Machine: machine(cfg.OutDir), LoadAverageBefore: loadAverage()}
+	r := &Report{Started: time.Now(), Command: command, Config: cfg, Machine: machine(cfg.OutDir), LoadAverageBefore: loadAverage(), SpeedBefore: machineSpeed()}
+	stealBefore, totalBefore, stealKnown := cpuSteal()
 	e.report = r
 	tb.Logf("bench: preset %s, N=%d V=%d L=%d; load average %s", cfg.Preset, cfg.Objects, cfg.Namespaces, cfg.Locations, r.LoadAverageBefore)
 
@@ -88,6 +89,11 @@ func Run(ctx context.Context, tb framework.TB, cfg Config, command string) *Repo
 	r.Finished = time.Now()
 	r.Seconds = r.Finished.Sub(r.Started).Seconds()
 	r.LoadAverageAfter = loadAverage()
+	r.SpeedAfter = machineSpeed()
+	if stealAfter, totalAfter, ok := cpuSteal(); ok && stealKnown && totalAfter > totalBefore {
+		// Reported only when there was some: zero is left out of the report (omitempty).
+		r.StealPercent = 100 * float64(stealAfter-stealBefore) / float64(totalAfter-totalBefore)
+	}
 	written := r
 	if cfg.partial() {
 		// A subset: merge into the report of the full run in out, keeping its other scenarios.
