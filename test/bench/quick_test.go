@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -78,9 +79,37 @@ func TestQuickPreset(t *testing.T) {
 			}
 		}
 	}
+	// The diagnostics that explain two targets: the mapper's CPU profile of its initial sync, and
+	// mapper-apiserver's own durations of the view LISTs of scenario 1.
+	if cfg.Profiles && !hasProfile(r.Scenarios[5], "s6-sync-mapper") {
+		t.Errorf("scenario 6 has no CPU profile of the mapper (s6-sync-mapper)")
+	}
+	if !hasNote(r.Scenarios[0], "mapper-apiserver itself (apiserver_request_duration_seconds") {
+		t.Errorf("scenario 1 does not report mapper-apiserver's own durations of the view's LISTs alone: %q", r.Scenarios[0].Notes)
+	}
 	for _, f := range []string{"RESULTS.md", "results.json"} {
 		if fi, err := os.Stat(filepath.Join(cfg.OutDir, f)); err != nil || fi.Size() == 0 {
 			t.Errorf("%s was not written: %v", f, err)
 		}
 	}
+}
+
+// hasProfile reports whether s carries the profile named name.
+func hasProfile(s *Scenario, name string) bool {
+	for _, p := range s.Profiles {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// hasNote reports whether one of s's notes contains text.
+func hasNote(s *Scenario, text string) bool {
+	for _, n := range s.Notes {
+		if strings.Contains(n, text) {
+			return true
+		}
+	}
+	return false
 }

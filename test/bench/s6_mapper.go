@@ -3,9 +3,11 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"time"
 
@@ -48,8 +50,12 @@ type mapperRun struct {
 	rate      float64
 	cpu       map[string]float64
 	mapperCPU float64
-	complete  bool
-	logTail   string
+	// targetCPU is the target kube-apiserver's CPU seconds during the sync.
+	targetCPU float64
+	// profile is the mapper's CPU profile during the sync (nil when not taken).
+	profile  *Profile
+	complete bool
+	logTail  string
 }
 
 // TunedMapperArgs lift the mapper's client-side throttle for the second sync of scenario 6.
@@ -73,8 +79,11 @@ func (e *env) scenarioMapper(ctx context.Context) *Scenario {
 	}
 	want := e.ds.countAssigned(BulkLocation)
 	cms := len(e.ds.locationObjects(BulkLocation, kindConfigMap))
-	def := e.mapperSync(ctx, bin, want, nil)
-	tuned := e.mapperSync(ctx, bin, want, TunedMapperArgs)
+	def := e.mapperSync(ctx, bin, want, nil, true)
+	tuned := e.mapperSync(ctx, bin, want, TunedMapperArgs, false)
+	if def.profile != nil {
+		s.Profiles = append(s.Profiles, *def.profile)
+	}
 
 	s.Ran = true
 	s.What = fmt.Sprintf("One mapper (cmd/mapper) maps location `%s` — %d ConfigMaps and %d Deployments spread over up to %d namespaces — "+
@@ -106,8 +115,13 @@ func (e *env) scenarioMapper(ctx context.Context) *Scenario {
 			Comparison{Metric: "throughput, " + run.name, Unit: "objects/s", Ours: run.r.rate, Alternative: alt, AltValue: designObjectsPerSecond},
 		)
 		s.Targets = append(s.Targets, atLeast("mapper initial sync ≥ 200 objects/s onto a real target, "+run.name, run.r.rate, 200, "%.0f objects/s"))
-		s.Notes = append(s.Notes, fmt.Sprintf("%s (`mapper %s`): %d of %d objects in %.1f s, first object after %.2f s; CPU during the sync: mapper %.1f s, mapper-apiserver %.1f s, source kube-apiserver and the target kube-apiserver are not separated (%.1f s for the source), etcd %.1f s.",
-			run.name, strings.Join(run.r.args[2:], " "), run.r.objects, want, run.r.seconds, run.r.first, run.r.mapperCPU, run.r.cpu["mapper-apiserver"], run.r.cpu["kube-apiserver"], run.r.cpu["etcd"]))
+		all := run.r.mapperCPU + run.r.targetCPU + run.r.cpu["mapper-apiserver"] + run.r.cpu["kube-apiserver"] + run.r.cpu["etcd"] + run.r.cpu["bench"]
+		s.Notes = append(s.Notes, fmt.Sprintf("%s (`mapper %s`): %d of %d objects in %.1f s, first object after %.2f s; CPU during the sync: mapper %.1f s, "+
+			"the target kube-apiserver %.1f s, etcd (the source's and the target's) %.1f s, mapper-apiserver %.1f s, the source kube-apiserver %.1f s, "+
+			"this benchmark %.1f s: %.1f of the %.1f CPU-seconds the machine's %d cores had (%.0f%%).",
+			run.name, strings.Join(run.r.args[2:], " "), run.r.objects, want, run.r.seconds, run.r.first, run.r.mapperCPU,
+			run.r.targetCPU, run.r.cpu["etcd"], run.r.cpu["mapper-apiserver"], run.r.cpu["kube-apiserver"], run.r.cpu["bench"],
+			all, run.r.seconds*float64(goruntime.NumCPU()), goruntime.NumCPU(), 100*all/(run.r.seconds*float64(goruntime.NumCPU()))))
 		if !run.r.complete {
 			s.Notes = append(s.Notes, fmt.Sprintf("**%s: only %d of %d objects arrived within %s.** Mapper log tail:\n\n```\n%s\n```", run.name, run.r.objects, want, e.cfg.MapperTimeout, run.r.logTail))
 		}
@@ -117,18 +131,31 @@ func (e *env) scenarioMapper(ctx context.Context) *Scenario {
 }
 
 // mapperSync starts a target kube-apiserver and the mapper for the bulk location with extra
-// flags, and measures until want objects are on the target. It stops both afterwards.
-func (e *env) mapperSync(ctx context.Context, bin string, want int, extra []string) mapperRun {
+// flags, and measures until want objects are on the target. It stops both afterwards. With
+// profile (and profiles enabled), it takes the mapper's CPU profile during the sync.
+func (e *env) mapperSync(ctx context.Context, bin string, want int, extra []string, profile bool) mapperRun {
 	e.logf("scenario 6: starting a target kube-apiserver")
 	target := framework.StartControlPlane(e.tb, framework.ControlPlaneOptions{Name: "target", Etcd: e.source.Etcd})
 	defer func() { _ = target.Stop() }()
 	viewKubeconfig := e.source.Admin().KubeconfigFor(e.tb, e.viewURL(BulkLocation), e.mapper.ServingCA.CertPEM)
+	metricsAddress := "0"
+	profile = profile && e.cfg.Profiles
+	if profile {
+		port, err := framework.FreePort()
+		if err != nil {
+			e.tb.Fatal(err)
+		}
+		metricsAddress = fmt.Sprintf("127.0.0.1:%d", port)
+	}
 	args := append([]string{
 		"--view-kubeconfig=" + viewKubeconfig,
 		"--target-kubeconfig=" + target.AdminKubeconfig(),
 		"--location=" + BulkLocation,
-		"--metrics-bind-address=0",
+		"--metrics-bind-address=" + metricsAddress,
 	}, extra...)
+	if profile {
+		args = append(args, "--profiling")
+	}
 	run := mapperRun{args: args}
 
 	// Count the objects arriving on the target with watches opened before the mapper starts.
@@ -174,8 +201,19 @@ func (e *env) mapperSync(ctx context.Context, bin string, want int, extra []stri
 
 	e.logf("scenario 6: mapping %d objects of location %s (mapper %s)", want, BulkLocation, strings.Join(args[2:], " "))
 	cpu0 := e.cpu()
+	target0, _ := sampleProc(target.APIServer.PID)
 	t0 := time.Now()
 	p := framework.StartProcess(e.tb, framework.ProcessSpec{Name: "mapper", Path: bin, Args: args})
+	waitProfile := func() *Profile { return nil }
+	if profile {
+		// Over the time the sync takes at the target's 200 objects/s, from when the endpoint answers.
+		mt := profileTarget{process: "mapper", base: "http://" + metricsAddress, client: http.DefaultClient}
+		ready := waitHTTP(ctx, mt.base+"/healthz", 10*time.Second)
+		secs := max(5, want/200-int(time.Since(t0).Seconds()))
+		if ready {
+			waitProfile = e.startCPUProfile(ctx, mt, "s6-sync-mapper", "scenario 6, initial sync with default flags", secs)
+		}
+	}
 	deadline := time.Now().Add(e.cfg.MapperTimeout)
 	var first time.Time
 	for {
@@ -190,6 +228,10 @@ func (e *env) mapperSync(ctx context.Context, bin string, want int, extra []stri
 	}
 	run.seconds = time.Since(t0).Seconds()
 	run.cpu = cpuDelta(cpu0, e.cpu())
+	if target1, err := sampleProc(target.APIServer.PID); err == nil {
+		run.targetCPU = target1.CPU - target0.CPU
+	}
+	run.profile = waitProfile()
 	run.complete = run.objects >= want
 	run.rate = float64(run.objects) / run.seconds
 	if !first.IsZero() {
@@ -214,4 +256,23 @@ func listRV(tb framework.TB, body []byte) uint64 {
 		tb.Fatal(err)
 	}
 	return rv
+}
+
+// waitHTTP polls url until it answers 200, for at most timeout; it reports whether it did.
+func waitHTTP(ctx context.Context, url string, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false
+		}
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return true
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return false
 }

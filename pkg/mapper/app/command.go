@@ -84,7 +84,7 @@ func runMapper(ctx context.Context, conn *ConnectionOptions, clients *Clients, r
 		watchdog = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 		live = append(live, watchdog)
 	}
-	if err := healthserver.Serve(ctx, run.MetricsBindAddress, live, []healthz.HealthChecker{ready}, false); err != nil {
+	if err := healthserver.Serve(ctx, run.MetricsBindAddress, live, []healthz.HealthChecker{ready}, run.Profiling); err != nil {
 		return err
 	}
 	return le.runLeading(ctx, clients.Target, clients.Location, watchdog, func(ctx context.Context) error {

@@ -204,6 +204,9 @@ type RunOptions struct {
 	// MetricsBindAddress is --metrics-bind-address: where /metrics, /healthz and /readyz are
 	// served ("0": nowhere).
 	MetricsBindAddress string
+	// Profiling is --profiling: Go's /debug/pprof on MetricsBindAddress too (unauthenticated,
+	// so off by default, as mapper-controller's --profiling).
+	Profiling bool
 }
 
 // NewRunOptions returns the defaults.
@@ -226,6 +229,7 @@ func (o *RunOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ProgressInterval, "progress-interval", o.ProgressInterval, "How often the initial sync logs its progress.")
 	fs.DurationVar(&o.RetryMaxDelay, "max-retry-delay", o.RetryMaxDelay, "Longest backoff between retries of a failing or conflicting object.")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the HTTP endpoint serving /metrics, /healthz and /readyz; \"0\" turns it off.")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's profiles at /debug/pprof on --metrics-bind-address (without authentication).")
 }
 
 // Validate returns an error naming every invalid value.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -105,5 +106,23 @@ func TestClientsFor(t *testing.T) {
 	o.FieldManager = ""
 	if _, err := o.ClientsFor("test", view, target); err == nil || o.Validate() == nil {
 		t.Error("an empty field manager was accepted")
+	}
+}
+
+// TestRunOptionsProfiling: --profiling is off unless given, as mapper-controller's.
+func TestRunOptionsProfiling(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want bool
+	}{{nil, false}, {[]string{"--profiling"}, true}, {[]string{"--profiling=false"}, false}} {
+		o := NewRunOptions()
+		fs := pflag.NewFlagSet("mapper", pflag.ContinueOnError)
+		o.AddFlags(fs)
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		if o.Profiling != c.want {
+			t.Errorf("%v: Profiling = %v, want %v", c.args, o.Profiling, c.want)
+		}
 	}
 }
