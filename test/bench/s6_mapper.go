@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/cluster-mapper/cluster-mapper/test/framework"
 )
 
@@ -260,19 +262,16 @@ func listRV(tb framework.TB, body []byte) uint64 {
 
 // waitHTTP polls url until it answers 200, for at most timeout; it reports whether it did.
 func waitHTTP(ctx context.Context, url string, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
+	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
-			return false
+			return false, err
 		}
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return true
-			}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, nil
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return false
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	}) == nil
 }
