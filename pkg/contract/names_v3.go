@@ -1,0 +1,53 @@
+package contract
+
+import "strings"
+
+// The names the deletion protocol, apply outcomes and dependencies add to the contract
+// (docs/design.md, "Names").
+const (
+	// LocationFinalizerPrefix followed by a location name is that location's finalizer on
+	// source objects (see LocationFinalizer): added through the location's view before the
+	// location's first copy of the object exists, removed by the location once its copy is
+	// gone.
+	LocationFinalizerPrefix = "locations.mapper.kcp.io/"
+	// DeletionPolicyAnnotation on a source object says what happens to its copies when it is
+	// deleted or unassigned: DeletionPolicyOrphan leaves them in place, unmarked; absent,
+	// they are deleted.
+	DeletionPolicyAnnotation = "kcp.io/deletion-policy"
+	// OutcomeAnnotationPrefix followed by a location name is the annotation holding that
+	// location's apply outcome (JSON: reason, message, observedGeneration, time), written only
+	// while the location cannot apply the object (see OutcomeAnnotation).
+	OutcomeAnnotationPrefix = "outcome.kcp.io/"
+	// DependenciesAnnotation on a workload opts it out of dependency following
+	// (DependenciesIgnore).
+	DependenciesAnnotation = "control.mapper.kcp.io/dependencies"
+)
+
+// Values of DeletionPolicyAnnotation and DependenciesAnnotation.
+const (
+	// DeletionPolicyOrphan leaves a deleted or unassigned object's copies on the targets,
+	// without the marks of a managed copy.
+	DeletionPolicyOrphan = "Orphan"
+	// DependenciesIgnore: what the workload references does not follow it.
+	DependenciesIgnore = "Ignore"
+)
+
+// MaxOutcomeRecordBytes is the largest apply outcome record (outcome.kcp.io/<location>) a
+// location writes: 4 KiB.
+const MaxOutcomeRecordBytes = 4 * 1024
+
+// LocationFinalizer returns location's finalizer, locations.mapper.kcp.io/<location>.
+func LocationFinalizer(location string) string { return LocationFinalizerPrefix + location }
+
+// FinalizerLocation returns the location whose finalizer f is, and false when f is not a
+// location finalizer (or names no location).
+func FinalizerLocation(f string) (string, bool) {
+	loc, ok := strings.CutPrefix(f, LocationFinalizerPrefix)
+	if !ok || ValidateLocationName(loc) != nil {
+		return "", false
+	}
+	return loc, true
+}
+
+// OutcomeAnnotation returns the key of location's apply outcome record, outcome.kcp.io/<location>.
+func OutcomeAnnotation(location string) string { return OutcomeAnnotationPrefix + location }
