@@ -34,6 +34,9 @@ type locationIndex struct {
 	namespaces map[clusterNamespace]int
 	// clusters counts the location's objects per logical cluster.
 	clusters map[string]int
+	// deleting counts the location's objects whose view shows a deletionTimestamp: deletions
+	// pending at the location (deletion.go).
+	deleting int
 
 	// firstSeen is when this store created the entry: when it first saw the location (object
 	// or watcher) since the entry was last freed empty.
@@ -65,16 +68,27 @@ func (li *locationIndex) insert(o *Object) {
 	li.tree.ReplaceOrInsert(o)
 	li.namespaces[clusterNamespace{o.cluster, o.namespace}]++
 	li.clusters[o.cluster]++
+	li.deleting += li.pending(o)
 }
 
 // replace swaps old for new, which have the same contract.Key.
 func (li *locationIndex) replace(old, new *Object) {
 	li.tree.ReplaceOrInsert(new)
+	li.deleting += li.pending(new) - li.pending(old)
+}
+
+// pending is 1 when the location's view shows o with a deletionTimestamp, else 0.
+func (li *locationIndex) pending(o *Object) int {
+	if o.marks.deletionShown(o.assigned, li.name) {
+		return 1
+	}
+	return 0
 }
 
 // remove deletes o (found by contract.Key).
 func (li *locationIndex) remove(o *Object) {
 	li.tree.Delete(o)
+	li.deleting -= li.pending(o)
 	cn := clusterNamespace{o.cluster, o.namespace}
 	if n := li.namespaces[cn] - 1; n > 0 {
 		li.namespaces[cn] = n

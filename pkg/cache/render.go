@@ -100,10 +100,11 @@ func (o *Object) settleRendering(rules Rules, gvr schema.GroupVersionResource, p
 		withheld = true
 	}
 	if withheld {
-		o.locations = slices.DeleteFunc(slices.Clone(o.assigned), func(l string) bool { return o.withheld(l) != nil })
-		if len(o.locations) == 0 {
-			o.locations = nil
+		shown := slices.DeleteFunc(slices.Clone(o.assigned), func(l string) bool { return o.withheld(l) != nil })
+		if len(shown) == 0 {
+			shown = nil
 		}
+		o.locations = o.marks.viewLocations(o.assigned, shown)
 	}
 	if (o.rendered != nil || o.failed != nil) && o.variants == nil {
 		o.variants = &locationVariants{}

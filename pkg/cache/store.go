@@ -313,8 +313,12 @@ func (s *ResourceStore) Close() {
 // LocationStats describes one location within a store (or, from Cache.Locations, across all
 // mirrored resources).
 type LocationStats struct {
-	// Objects is the number of objects assigned to the location.
+	// Objects is the number of objects in the location's view: assigned to it, or carrying its
+	// finalizer (deletion.go).
 	Objects int
+	// Deleting is the number of those whose view shows a deletionTimestamp: deletions pending
+	// at the location (docs/views.md, "Deletion").
+	Deleting int
 	// Watchers is the number of open watches of the location.
 	Watchers int
 	// FirstSeen is when the location was first seen (earliest over resources for
@@ -339,7 +343,7 @@ func (s *ResourceStore) Locations() map[string]LocationStats {
 		if n == 0 && len(li.watchers) == 0 {
 			continue
 		}
-		st := LocationStats{Objects: n, Watchers: len(li.watchers), FirstSeen: li.firstSeen}
+		st := LocationStats{Objects: n, Deleting: li.deleting, Watchers: len(li.watchers), FirstSeen: li.firstSeen}
 		if n > 0 {
 			st.Resources = map[schema.GroupResource]int{gr: n}
 			st.Clusters = make(map[string]int, len(li.clusters))
