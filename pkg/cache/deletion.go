@@ -7,6 +7,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
@@ -202,4 +204,33 @@ func deletionOwners(prev, obj *Object, changedOnly bool) []string {
 			prev.marks.deletionShown(prev.assigned, loc) == obj.marks.deletionShown(obj.assigned, loc) &&
 			contract.HasLocation(prev.assigned, loc) == contract.HasLocation(obj.assigned, loc)
 	})
+}
+
+// PendingDeletion is an object that a location's view started showing deleting: the location's
+// copy is to be deleted, and the object waits for the location's finalizer to go.
+type PendingDeletion struct {
+	// GVR is the object's resource.
+	GVR schema.GroupVersionResource
+	// Cluster, Namespace, Name and UID identify the object.
+	Cluster, Namespace, Name string
+	UID                      types.UID
+	// Location is the location the object waits for.
+	Location string
+}
+
+// DeletionPending reports whether location's view shows this object version deleting: it
+// carries the location's finalizer and is no longer assigned there, or is deleted at the
+// source with only locations' finalizers left (deletion.go).
+func (o *Object) DeletionPending(location string) bool {
+	return o.HasLocation(location) && o.marks.deletionShown(o.assigned, location)
+}
+
+// pendingChangedLocked records that location's pending deletions changed by delta at the
+// event storing obj: the gauge of pending deletions, and for a new one StoreOptions.DeletionPending.
+// Called with s.mu held for writing.
+func (s *ResourceStore) pendingChangedLocked(location string, delta int, obj *Object) {
+	pendingDeletions.WithLabelValues(location).Add(float64(delta))
+	if delta > 0 && s.opts.DeletionPending != nil {
+		s.opts.DeletionPending(PendingDeletion{GVR: s.gvr, Cluster: obj.cluster, Namespace: obj.namespace, Name: obj.name, UID: obj.uid, Location: location})
+	}
 }

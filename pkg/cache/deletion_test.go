@@ -108,7 +108,15 @@ func TestDeletionViews(t *testing.T) {
 		t.Fatalf("east's assignment %q, want []", got)
 	}
 	expect("west", "")
+	// West's view changes while east's does not: east's view object is shared with the version
+	// before, and still says the deletion is pending.
+	s.update(obj(18, locs("west"), "d:k=2", "f:"+east, "f:"+west, `a:status.kcp.io/west={"phase":"Up"}`))
+	expect("west", "MODIFIED p@18")
+	expect("east", "")
 	for _, st := range []*ResourceStore{s.fromJSON, s.fromUs} {
+		if o, _, ok := st.GetInCluster("east", "root", "ns", "p"); !ok || !o.DeletionPending("east") {
+			t.Fatalf("east's view object does not say the deletion is pending: %v", o)
+		}
 		if got := st.Locations()["east"]; got.Objects != 1 || got.Deleting != 1 {
 			t.Fatalf("east's stats %+v, want 1 object, 1 deleting", got)
 		}
@@ -117,25 +125,32 @@ func TestDeletionViews(t *testing.T) {
 		}
 	}
 	// East removes its finalizer: the object leaves its view.
-	s.update(obj(18, locs("west"), "d:k=2", "f:"+west))
-	expect("east", "DELETED p@18")
+	s.update(obj(19, locs("west"), "d:k=2", "f:"+west, `a:status.kcp.io/west={"phase":"Up"}`))
+	expect("east", "DELETED p@19")
 	expect("west", "")
 	if got := s.fromJSON.Locations()["east"]; got.Objects != 0 || got.Deleting != 0 {
 		t.Fatalf("east's stats after the release %+v", got)
 	}
 
 	// Deleted at the source while another controller's finalizer is left: no view shows it.
-	s.update(obj(19, locs("west"), "d:k=2", "f:"+other, "f:"+west, "x:"+deleted))
-	if u := expect("west", "MODIFIED p@19"); u.GetDeletionTimestamp() != nil {
+	s.update(obj(20, locs("west"), "d:k=2", "f:"+other, "f:"+west, "x:"+deleted))
+	if u := expect("west", "MODIFIED p@20"); u.GetDeletionTimestamp() != nil {
 		t.Fatalf("west shows a deletion while %s is left: %v", other, u.GetDeletionTimestamp())
 	}
-	s.update(obj(20, locs("west"), "d:k=2", "f:"+west, "x:"+deleted))
-	u = expect("west", "MODIFIED p@20")
+	s.update(obj(21, locs("west"), "d:k=2", "f:"+west, "x:"+deleted))
+	u = expect("west", "MODIFIED p@21")
+	for _, st := range []*ResourceStore{s.fromJSON, s.fromUs} {
+		// What a reader of the view sees (a view object, possibly shared with the version
+		// before) says so too.
+		if o, _, ok := st.GetInCluster("west", "root", "ns", "p"); !ok || !o.DeletionPending("west") {
+			t.Fatalf("west's view object does not say the deletion is pending: %v", o)
+		}
+	}
 	if dt := u.GetDeletionTimestamp(); dt == nil || dt.UTC().Format("2006-01-02T15:04:05Z") != deleted {
 		t.Fatalf("west's deletionTimestamp %v, want the source's %s", dt, deleted)
 	}
-	s.delete(obj(21, locs("west"), "d:k=2", "x:"+deleted))
-	expect("west", "DELETED p@21")
+	s.delete(obj(22, locs("west"), "d:k=2", "x:"+deleted))
+	expect("west", "DELETED p@22")
 	expect("north", "")
 	expect("east", "")
 }

@@ -63,18 +63,24 @@ func newLocationIndex(name string, now time.Time) *locationIndex {
 	}
 }
 
-// insert adds o, which must not be in the index yet.
-func (li *locationIndex) insert(o *Object) {
+// insert adds o, which must not be in the index yet. It returns the change of the location's
+// pending deletions (deleting): 1 when the view shows o deleting, else 0.
+func (li *locationIndex) insert(o *Object) int {
 	li.tree.ReplaceOrInsert(o)
 	li.namespaces[clusterNamespace{o.cluster, o.namespace}]++
 	li.clusters[o.cluster]++
-	li.deleting += li.pending(o)
+	d := li.pending(o)
+	li.deleting += d
+	return d
 }
 
-// replace swaps old for new, which have the same contract.Key.
-func (li *locationIndex) replace(old, new *Object) {
+// replace swaps old for new, which have the same contract.Key, and returns the change of the
+// location's pending deletions (-1, 0 or 1).
+func (li *locationIndex) replace(old, new *Object) int {
 	li.tree.ReplaceOrInsert(new)
-	li.deleting += li.pending(new) - li.pending(old)
+	d := li.pending(new) - li.pending(old)
+	li.deleting += d
+	return d
 }
 
 // pending is 1 when the location's view shows o with a deletionTimestamp, else 0.
@@ -85,10 +91,12 @@ func (li *locationIndex) pending(o *Object) int {
 	return 0
 }
 
-// remove deletes o (found by contract.Key).
-func (li *locationIndex) remove(o *Object) {
+// remove deletes o (found by contract.Key) and returns the change of the location's pending
+// deletions (-1 or 0).
+func (li *locationIndex) remove(o *Object) int {
 	li.tree.Delete(o)
-	li.deleting -= li.pending(o)
+	d := -li.pending(o)
+	li.deleting += d
 	cn := clusterNamespace{o.cluster, o.namespace}
 	if n := li.namespaces[cn] - 1; n > 0 {
 		li.namespaces[cn] = n
@@ -100,6 +108,7 @@ func (li *locationIndex) remove(o *Object) {
 	} else {
 		delete(li.clusters, o.cluster)
 	}
+	return d
 }
 
 // getKey returns the location's object with contract.Key k.

@@ -66,6 +66,10 @@ type StoreOptions struct {
 	// Clock is the time source (tests use a fake clock); default the real clock. It needs
 	// tickers (periodic bookmarks), hence clock.WithTicker.
 	Clock clock.WithTicker
+	// DeletionPending, when not nil, is called each time a location's view starts showing an
+	// object deleting (deletion.go), with the store's lock held: it must return at once (queue
+	// the work). mapper-apiserver records an Event on the object from it.
+	DeletionPending func(PendingDeletion)
 }
 
 // withDefaults returns o with zero fields defaulted.
@@ -297,6 +301,9 @@ func (s *ResourceStore) Close() {
 		for _, w := range append([]*watcher(nil), li.watchers...) {
 			w.signalStop()
 			s.unregisterLocked(w)
+		}
+		if li.deleting != 0 {
+			pendingDeletions.WithLabelValues(li.name).Add(-float64(li.deleting))
 		}
 	}
 	s.metrics.objects.Add(-float64(len(s.objects)))

@@ -255,7 +255,7 @@ func (o *Object) templateSize() int {
 func (o *Object) viewFromJSON(raw []byte, rv uint64, rvString string, generation int64) *Object {
 	v := &Object{
 		key: o.key, cluster: o.cluster, namespace: o.namespace, name: o.name, uid: o.uid,
-		typeMeta: o.typeMeta, locations: o.locations, assigned: o.assigned,
+		typeMeta: o.typeMeta, locations: o.locations, assigned: o.assigned, marks: o.marks,
 		rv: rv, rvString: rvString, sourceRV: o.rv, generation: generation, labels: o.labels,
 	}
 	if raw != nil {

@@ -13,8 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/deletionevents"
 )
 
 // deletionNamespace holds the objects of the deletion protocol's tests.
@@ -119,7 +122,8 @@ func patchFinalizers(t *testing.T, ctx context.Context, c interface {
 // targets, east and west, each with its mapper:
 //   - a Deployment deleted at the source while east's target kube-apiserver is down: west's copy
 //     goes and west's finalizer is removed within seconds; the source object stays Terminating
-//     with east's finalizer; once east's target is back, its copy goes, its finalizer is
+//     with east's finalizer, an Event on it names east (none west), the pending deletion is
+//     counted (metric, `locations`); once east's target is back, its copy goes, its finalizer is
 //     removed and the source object is gone;
 //   - a target copy holding a finalizer of its own keeps the source object Terminating until
 //     that finalizer is removed on the target;
@@ -133,7 +137,7 @@ func TestDeletionProtocol(t *testing.T) {
 	defer cancel()
 	env := startMapperEnv(t, ctx, "east", "west")
 	ensureNamespace(t, ctx, env.src, deletionNamespace)
-	env.startMapper(t, "mapper-east", "east", nil)
+	mapperEast := env.startMapper(t, "mapper-east", "east", nil)
 	env.startMapper(t, "mapper-west", "west", nil)
 	src := env.src.Resource(configMapsGVR).Namespace(deletionNamespace)
 	create := func(gvr schema.GroupVersionResource, u *unstructured.Unstructured) {
@@ -160,7 +164,47 @@ func TestDeletionProtocol(t *testing.T) {
 		if u.GetDeletionTimestamp() == nil {
 			t.Fatalf("the source object is not Terminating: %v", u.Object["metadata"])
 		}
+		// Visible progress: an Event on the object names east (and none west, which released
+		// it within the delay), the metric and `locations` count the pending deletion.
+		pending := cache.PendingDeletion{Name: "web", UID: u.GetUID(), Location: "east"}
+		events := env.src.Resource(schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}).Namespace(deletionNamespace)
+		await(t, ctx, time.Minute, "an Event naming east on the object", func(ctx context.Context) (bool, error) {
+			e, err := events.Get(ctx, deletionevents.EventName(pending), metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			if err != nil {
+				return false, err
+			}
+			note, _, _ := unstructured.NestedString(e.Object, "note")
+			uid, _, _ := unstructured.NestedString(e.Object, "regarding", "uid")
+			return strings.Contains(note, "location east") && uid == string(u.GetUID()), nil
+		})
+		pending.Location = "west"
+		if _, err := events.Get(ctx, deletionevents.EventName(pending), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("an Event names west, which released the object at once: %v", err)
+		}
+		if v := env.server.Metric(t, env.source.Admin(), "mapper_apiserver_location_pending_deletions", `location="east"`); v != 1 {
+			t.Errorf("mapper_apiserver_location_pending_deletions{location=\"east\"} = %v, want 1", v)
+		}
+		locations, err := dynamic.NewForConfig(env.server.Config(env.source.Admin()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		east, err := locations.Resource(schema.GroupVersionResource{Group: "mapper.kcp.io", Version: "v1alpha1", Resource: "locations"}).Get(ctx, "east", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _, _ := unstructured.NestedInt64(east.Object, "status", "deleting"); n != 1 {
+			t.Errorf("location east's status.deleting = %d, want 1", n)
+		}
 		env.targets["east"].StartAPIServerAgain(env.owner) // outlives the subtest
+		if !mapperEast.proc.Running() {
+			// Its leader-election Lease is in the target: a mapper whose target was down
+			// longer than the lease exits (lost the leader lease), and its Deployment starts
+			// it again.
+			mapperEast.restart()
+		}
 		env.awaitSourceGone(t, ctx, deploymentsGVR, "web")
 		env.awaitCopy(t, ctx, "east", deploymentsGVR, "web", false)
 	})
