@@ -18,6 +18,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/deletionevents"
+	"github.com/cluster-mapper/cluster-mapper/test/framework"
 )
 
 // deletionNamespace holds the objects of the deletion protocol's tests.
@@ -131,7 +132,9 @@ func patchFinalizers(t *testing.T, ctx context.Context, c interface {
 //     on west;
 //   - kcp.io/deletion-policy: Orphan leaves the copies, unmarked, and the source object goes;
 //   - a source object held by another controller's finalizer keeps its copies until that
-//     finalizer is removed.
+//     finalizer is removed;
+//   - deleting east's SyncTarget while east's target is down releases the objects waiting for
+//     east (mapper-controller removes its finalizers).
 func TestDeletionProtocol(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -290,4 +293,26 @@ func TestDeletionProtocol(t *testing.T) {
 		env.awaitCopy(t, ctx, "east", configMapsGVR, "first", false)
 		env.awaitSourceGone(t, ctx, configMapsGVR, "first")
 	})
+
+	t.Run("a retired location releases its objects", func(t *testing.T) {
+		framework.InstallControlCRDs(t, ctx, env.source)
+		syncTargets := env.src.Resource(schema.GroupVersionResource{Group: "control.mapper.kcp.io", Version: "v1alpha1", Resource: "synctargets"})
+		if _, err := syncTargets.Create(ctx, &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "control.mapper.kcp.io/v1alpha1", "kind": "SyncTarget", "metadata": map[string]interface{}{"name": "east"},
+		}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		framework.StartMapperController(t, ctx, env.source, time.Minute)
+		create(configMapsGVR, newConfigMap(deletionNamespace, "retired", "east", "west"))
+		env.awaitCopy(t, ctx, "east", configMapsGVR, "retired", true)
+		env.awaitFinalizers(t, ctx, configMapsGVR, "retired", "east", "west")
+		env.targets["east"].KillAPIServer(t)
+		env.deleteSource(t, ctx, configMapsGVR, "retired")
+		env.awaitFinalizers(t, ctx, configMapsGVR, "retired", "east")
+		if err := syncTargets.Delete(ctx, "east", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		env.awaitSourceGone(t, ctx, configMapsGVR, "retired")
+	})
+
 }
