@@ -294,6 +294,19 @@ func TestDeletionProtocol(t *testing.T) {
 		env.awaitSourceGone(t, ctx, configMapsGVR, "first")
 	})
 
+	t.Run("one add and one remove per object and location", func(t *testing.T) {
+		// The ConfigMaps so far: held (east), moved (east, west; east released), orphaned (east,
+		// west), first (east) and barrier (east) got 7 finalizers; held, moved's east,
+		// orphaned's two and first's were removed: 5. Each successful write through a view is
+		// one update of the source (marksStorage).
+		for change, want := range map[string]float64{"add": 7, "remove": 5} {
+			got := env.server.Metric(t, env.source.Admin(), "mapper_apiserver_view_finalizer_writes_total", `change="`+change+`",code="200",resource="configmaps"`)
+			if got != want {
+				t.Errorf("finalizer writes %s of configmaps: %v, want %v", change, got, want)
+			}
+		}
+	})
+
 	t.Run("a retired location releases its objects", func(t *testing.T) {
 		framework.InstallControlCRDs(t, ctx, env.source)
 		syncTargets := env.src.Resource(schema.GroupVersionResource{Group: "control.mapper.kcp.io", Version: "v1alpha1", Resource: "synctargets"})
