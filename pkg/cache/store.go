@@ -66,6 +66,10 @@ type StoreOptions struct {
 	// Clock is the time source (tests use a fake clock); default the real clock. It needs
 	// tickers (periodic bookmarks), hence clock.WithTicker.
 	Clock clock.WithTicker
+	// MaxRenderingBytes bounds the size of a rendering (pkg/rendercheck.TooLarge: 0 is
+	// rendercheck.DefaultMaxBytes, negative no bound); a larger one is refused as a failed
+	// rendering and not kept (mapper-apiserver --max-rendering-bytes).
+	MaxRenderingBytes int64
 }
 
 // withDefaults returns o with zero fields defaulted.

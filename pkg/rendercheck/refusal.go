@@ -41,6 +41,15 @@ func (r *Refusal) Error() string {
 	return fmt.Sprintf("changes %s, which a rendering may not change (identity, version, lifecycle, status and the kcp.io marks are protected)", what)
 }
 
+// AsError returns r as an error: nil when r is nil (a nil *Refusal in an error interface is
+// not a nil error).
+func (r *Refusal) AsError() error {
+	if r == nil {
+		return nil
+	}
+	return r
+}
+
 // Check returns a *Refusal when after, a rendering of before, changes a protected field
 // (Changed) or is larger than maxBytes (TooLarge: 0 is DefaultMaxBytes, negative no bound);
 // nil when it may be shown. Every rendering path runs it on its result.
