@@ -41,6 +41,9 @@ type ExtraConfig struct {
 	Rules *customization.Follower
 	// RulesStatus writes the status of Customizations; nil writes none.
 	RulesStatus *customization.StatusWriter
+	// RenderEvents records an Event on each object whose rendering was refused; nil records
+	// none.
+	RenderEvents *customization.EventWriter
 	// View tunes the location views.
 	View view.Options
 	// Registrations follows the source's SyncTargets and location Leases for `locations`;
@@ -109,13 +112,16 @@ func (c completedConfig) New() (*Server, error) {
 	}
 
 	sourceCache, src, registrations := c.ExtraConfig.Cache, c.ExtraConfig.Source, c.ExtraConfig.Registrations
-	rules, rulesStatus := c.ExtraConfig.Rules, c.ExtraConfig.RulesStatus
+	rules, rulesStatus, renderEvents := c.ExtraConfig.Rules, c.ExtraConfig.RulesStatus, c.ExtraConfig.RenderEvents
 	s.GenericAPIServer.AddPostStartHookOrDie("start-source-cache", func(ctx genericapiserver.PostStartHookContext) error {
 		if rules != nil {
 			go rules.Run(ctx)
 		}
 		if rulesStatus != nil {
 			go rulesStatus.Run(ctx)
+		}
+		if renderEvents != nil {
+			go renderEvents.Run(ctx)
 		}
 		go sourceCache.Run(ctx)
 		go func() {
