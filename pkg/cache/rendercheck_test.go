@@ -21,11 +21,11 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/rendercheck"
 )
 
-// hijack is the spec-diff patch of F1 of the tenancy review: it moves its object into
+// hijack is a hostile spec-diff patch: it moves its object into
 // another tenant's namespace, under the name of that tenant's object.
 const hijack = `[{"op":"replace","path":"/metadata","value":{"name":"victim","namespace":"tenant-b"}}]`
 
-// TestHijackingPatchIsRefused (F1 of the tenancy review): a patch that replaces /metadata is
+// TestHijackingPatchIsRefused (docs/customization.md, "What a rendering may not change"): a patch that replaces /metadata is
 // refused; the location's view never shows the object under another namespace or name; a
 // version never shown is withheld (a GET answers 503 saying why), a version shown before
 // keeps its last rendering; the failure is reported with the version's identity.
@@ -128,7 +128,7 @@ func TestFinalRenderingIsChecked(t *testing.T) {
 	}
 }
 
-// blowUpRule is F3b of the chaos review: a Customization ns/blow-up of 4 mutations, each adding
+// blowUpRule is a Customization ns/blow-up of 4 mutations, each adding
 // a list of 8 copies of the object so far, which grows a one-key ConfigMap's rendering 9-fold
 // per mutation (about 7.7 MB for 1,000 bytes of data) at almost no CEL cost.
 func blowUpRule() *controlv1alpha1.Customization {
@@ -146,7 +146,7 @@ func blowUpRule() *controlv1alpha1.Customization {
 	return c
 }
 
-// TestOversizedRenderingsAreNotKept (F3b of the chaos review): versions of a one-key ConfigMap
+// TestOversizedRenderingsAreNotKept (docs/customization.md, "What a rendering may not change"): versions of a one-key ConfigMap
 // that a Customization blows up past the bound are refused with a reason naming the bound, the
 // object is withheld (a GET answers 503 saying why), and the heap does not keep the
 // renderings: 6 more versions add less than 10 MB to it (each rendering is about 7.7 MB).

@@ -30,7 +30,7 @@ func guarded() *unstructured.Unstructured {
 	return u
 }
 
-// TestMutationsCannotChangeIdentityOrMarks (F1 of the tenancy review): a JSONPatch or
+// TestMutationsCannotChangeIdentityOrMarks (docs/customization.md, "What a rendering may not change"): a JSONPatch or
 // ApplyConfiguration mutation that changes the object's identity, version, lifecycle, status or
 // a kcp.io mark, or replaces /metadata or an ancestor of a protected field, fails the rendering
 // with ReasonProtectedFieldChanged naming the mutation and the field, alone and after a
@@ -118,7 +118,7 @@ func TestMutationsCannotChangeIdentityOrMarks(t *testing.T) {
 // configMapsGVR is the resource of blowUp.
 var configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
-// blowUp is the Customization of F3b of the chaos review: 4 mutations, each adding a list of 8
+// blowUp is a Customization of 4 mutations, each adding a list of 8
 // copies of the object so far. Each costs CEL almost nothing, and the rendering of a one-key
 // ConfigMap grows 9-fold per mutation, to about 6,561 times its size.
 func blowUp() *controlv1alpha1.Customization {
@@ -141,7 +141,7 @@ func oneKeyConfigMap() *unstructured.Unstructured {
 	}}
 }
 
-// TestRenderingTooLarge (F3b of the chaos review): the 4-mutation blow-up of a one-key
+// TestRenderingTooLarge (docs/customization.md, "What a rendering may not change"): the 4-mutation blow-up of a one-key
 // ConfigMap stops at the mutation that passes the bound, with ReasonRenderingTooLarge naming
 // it and the bound; under a larger bound it renders (the limit is what stops it, not CEL).
 func TestRenderingTooLarge(t *testing.T) {

@@ -106,7 +106,7 @@ var protectedTargets = []string{
 	"/metadata/annotations/outcome.kcp.io~1east",
 }
 
-// TestRefusedPatches (F1 of the tenancy review): add, replace, remove, copy onto and move onto
+// TestRefusedPatches (docs/customization.md, "What a rendering may not change"): add, replace, remove, copy onto and move onto
 // or away from a protected pointer is refused before the patch runs, with a reason naming the
 // protected field; so are the patches that moved a tenant's object into another namespace.
 // Reading a protected field (test, the from of a copy) and changing other labels and

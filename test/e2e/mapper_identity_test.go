@@ -113,10 +113,11 @@ func (p *identityForger) rewrite(obj map[string]interface{}) {
 	}
 }
 
-// TestMapperRefusesForeignIdentity (F1 of the tenancy review, the mapper's second line of
-// defence; docs/mapper.md): a view that shows tenant A's objects under another identity (as
-// one whose rendering check failed would: here a proxy forges it) cannot make the mapper
-// overwrite tenant B's copy nor plant an object in kube-system. The mapper refuses both,
+// TestMapperRefusesForeignIdentity (docs/mapper.md, "Conflicts, failures, halted
+// resources": the mapper's second line of defence): a view that shows tenant A's objects under
+// another identity (as one whose rendering check failed would: here a proxy forges it) cannot
+// make the mapper overwrite tenant B's copy nor plant an object in kube-system. The mapper
+// refuses both,
 // counts them in mapper_identity_refusals_total, and keeps mapping the rest; `mapper verify`
 // through the same view reports the two objects under one identity.
 func TestMapperRefusesForeignIdentity(t *testing.T) {

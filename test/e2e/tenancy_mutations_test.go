@@ -23,9 +23,10 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
 )
 
-// startTenant makes namespace ns a tenant's (the tenancy review's setup): a ServiceAccount
-// ns/tenant with a Role in ns only (ConfigMaps, Secrets, Deployments, Placements,
-// Customizations, StatusCollectors), and returns a dynamic client with its token.
+// startTenant makes namespace ns a tenant's (docs/design.md, "The control plane objects":
+// tenancy): a ServiceAccount ns/tenant with a Role in ns only (ConfigMaps, Secrets,
+// Deployments, Placements, Customizations, StatusCollectors), and returns a dynamic client
+// with its token.
 func startTenant(t *testing.T, ctx context.Context, env *locationsEnv, ns string) dynamic.Interface {
 	t.Helper()
 	ensureNamespace(t, ctx, env.src, ns)
@@ -88,8 +89,8 @@ func hostileCustomization(name string, mutation map[string]interface{}) *unstruc
 	}}
 }
 
-// TestTenantMutationsCannotMoveObjects (F1 of the tenancy review; docs/customization.md, "What
-// a rendering may not change"): two tenants, ServiceAccounts with a Role in their own
+// TestTenantMutationsCannotMoveObjects (docs/customization.md, "What a
+// rendering may not change"): two tenants, ServiceAccounts with a Role in their own
 // namespace only. Tenant A's spec-diff.kcp.io/east patches and Customizations that replace,
 // add or move /metadata (into tenant B's namespace, under the name of B's object, or into
 // kube-system), or change a kcp.io label, are refused on real servers:
@@ -145,6 +146,13 @@ func TestTenantMutationsCannotMoveObjects(t *testing.T) {
 		if _, err := custs.Create(ctx, hostileCustomization(name, m), metav1.CreateOptions{}); err != nil {
 			t.Fatalf("tenant A creating Customization %s: %v", name, err)
 		}
+	}
+	// Once mapper-apiserver describes them, the Customizations are in force: the objects they
+	// select never render. (An object that rendered before keeps that rendering instead.)
+	for name := range mutations {
+		waitCustomizationCondition(t, ctx, custs, name, controlv1alpha1.CustomizationReady, "True", controlv1alpha1.ReasonAllObjectsRendered)
+	}
+	for name := range mutations {
 		if _, err := a.Resource(configMapsGVR).Namespace("tenant-a").Create(ctx, tenantConfigMap("tenant-a", "via-"+name, "a", "", map[string]string{"via": name}), metav1.CreateOptions{}); err != nil {
 			t.Fatalf("tenant A creating via-%s: %v", name, err)
 		}
@@ -251,15 +259,23 @@ func TestTenantMutationsCannotMoveObjects(t *testing.T) {
 	})
 }
 
-// heapAfterGC returns mapper-apiserver's HeapAlloc in bytes right after a garbage collection
-// (its /debug/pprof/heap?gc=1&debug=1 prints runtime.MemStats after collecting).
+// heapAfterGC returns mapper-apiserver's HeapAlloc in bytes right after two garbage
+// collections (its /debug/pprof/heap?gc=1&debug=1 prints runtime.MemStats after collecting;
+// the second collection also frees what sync.Pools kept through the first).
 func heapAfterGC(t *testing.T, ctx context.Context, env *locationsEnv) uint64 {
 	t.Helper()
 	client, err := rest.HTTPClientFor(env.server.Config(env.source.Admin()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, env.server.URL+"/debug/pprof/heap?gc=1&debug=1", nil)
+	readHeap(t, ctx, client, env.server.URL)
+	return readHeap(t, ctx, client, env.server.URL)
+}
+
+// readHeap collects garbage in the server at base and returns its HeapAlloc.
+func readHeap(t *testing.T, ctx context.Context, client *http.Client, base string) uint64 {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/debug/pprof/heap?gc=1&debug=1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +299,7 @@ func heapAfterGC(t *testing.T, ctx context.Context, env *locationsEnv) uint64 {
 	return 0
 }
 
-// TestRenderingTooLargeIsRefused (F3b of the chaos review; docs/customization.md, "What a
+// TestRenderingTooLargeIsRefused (docs/customization.md, "What a
 // rendering may not change"): a tenant's Customization of 4 mutations, each adding a list of 8
 // copies of the object so far, would make a one-key ConfigMap's rendering 7.7 MB. On real
 // servers it is refused with RenderingTooLarge at the mutation that passes the bound, in the

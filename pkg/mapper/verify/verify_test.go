@@ -123,7 +123,7 @@ func TestCheckerAutoTwoClusters(t *testing.T) {
 	}
 }
 
-// TestCheckerIdentity (F1 of the tenancy review): verify reports, under invariant 2, what a
+// TestCheckerIdentity (docs/customization.md, "What a rendering may not change"): verify reports, under invariant 2, what a
 // rendering that changed an object's identity leaves: two view objects under one identity, a
 // view object without a uid, a copy whose source uid is not the view object's, and a copy whose
 // marks name a source placed elsewhere; an intact copy is in sync.
