@@ -61,7 +61,7 @@ func Changed(before, after *unstructured.Unstructured) (string, bool) {
 		b, bok, _ := unstructured.NestedFieldNoCopy(before.Object, p...)
 		a, aok, _ := unstructured.NestedFieldNoCopy(after.Object, p...)
 		bok, aok = bok && b != nil, aok && a != nil
-		if bok != aok || (bok && !value.Equals(value.NewValueInterface(b), value.NewValueInterface(a))) {
+		if bok != aok || (bok && !sameScalar(a, b)) {
 			return pointer(p...), true
 		}
 	}
@@ -92,13 +92,18 @@ func stringMap(u *unstructured.Unstructured, field string) map[string]interface{
 	return m
 }
 
-// sameScalar compares two label or annotation values (strings on a valid object; anything a
-// rendering wrote otherwise).
+// sameScalar compares two JSON values: strings and integers directly (most protected fields
+// and every label and annotation are one; no allocation), anything else as JSON
+// (structured-merge-diff's value.Equals: 1 equals 1.0).
 func sameScalar(a, b interface{}) bool {
-	as, aok := a.(string)
-	bs, bok := b.(string)
-	if aok && bok {
-		return as == bs
+	switch a := a.(type) {
+	case string:
+		bs, ok := b.(string)
+		return ok && a == bs
+	case int64:
+		if bi, ok := b.(int64); ok {
+			return a == bi
+		}
 	}
 	return value.Equals(value.NewValueInterface(a), value.NewValueInterface(b))
 }
