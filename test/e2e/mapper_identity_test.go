@@ -163,8 +163,20 @@ func TestMapperRefusesForeignIdentity(t *testing.T) {
 		v, _ := east.metric("mapper_identity_refusals_total", `resource="configmaps"`)
 		return v
 	}
-	mapperEventually(t, ctx, 60*time.Second, "the mapper refuses the object forged into kube-system", func() (bool, string) {
-		return refusals() >= 1, fmt.Sprintf("mapper_identity_refusals_total %v", refusals())
+	planted := func() *unstructured.Unstructured {
+		return env.targetObject(t, ctx, "east", configMapsGVR, "kube-system", "planted")
+	}
+	victimOwner := func() string {
+		v := env.targetObject(t, ctx, "east", configMapsGVR, "tenant-b", "victim")
+		if v == nil {
+			return ""
+		}
+		owner, _, _ := unstructured.NestedString(v.Object, "data", "owner")
+		return owner
+	}
+	// Waits end when the mapper refused, or when it did what it must not (asserted below).
+	mapperEventually(t, ctx, 60*time.Second, "the mapper handles the object forged into kube-system", func() (bool, string) {
+		return refusals() >= 1 || planted() != nil, fmt.Sprintf("mapper_identity_refusals_total %v", refusals())
 	})
 	// A change of the hijacker is a watch event that puts it in the informer under the
 	// victim's identity.
@@ -172,8 +184,8 @@ func TestMapperRefusesForeignIdentity(t *testing.T) {
 	env.mutate(t, ctx, configMapsGVR, "tenant-a", "hijacker", func(u *unstructured.Unstructured) {
 		u.Object["data"] = map[string]interface{}{"owner": "a, again"}
 	})
-	mapperEventually(t, ctx, 60*time.Second, "the mapper refuses the hijacker", func() (bool, string) {
-		return refusals() > before, fmt.Sprintf("mapper_identity_refusals_total %v (before %v)", refusals(), before)
+	mapperEventually(t, ctx, 60*time.Second, "the mapper handles the hijacker", func() (bool, string) {
+		return refusals() > before || victimOwner() != "b", fmt.Sprintf("mapper_identity_refusals_total %v (before %v)", refusals(), before)
 	})
 	// Another object still maps: the mapper is not stuck.
 	create("tenant-a", "after", "a")
@@ -191,8 +203,11 @@ func TestMapperRefusesForeignIdentity(t *testing.T) {
 		t.Errorf("the victim's copy changed: owner %q, resourceVersion %s (was %s), source uid %s (hijacker %s)", owner,
 			now.GetResourceVersion(), victim.GetResourceVersion(), now.GetAnnotations()[contract.SourceUIDAnnotation], hijacker.GetUID())
 	}
-	if p := env.targetObject(t, ctx, "east", configMapsGVR, "kube-system", "planted"); p != nil {
+	if p := planted(); p != nil {
 		t.Errorf("the mapper planted %v in kube-system (source uid %s, planter %s)", p.GetName(), p.GetAnnotations()[contract.SourceUIDAnnotation], planter.GetUID())
+	}
+	if refusals() < 2 {
+		t.Errorf("mapper_identity_refusals_total %v, want at least 2 (the planter and the hijacker)", refusals())
 	}
 
 	report := env.verifyOnce(t, "east")
