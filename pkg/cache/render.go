@@ -14,7 +14,6 @@ import (
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
-	"github.com/cluster-mapper/cluster-mapper/pkg/rendercheck"
 	"github.com/cluster-mapper/cluster-mapper/pkg/specdiff"
 )
 
@@ -196,18 +195,8 @@ type RenderFailure struct {
 	// false when the view keeps the last rendering that succeeded.
 	Withheld bool
 	// Err is the failure: a *customization.RenderError, or a *specdiff.Error. A refusal of
-	// pkg/rendercheck wraps a *rendercheck.Refusal (Refusal).
+	// pkg/rendercheck wraps a *rendercheck.Refusal (RenderFailure.Refusal).
 	Err error
-}
-
-// Refusal returns the *rendercheck.Refusal of a rendering refused for changing a protected
-// field or for its size, nil for another failure.
-func (f RenderFailure) Refusal() *rendercheck.Refusal {
-	var r *rendercheck.Refusal
-	if errors.As(f.Err, &r) {
-		return r
-	}
-	return nil
 }
 
 // Customization returns the key (customization.RuleKey) of the Customization whose mutation

@@ -25,3 +25,13 @@ func checkRendering(pre, out *unstructured.Unstructured, maxBytes int64) error {
 	errors.As(err, &r)
 	return &customization.RenderError{Reason: r.Reason, Err: err}
 }
+
+// Refusal returns the *rendercheck.Refusal of a rendering refused for changing a protected
+// field or for its size, nil for another failure.
+func (f RenderFailure) Refusal() *rendercheck.Refusal {
+	var r *rendercheck.Refusal
+	if errors.As(f.Err, &r) {
+		return r
+	}
+	return nil
+}

@@ -2,7 +2,6 @@ package customization
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -176,23 +175,6 @@ func (s *Snapshot) apply(ctx context.Context, r *compiled, gvr schema.GroupVersi
 		vattrs.VersionedObject = u
 	}
 	return vattrs.VersionedObject.(*unstructured.Unstructured), nil
-}
-
-// maxRenderingBytes is Options.MaxRenderingBytes (0 for a nil snapshot: the default bound).
-func (s *Snapshot) maxRenderingBytes() int64 {
-	if s == nil {
-		return 0
-	}
-	return s.opts.MaxRenderingBytes
-}
-
-// refusalReason returns the reason of a *rendercheck.Refusal err wraps, else otherwise.
-func refusalReason(err error, otherwise string) string {
-	var r *rendercheck.Refusal
-	if errors.As(err, &r) {
-		return r.Reason
-	}
-	return otherwise
 }
 
 // typeConverter returns the schema of gvk for ApplyConfiguration, nil when unknown.
