@@ -20,8 +20,20 @@ import (
 // locations (baseView), then the Customizations that select the object and the location, in
 // name order, then the object's own spec-diff.kcp.io/<location> patch (DESIGN.md, "The control
 // plane objects"; issue 14 items 1-3). The rendering of each (object version, location) that a
-// rule touches is made once, when the version is stored, and kept (Object.rendered); a location
-// no rule touches shares the base view.
+// rule touches is made once and kept (Object.rendered); a location no rule touches shares the
+// base view.
+//
+// Where a rendering is made depends on its cost. An object's own patch alone is rendered when
+// the version is stored (a JSON patch: no CEL). A rendering that runs a Customization's CEL is,
+// with a Renderer (StoreOptions.Renderer, what mapper-apiserver uses), deferred: the version
+// is stored at once for every other location, and the location's rendering is pending
+// (Object.pending) until a Renderer worker made it (renderer.go). One tenant's expensive
+// Customizations so delay the views of that tenant's objects only, never the ingest of the
+// resource (docs/views.md, "Deferred renderings"). While a location's rendering is pending,
+// its view keeps showing the previous version's rendering (lastGood), at its visible
+// resourceVersion: nothing a view showed is withdrawn or changed because a rendering is slow;
+// an object the view never showed is withheld until its first rendering, and a GET answers
+// 503 with the reason.
 //
 // A rendering can fail (a CEL error or cost limit, a result the schema rejects, a malformed
 // patch). A failure never removes anything (issue 14 item 4, the safety rule of DESIGN.md):
@@ -33,17 +45,22 @@ import (
 //     the reason rather than 404, so that a mapper confirming a deletion through the view
 //     (after a restart of mapper-apiserver lost the last rendering) does not delete its copy.
 
+// errRenderingPending is why an object whose first rendering for a location is pending is
+// withheld from that location's view.
+var errRenderingPending = errors.New("its rendering by the Customizations of its namespace is pending; it shows once rendered")
+
 // renderFor returns a copy of u (a source object of gvr in the logical cluster cluster,
 // assigned to locations) as location's view shows it under rules (nil: no Customization, only
 // the object's own patch). The error is a *customization.RenderError (or a *specdiff.Error
-// without rules) when a mutation or the patch fails.
-func renderFor(rules Rules, gvr schema.GroupVersionResource, cluster string, u *unstructured.Unstructured, locations []string, location string) (*unstructured.Unstructured, error) {
+// without rules) when a mutation or the patch fails. ctx may carry a customization.Meter that
+// counts and bounds the CEL cost.
+func renderFor(ctx context.Context, rules Rules, gvr schema.GroupVersionResource, cluster string, u *unstructured.Unstructured, locations []string, location string) (*unstructured.Unstructured, error) {
 	pre := viewOf(u, locations, location, true)
 	if rules == nil {
 		patch, _ := specdiff.Patch(pre, location)
 		return specdiff.Apply(pre, location, patch)
 	}
-	return rules.Render(context.Background(), gvr, cluster, pre, location)
+	return rules.Render(ctx, gvr, cluster, pre, location)
 }
 
 // touches reports whether rules (nil: none) or u's own spec-diff.kcp.io/<location> patch
@@ -67,52 +84,108 @@ func rulesDiffer(a, b Rules, gvr schema.GroupVersionResource, o *Object, locatio
 	return false
 }
 
+// runsCEL reports whether rendering o for location under rules runs a Customization: one
+// selects it (Rules.Differs against no rules reads selectors only). Such renderings are the
+// ones a Renderer defers.
+func runsCEL(rules Rules, gvr schema.GroupVersionResource, o *Object, location string) bool {
+	return rules != nil && rules.Differs(nil, gvr, o.cluster, o.namespace, o.labels, location)
+}
+
 // settleRendering renders o, once per object version before it is published, for each
 // location a rule touches, and decides which failing locations keep the last rendering
-// (o.lastGood) and which are withheld (left out of o.locations). prev is the version stored
-// before o, nil for a new object. failed is called for each failing location.
-func (o *Object) settleRendering(rules Rules, gvr schema.GroupVersionResource, prev *Object, failed func(location string, err error)) {
-	withheld := false
+// (o.lastGood) and which are withheld (left out of o.locations). A location for which deferred
+// reports true is not rendered now: its rendering is pending (deferRendering). prev is the
+// version stored before o, nil for a new object. failed is called for each failing location.
+func (o *Object) settleRendering(rules Rules, gvr schema.GroupVersionResource, prev *Object, deferred func(location string) bool, failed func(location string, err error)) {
+	var prevU *unstructured.Unstructured // prev's content, decoded once for every location
+	prevView := func(loc string) *unstructured.Unstructured {
+		if prev == nil || !prev.HasLocation(loc) {
+			return nil
+		}
+		if prevU == nil {
+			prevU = prev.content()
+		}
+		return prev.renderingOf(prevU, loc)
+	}
 	for _, loc := range o.assigned {
 		if !touches(rules, gvr, o.cluster, o.u, loc) {
 			continue
 		}
-		u, err := renderFor(rules, gvr, o.cluster, o.u, o.assigned, loc)
+		if deferred != nil && deferred(loc) {
+			o.deferRendering(loc, prevView(loc))
+			continue
+		}
+		u, err := renderFor(context.Background(), rules, gvr, o.cluster, o.u, o.assigned, loc)
 		if err == nil {
-			if o.rendered == nil {
-				o.rendered = map[string]*unstructured.Unstructured{}
-			}
-			o.rendered[loc] = u
+			o.setRendered(loc, u)
 			continue
 		}
 		failed(loc, err)
-		if o.failed == nil {
-			o.failed = map[string]error{}
-		}
-		o.failed[loc] = err
-		if prev != nil && prev.HasLocation(loc) {
-			if o.lastGood == nil {
-				o.lastGood = map[string]*unstructured.Unstructured{}
-			}
-			o.lastGood[loc] = prev.view(loc)
-			continue
-		}
-		withheld = true
+		o.setFailed(loc, err, prevView(loc))
 	}
-	if withheld {
+	o.settleLocations()
+}
+
+// setRendered records u as location's rendering of o.
+func (o *Object) setRendered(location string, u *unstructured.Unstructured) {
+	if o.rendered == nil {
+		o.rendered = map[string]*unstructured.Unstructured{}
+	}
+	o.rendered[location] = u
+}
+
+// setFailed records that location's rendering of o fails with err; shown, when not nil, is the
+// rendering the location's view showed before, which it keeps showing.
+func (o *Object) setFailed(location string, err error, shown *unstructured.Unstructured) {
+	if o.failed == nil {
+		o.failed = map[string]error{}
+	}
+	o.failed[location] = err
+	o.keepShowing(location, shown)
+}
+
+// deferRendering records that location's rendering of o is pending; shown, when not nil, is the
+// rendering the location's view showed before, which it shows meanwhile.
+func (o *Object) deferRendering(location string, shown *unstructured.Unstructured) {
+	if o.pending == nil {
+		o.pending = map[string]bool{}
+	}
+	o.pending[location] = true
+	o.keepShowing(location, shown)
+}
+
+// keepShowing records shown (nil: none) as the rendering location's view keeps showing instead
+// of this version's own.
+func (o *Object) keepShowing(location string, shown *unstructured.Unstructured) {
+	if shown == nil {
+		return
+	}
+	if o.lastGood == nil {
+		o.lastGood = map[string]*unstructured.Unstructured{}
+	}
+	o.lastGood[location] = shown
+}
+
+// settleLocations computes which locations o is shown to (assigned minus withheld) after its
+// renderings were decided, and makes o keep per-location views when any location has a
+// rendering of its own.
+func (o *Object) settleLocations() {
+	o.locations = o.assigned
+	if slices.ContainsFunc(o.assigned, func(l string) bool { return o.withheld(l) != nil }) {
 		o.locations = slices.DeleteFunc(slices.Clone(o.assigned), func(l string) bool { return o.withheld(l) != nil })
 		if len(o.locations) == 0 {
 			o.locations = nil
 		}
 	}
-	if (o.rendered != nil || o.failed != nil) && o.variants == nil {
+	if (o.rendered != nil || o.failed != nil || o.pending != nil) && o.variants == nil {
 		o.variants = &locationVariants{}
 	}
 }
 
 // view returns location's rendering of o, a copy the caller owns: the rendering made when o
-// was stored, or when it failed the last rendering that succeeded (resourceVersion included:
-// ForLocation sets it), or for a location no rule touches (and a location o is withheld from,
+// was stored, or when it failed or is pending the last rendering shown (its
+// metadata.resourceVersion is the source's of the version it rendered: renderedFrom;
+// ForLocation shows the visible one), or for a location no rule touches (and a location o is withheld from,
 // which is never served) the base view.
 func (o *Object) view(location string) *unstructured.Unstructured {
 	return o.renderingOf(o.content(), location)
@@ -134,16 +207,22 @@ func (o *Object) renderingOf(u *unstructured.Unstructured, location string) *uns
 }
 
 // withheld returns the error that keeps this version out of location's view (its rendering
-// fails and no earlier version rendered), nil if none.
+// fails, or is pending, and no earlier version rendered), nil if none.
 func (o *Object) withheld(location string) error {
 	if o.lastGood[location] != nil {
 		return nil
 	}
-	return o.failed[location]
+	if err := o.failed[location]; err != nil {
+		return err
+	}
+	if o.pending[location] {
+		return errRenderingPending
+	}
+	return nil
 }
 
 // Withheld returns the error that keeps this version out of location's view (its rendering
-// fails and no earlier version rendered), nil if none.
+// fails, or is pending, and no earlier version rendered), nil if none.
 func (o *Object) Withheld(location string) error { return o.withheld(location) }
 
 // WithheldError returns, when the object namespace/name assigned to location (in the logical

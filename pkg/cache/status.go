@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -60,7 +61,7 @@ func LocationView(u *unstructured.Unstructured, locations []string, location str
 // spec-diff.kcp.io/<location> applied (DESIGN.md, "The control plane objects"). The error is a
 // *specdiff.Error when the patch cannot be applied.
 func RenderView(u *unstructured.Unstructured, locations []string, location string) (*unstructured.Unstructured, error) {
-	return renderFor(nil, schema.GroupVersionResource{}, "", u, locations, location)
+	return renderFor(context.Background(), nil, schema.GroupVersionResource{}, "", u, locations, location)
 }
 
 // baseView returns a copy of u as location's view shows it before any rendering: the status

@@ -150,7 +150,7 @@ func setVisibility(prev, obj *Object) {
 	statusOnlyMatters := func(loc string) bool { return prev.ViewGeneration(loc) != obj.generation }
 	unchanged, statusOnly := viewChanges(prev, obj, prevU, statusOnlyMatters)
 	for loc := range obj.lastGood {
-		// Its patch failed: it keeps showing prev's rendering (render.go).
+		// Its rendering failed or is pending: it keeps showing prev's rendering (render.go).
 		if unchanged == nil {
 			unchanged = map[string]bool{}
 		}
@@ -228,6 +228,9 @@ func viewChanges(prev, obj *Object, prevU *unstructured.Unstructured, statusOnly
 				owners[loc] = true
 			}
 			for loc := range o.failed {
+				owners[loc] = true
+			}
+			for loc := range o.pending {
 				owners[loc] = true
 			}
 		}
