@@ -97,7 +97,7 @@ func (s *ResourceStore) applyLocked(ev *event, record bool) {
 func (s *ResourceStore) dispatchLocked(li *locationIndex, ev *event, inOld, inNew bool, counts *dispatchCounts) {
 	var slow []*watcher
 	for _, w := range li.watchers {
-		e, ok := ev.forWatcher(inOld, inNew, w.pred)
+		e, ok := ev.forWatcher(li.name, inOld, inNew, w.pred)
 		if !ok {
 			continue
 		}

@@ -47,7 +47,9 @@ type event struct {
 // at most once per event and shared by all watchers (so it is encoded once, too).
 func (e *event) deletedPrev() *Object {
 	e.deletedPrevOnce.Do(func() {
-		if e.prev.rv == e.rv {
+		if e.prev.rv == e.rv && e.prev.visible == nil {
+			// Every view of prev shows the event's resourceVersion already. (A re-rendering
+			// at prev's own resourceVersion does not: its views show their visible ones.)
 			e.deletedPrevObj = e.prev
 			return
 		}
@@ -59,12 +61,12 @@ func (e *event) deletedPrev() *Object {
 // forWatcher turns the event into what a watcher of location with predicate pred must see, if
 // anything. inOld/inNew say whether prev/obj are assigned to location. This is the decision of
 // the cacher's cacheWatcher.convertToWatchEvent, with "matches" meaning "assigned to the
-// location and passing the predicate":
+// location and its view passing the predicate" (Object.selectable):
 //
 //	old & new → MODIFIED(obj); only new → ADDED(obj); only old → DELETED(prev at the event's RV,
 //	or the final state for a source delete); neither → nothing.
-func (e *event) forWatcher(inOld, inNew bool, pred func(*Object) bool) (watch.Event, bool) {
-	typ, fromPrev, ok := e.sends(inOld, inNew, pred)
+func (e *event) forWatcher(location string, inOld, inNew bool, pred func(*Object) bool) (watch.Event, bool) {
+	typ, fromPrev, ok := e.sends(location, inOld, inNew, pred)
 	switch {
 	case !ok:
 		return watch.Event{}, false
@@ -76,12 +78,12 @@ func (e *event) forWatcher(inOld, inNew bool, pred func(*Object) bool) (watch.Ev
 
 // sends is forWatcher's decision without the object: the event type, and whether the object
 // sent is prev's content (a DELETED of an object that stopped matching) rather than obj.
-func (e *event) sends(inOld, inNew bool, pred func(*Object) bool) (typ watch.EventType, fromPrev, ok bool) {
-	oldPasses := inOld && e.prev != nil && (pred == nil || pred(e.prev))
+func (e *event) sends(location string, inOld, inNew bool, pred func(*Object) bool) (typ watch.EventType, fromPrev, ok bool) {
+	oldPasses := inOld && e.prev != nil && (pred == nil || pred(e.prev.selectable(location)))
 	if e.typ == watch.Deleted {
 		return watch.Deleted, false, oldPasses
 	}
-	newPasses := inNew && (pred == nil || pred(e.obj))
+	newPasses := inNew && (pred == nil || pred(e.obj.selectable(location)))
 	switch {
 	case oldPasses && newPasses:
 		return watch.Modified, false, true
@@ -99,7 +101,7 @@ func (e *event) forLocation(location string, pred func(*Object) bool) (watch.Eve
 	if !ok {
 		return watch.Event{}, false
 	}
-	return e.forWatcher(inOld, inNew, pred)
+	return e.forWatcher(location, inOld, inNew, pred)
 }
 
 // concerns reports whether the event changes what location sees, and whether prev/obj are
@@ -121,7 +123,7 @@ func (e *event) needsDropped(location string, pred func(*Object) bool) bool {
 	if !ok {
 		return false
 	}
-	_, fromPrev, ok := e.sends(inOld, inNew, pred)
+	_, fromPrev, ok := e.sends(location, inOld, inNew, pred)
 	switch {
 	case !ok:
 		return false

@@ -471,6 +471,7 @@ func (s *ResourceStore) Delete(obj interface{}) error {
 	}
 	o := newObject(prev.key, prev.cluster, prev.namespace, prev.name, prev.assigned, rv, final)
 	o.locations, o.rendered, o.lastGood, o.failed, o.pending = prev.locations, prev.rendered, prev.lastGood, prev.failed, prev.pending
+	o.ensureVariants()
 	s.applyLocked(&event{typ: watch.Deleted, rv: rv, obj: o, prev: prev}, !late)
 	if late {
 		s.restartHistoryLocked()

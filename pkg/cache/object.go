@@ -346,6 +346,7 @@ func (o *Object) shareVariant(location string, v *Object) {
 		}
 		s = o.viewFromJSON(raw, v.rv, v.rvString, v.generation)
 	}
+	s.labels = v.labels // what the view shows (a rendering may relabel it)
 	o.variants.mu.Lock()
 	defer o.variants.mu.Unlock()
 	if o.variants.m == nil {
@@ -383,6 +384,7 @@ func (o *Object) withResourceVersion(rv uint64) *Object {
 	u.SetResourceVersion(strconv.FormatUint(rv, 10))
 	c := newObject(o.key, o.cluster, o.namespace, o.name, o.assigned, rv, u)
 	c.locations, c.rendered, c.lastGood, c.failed, c.pending = o.locations, o.rendered, o.lastGood, o.failed, o.pending
+	c.ensureVariants()
 	return c
 }
 

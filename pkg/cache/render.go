@@ -177,7 +177,13 @@ func (o *Object) settleLocations() {
 			o.locations = nil
 		}
 	}
-	if (o.rendered != nil || o.failed != nil || o.pending != nil) && o.variants == nil {
+	o.ensureVariants()
+}
+
+// ensureVariants makes o keep per-location views when a location has a rendering of its own
+// (or keeps an earlier one), so that ForLocation shows it rather than o's content.
+func (o *Object) ensureVariants() {
+	if (o.rendered != nil || o.lastGood != nil || o.failed != nil || o.pending != nil) && o.variants == nil {
 		o.variants = &locationVariants{}
 	}
 }
@@ -204,6 +210,20 @@ func (o *Object) renderingOf(u *unstructured.Unstructured, location string) *uns
 		return lg.DeepCopy()
 	}
 	return baseView(u, o.assigned, location)
+}
+
+// selectable returns what a label or field selector of a watch or list of location is matched
+// against for o: location's view of o when it may show other labels than o (a rendering of its
+// own, which a Customization may relabel, or an earlier version's that it keeps while its own
+// fails or is pending), else o itself (its labels are the view's: no view to look up). So a
+// selector matches what the view shows, and a watch sees an object enter or leave its
+// selection exactly when the view changes: a new version whose labels changed but whose
+// rendering is pending changes nothing for a selector until it is rendered.
+func (o *Object) selectable(location string) *Object {
+	if o.rendered[location] == nil && o.lastGood[location] == nil {
+		return o
+	}
+	return o.ForLocation(location)
 }
 
 // withheld returns the error that keeps this version out of location's view (its rendering

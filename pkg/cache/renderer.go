@@ -404,4 +404,3 @@ func (s *ResourceStore) WaitRendered(ctx context.Context, location, cluster, nam
 		return o == nil || !o.pending[location] || s.closed
 	})
 }
-

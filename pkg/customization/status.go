@@ -51,9 +51,9 @@ type StatusWriter struct {
 	failures func() []Failure
 	// throttled reports whether a namespace spent its CEL budget per second (nil: never).
 	throttled func(cluster, namespace string) bool
-	client   func(cluster string) (dynamic.Interface, error)
-	interval time.Duration
-	now      func() time.Time
+	client    func(cluster string) (dynamic.Interface, error)
+	interval  time.Duration
+	now       func() time.Time
 }
 
 // NewStatusWriter returns a StatusWriter for the Customizations of follower, with the failures

@@ -228,6 +228,22 @@ func (q *Queue[K]) Done(tenantName string, key K, cost int64) {
 	}
 }
 
+// Charge charges cost to tenant's budget now (a caller that knows a cost before its key is
+// Done, and wants to know its effect) and reports whether the tenant is throttled after it.
+func (q *Queue[K]) Charge(tenantName string, cost int64) (throttled bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	t := q.tenantLocked(tenantName)
+	if t.limiter == nil {
+		return false
+	}
+	now := q.clock.Now()
+	if cost > 0 {
+		charge(t.limiter, now, cost)
+	}
+	return t.throttledFor(now) > 0
+}
+
 // charge takes cost tokens from l at now, going into debt as far as needed (a reservation
 // takes at most the burst at once).
 func charge(l *rate.Limiter, now time.Time, cost int64) {
