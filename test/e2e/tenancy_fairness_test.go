@@ -92,6 +92,12 @@ func assignedConfigMap(namespace, name, location string, data map[string]interfa
 	}}
 }
 
+// configMapsRule is the resources of a Customization or StatusCollector that selects
+// ConfigMaps.
+func configMapsRule() []interface{} {
+	return []interface{}{map[string]interface{}{"apiGroups": []interface{}{""}, "apiVersions": []interface{}{"v1"}, "resources": []interface{}{"configmaps"}}}
+}
+
 // heavyExpression is a CEL expression under the per-expression cost limit (about 500,000 of
 // 1,000,000) that takes about a third of a second here: it builds lists.
 const heavyExpression = `string(lists.range(120).map(i, lists.range(120).map(j, lists.range(10).size())).size())`
@@ -109,7 +115,7 @@ func heavyCustomization(namespace string) *unstructured.Unstructured {
 		"apiVersion": controlv1alpha1.SchemeGroupVersion.String(), "kind": "Customization",
 		"metadata": map[string]interface{}{"name": "heavy", "namespace": namespace},
 		"spec": map[string]interface{}{
-			"resources": []interface{}{map[string]interface{}{"apiGroups": []interface{}{""}, "apiVersions": []interface{}{"v1"}, "resources": []interface{}{"configmaps"}}},
+			"resources": configMapsRule(),
 			"mutations": mutations,
 		},
 	}}
@@ -357,7 +363,7 @@ func heavyCollector(namespace, name string) *unstructured.Unstructured {
 		"apiVersion": controlv1alpha1.SchemeGroupVersion.String(), "kind": "StatusCollector",
 		"metadata": map[string]interface{}{"name": name, "namespace": namespace},
 		"spec": map[string]interface{}{
-			"resources":      []interface{}{map[string]interface{}{"apiGroups": []interface{}{""}, "apiVersions": []interface{}{"v1"}, "resources": []interface{}{"configmaps"}}},
+			"resources":      configMapsRule(),
 			"groupBy":        []interface{}{map[string]interface{}{"name": "heavy", "expression": heavyExpression}},
 			"combinedFields": []interface{}{map[string]interface{}{"name": "n", "type": "Count"}},
 		},
@@ -370,7 +376,7 @@ func sumCollector(namespace, name string) *unstructured.Unstructured {
 		"apiVersion": controlv1alpha1.SchemeGroupVersion.String(), "kind": "StatusCollector",
 		"metadata": map[string]interface{}{"name": name, "namespace": namespace},
 		"spec": map[string]interface{}{
-			"resources":      []interface{}{map[string]interface{}{"apiGroups": []interface{}{""}, "apiVersions": []interface{}{"v1"}, "resources": []interface{}{"configmaps"}}},
+			"resources":      configMapsRule(),
 			"combinedFields": []interface{}{map[string]interface{}{"name": "ready", "type": "Sum", "subject": "returned.status.ready"}},
 		},
 	}}
