@@ -231,9 +231,9 @@ func sortedLocations(m map[string]bool) []string {
 // from's version and the rules did not change for the location meanwhile; of a newer version,
 // a rendering that succeeded is shown while the newer one's is pending when it is newer than
 // what the view shows (so that an object written faster than it renders still moves), and a
-// failure is dropped (the newer version's own rendering decides). The work of applying
-// (comparing, encoding) is done outside the store's locks and retried when the stored version
-// changed meanwhile.
+// failure is dropped (the newer version's own rendering decides). Comparing the views is done
+// outside the store's locks, and again when the stored version changed meanwhile; encoding
+// the new views holds the writers' lock (not the readers').
 func (s *ResourceStore) applyRenderings(ctx context.Context, key contract.Key, from *Object, rules Rules, results map[string]rendering) {
 	var fresh uint64
 	probed := false
@@ -244,7 +244,7 @@ func (s *ResourceStore) applyRenderings(ctx context.Context, key contract.Key, f
 		if cur == nil || closed {
 			return
 		}
-		n, changed := cur.withRenderings(s.gvr, from, rules, now, results, func(loc string, err error) { s.renderFailed(cur, loc, err) })
+		n, changed, failed := cur.withRenderings(s.gvr, from, rules, now, results)
 		if n == nil {
 			return
 		}
@@ -281,6 +281,9 @@ func (s *ResourceStore) applyRenderings(ctx context.Context, key contract.Key, f
 		}
 		s.mu.Unlock()
 		s.writeMu.Unlock()
+		for _, loc := range failed {
+			s.renderFailed(n, loc, results[loc].err)
+		}
 		s.enqueuePending(n)
 		return
 	}
@@ -298,10 +301,10 @@ func showsAlready(o *Object, changed map[string]bool, rv uint64) bool {
 }
 
 // withRenderings returns a new version of o (the stored version) with results applied (see
-// applyRenderings), and the locations whose view it changes; nil when no result applies. from
-// is the version the results rendered, with rules used; now are the store's rules. failed is
-// called for each failing location that is settled.
-func (o *Object) withRenderings(gvr schema.GroupVersionResource, from *Object, used, now Rules, results map[string]rendering, failed func(location string, err error)) (*Object, map[string]bool) {
+// applyRenderings), the locations whose view it changes, and those whose rendering it settles
+// as failed; nil when no result applies. from is the version the results rendered, with rules
+// used; now are the store's rules.
+func (o *Object) withRenderings(gvr schema.GroupVersionResource, from *Object, used, now Rules, results map[string]rendering) (n *Object, changed map[string]bool, failed []string) {
 	same := from == o || (from.uid == o.uid && from.rvString == o.rvString)
 	apply := make(map[string]rendering, len(results))
 	for loc, r := range results {
@@ -317,10 +320,10 @@ func (o *Object) withRenderings(gvr schema.GroupVersionResource, from *Object, u
 		}
 	}
 	if len(apply) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	u := o.content()
-	n := o.rebuilt(u)
+	n = o.rebuilt(u)
 	for loc, r := range apply {
 		if !same {
 			n.lastGood[loc] = r.u // shown while this version's rendering is pending
@@ -328,8 +331,8 @@ func (o *Object) withRenderings(gvr schema.GroupVersionResource, from *Object, u
 		}
 		delete(n.pending, loc)
 		if r.err != nil {
-			failed(loc, r.err)
 			n.setFailed(loc, r.err, nil) // lastGood, if any, stays
+			failed = append(failed, loc)
 			continue
 		}
 		delete(n.lastGood, loc)
@@ -337,7 +340,7 @@ func (o *Object) withRenderings(gvr schema.GroupVersionResource, from *Object, u
 		n.setRendered(loc, r.u)
 	}
 	n.settleLocations()
-	changed := map[string]bool{}
+	changed = map[string]bool{}
 	for loc := range apply {
 		switch {
 		case !n.HasLocation(loc):
@@ -348,7 +351,7 @@ func (o *Object) withRenderings(gvr schema.GroupVersionResource, from *Object, u
 			changed[loc] = true
 		}
 	}
-	return n, changed
+	return n, changed, failed
 }
 
 // rebuilt returns a new, unpublished Object of o's source version with content u (o.content())
