@@ -40,9 +40,15 @@ func (s *ResourceStore) Rules() Rules { return s.rules.load() }
 // locations, as location's view shows it under the store's current rules; when the rendering
 // fails, the view without Customizations or patch (baseView). The status write path answers
 // with it; reads are served by Object.ForLocation, which keeps the last rendering that
-// succeeded instead.
+// succeeded instead. With a Renderer, the rendering may spend its budget per object version
+// (RendererOptions.CostPerObject) at most: a status write does not run more of a tenant's CEL
+// than ingest would.
 func (s *ResourceStore) LocationView(u *unstructured.Unstructured, cluster string, locations []string, location string) *unstructured.Unstructured {
-	if v, err := renderFor(context.Background(), s.rules.load(), s.gvr, cluster, u, locations, location); err == nil {
+	ctx := context.Background()
+	if r := s.opts.Renderer; r != nil {
+		ctx = customization.WithMeter(ctx, customization.NewMeter(r.opts.CostPerObject))
+	}
+	if v, err := renderFor(ctx, s.rules.load(), s.gvr, cluster, u, locations, location); err == nil {
 		return v
 	}
 	return baseView(u, locations, location)
