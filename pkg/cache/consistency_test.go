@@ -367,7 +367,7 @@ func testConsistency(t *testing.T, renderer *Renderer) {
 			s.mu.RLock()
 			defer s.mu.RUnlock()
 			for _, o := range s.objects {
-				if len(o.pending) > 0 {
+				if len(o.pendingLocations()) > 0 {
 					return false, nil
 				}
 			}

@@ -37,7 +37,7 @@ func (s *ResourceStore) applyLocked(ev *event, record bool) {
 		if ev.obj.statusDiffers {
 			s.statusObjects[ev.obj.key] = ev.obj
 		}
-		if len(ev.obj.failed) > 0 || len(ev.obj.pending) > 0 {
+		if len(ev.obj.failed) > 0 {
 			s.failingObjects[ev.obj.key] = ev.obj
 		}
 		newLocs = ev.obj.locations

@@ -100,7 +100,7 @@ func sourceBytes(id identity) (raw []byte, ok bool) {
 // while it followed writes to 10 resources (bench scenario 2).
 func templateSuccessor(prev *Object, locs []string) bool {
 	return len(locs) > 1 && prev.sourceJSON && prev.hole.end > 0 &&
-		prev.visible == nil && prev.rendered == nil && prev.failed == nil && prev.lastGood == nil && prev.pending == nil &&
+		prev.visible == nil && prev.rendered == nil && prev.failed == nil && prev.lastGood == nil &&
 		!prev.statusDiffers
 }
 

@@ -470,7 +470,7 @@ func (s *ResourceStore) Delete(obj interface{}) error {
 		final, _ = withAnnotation(final, contract.ClusterAnnotation, prev.cluster)
 	}
 	o := newObject(prev.key, prev.cluster, prev.namespace, prev.name, prev.assigned, rv, final)
-	o.locations, o.rendered, o.lastGood, o.failed, o.pending = prev.locations, prev.rendered, prev.lastGood, prev.failed, prev.pending
+	o.locations, o.rendered, o.lastGood, o.failed = prev.locations, prev.rendered, prev.lastGood, prev.failed
 	o.ensureVariants()
 	s.applyLocked(&event{typ: watch.Deleted, rv: rv, obj: o, prev: prev}, !late)
 	if late {

@@ -64,13 +64,11 @@ type Object struct {
 	// lastGood, when not nil, holds per location whose rendering failed on this version, or is
 	// pending, the last rendering of the object that its view showed (render.go).
 	lastGood map[string]*unstructured.Unstructured
-	// failed, when not nil, holds per location whose rendering failed on this version the
-	// error; a failing location without a lastGood rendering is withheld from its view.
+	// failed, when not nil, holds per location whose rendering of this version is not made
+	// the reason: the error it failed with, or errRenderingPending while a Renderer has yet to
+	// make it (render.go, renderer.go; one map for both keeps Object in its allocation size
+	// class). Such a location's view shows lastGood; one without is withheld.
 	failed map[string]error
-	// pending, when not nil, holds the locations whose rendering of this version is deferred
-	// to a Renderer and not made yet (render.go, renderer.go): their views show lastGood, the
-	// rendering shown before; one without is withheld until rendered.
-	pending map[string]bool
 	// rv is the resourceVersion the object shows (metadata.resourceVersion of u): the source's,
 	// or for a location's view the location's visible resourceVersion (VisibleResourceVersion).
 	rv       uint64
@@ -235,7 +233,7 @@ func (o *Object) compact(prev *Object) {
 	}
 	if o.variants != nil {
 		for _, loc := range o.locations {
-			if !o.viewChangedFor(loc) && (o.lastGood[loc] == nil || o.pending[loc]) {
+			if !o.viewChangedFor(loc) && (o.lastGood[loc] == nil || o.pending(loc)) {
 				// Unchanged, or showing prev's rendering while its own is pending.
 				if v := prev.viewToShare(loc); v != nil && v.rv == o.VisibleResourceVersion(loc) {
 					o.shareVariant(loc, v)
@@ -383,7 +381,7 @@ func (o *Object) withResourceVersion(rv uint64) *Object {
 	u := o.content().DeepCopy()
 	u.SetResourceVersion(strconv.FormatUint(rv, 10))
 	c := newObject(o.key, o.cluster, o.namespace, o.name, o.assigned, rv, u)
-	c.locations, c.rendered, c.lastGood, c.failed, c.pending = o.locations, o.rendered, o.lastGood, o.failed, o.pending
+	c.locations, c.rendered, c.lastGood, c.failed = o.locations, o.rendered, o.lastGood, o.failed
 	c.ensureVariants()
 	return c
 }

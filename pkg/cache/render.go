@@ -147,11 +147,26 @@ func (o *Object) setFailed(location string, err error, shown *unstructured.Unstr
 // deferRendering records that location's rendering of o is pending; shown, when not nil, is the
 // rendering the location's view showed before, which it shows meanwhile.
 func (o *Object) deferRendering(location string, shown *unstructured.Unstructured) {
-	if o.pending == nil {
-		o.pending = map[string]bool{}
+	if o.failed == nil {
+		o.failed = map[string]error{}
 	}
-	o.pending[location] = true
+	o.failed[location] = errRenderingPending
 	o.keepShowing(location, shown)
+}
+
+// pending reports whether location's rendering of o is deferred and not made yet.
+func (o *Object) pending(location string) bool { return o.failed[location] == errRenderingPending }
+
+// pendingLocations returns the locations whose rendering of o is pending, in order.
+func (o *Object) pendingLocations() []string {
+	var out []string
+	for loc, err := range o.failed {
+		if err == errRenderingPending {
+			out = append(out, loc)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // keepShowing records shown (nil: none) as the rendering location's view keeps showing instead
@@ -183,7 +198,7 @@ func (o *Object) settleLocations() {
 // ensureVariants makes o keep per-location views when a location has a rendering of its own
 // (or keeps an earlier one), so that ForLocation shows it rather than o's content.
 func (o *Object) ensureVariants() {
-	if (o.rendered != nil || o.lastGood != nil || o.failed != nil || o.pending != nil) && o.variants == nil {
+	if (o.rendered != nil || o.lastGood != nil || o.failed != nil) && o.variants == nil {
 		o.variants = &locationVariants{}
 	}
 }
@@ -232,13 +247,7 @@ func (o *Object) withheld(location string) error {
 	if o.lastGood[location] != nil {
 		return nil
 	}
-	if err := o.failed[location]; err != nil {
-		return err
-	}
-	if o.pending[location] {
-		return errRenderingPending
-	}
-	return nil
+	return o.failed[location]
 }
 
 // Withheld returns the error that keeps this version out of location's view (its rendering
@@ -302,6 +311,9 @@ func (s *ResourceStore) RenderFailures() []RenderFailure {
 	var out []RenderFailure
 	for _, o := range s.failingObjects {
 		for loc, err := range o.failed {
+			if err == errRenderingPending {
+				continue
+			}
 			out = append(out, RenderFailure{GVR: s.gvr, Cluster: o.cluster, Namespace: o.namespace, Name: o.name,
 				Location: loc, Withheld: o.lastGood[loc] == nil, Err: err})
 		}

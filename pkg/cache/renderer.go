@@ -2,7 +2,6 @@ package cache
 
 import (
 	"context"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -179,7 +178,7 @@ type rendering struct {
 // enqueuePending hands o to the store's Renderer when it has pending renderings. Called after
 // o was published.
 func (s *ResourceStore) enqueuePending(o *Object) {
-	if len(o.pending) > 0 && s.opts.Renderer != nil {
+	if s.opts.Renderer != nil && len(o.pendingLocations()) > 0 {
 		s.opts.Renderer.add(s, o)
 	}
 }
@@ -193,27 +192,21 @@ func (s *ResourceStore) renderPending(ctx context.Context, key contract.Key, met
 	from := s.objects[key]
 	rules := s.rules.load()
 	s.mu.RUnlock()
-	if from == nil || len(from.pending) == 0 {
+	if from == nil {
+		return
+	}
+	pending := from.pendingLocations()
+	if len(pending) == 0 {
 		return
 	}
 	u := from.content()
 	rctx := customization.WithMeter(ctx, meter)
-	results := make(map[string]rendering, len(from.pending))
-	for _, loc := range sortedLocations(from.pending) {
+	results := make(map[string]rendering, len(pending))
+	for _, loc := range pending {
 		v, err := renderFor(rctx, rules, s.gvr, from.cluster, u, from.assigned, loc)
 		results[loc] = rendering{u: v, err: err}
 	}
 	s.applyRenderings(ctx, key, from, rules, results)
-}
-
-// sortedLocations returns the keys of m in order.
-func sortedLocations(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for l := range m {
-		out = append(out, l)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // applyRenderings applies results, the renderings of from (a version of key) made with rules,
@@ -309,7 +302,7 @@ func (o *Object) withRenderings(gvr schema.GroupVersionResource, from *Object, u
 	apply := make(map[string]rendering, len(results))
 	for loc, r := range results {
 		switch {
-		case !o.pending[loc]:
+		case !o.pending(loc):
 			// Settled meanwhile (a rules change rendered it without CEL), or no longer assigned.
 		case used != now && rulesDiffer(used, now, gvr, o, loc):
 			// Made with rules that changed for the location: the pending rendering decides.
@@ -329,14 +322,13 @@ func (o *Object) withRenderings(gvr schema.GroupVersionResource, from *Object, u
 			n.lastGood[loc] = r.u // shown while this version's rendering is pending
 			continue
 		}
-		delete(n.pending, loc)
+		delete(n.failed, loc)
 		if r.err != nil {
 			n.setFailed(loc, r.err, nil) // lastGood, if any, stays
 			failed = append(failed, loc)
 			continue
 		}
 		delete(n.lastGood, loc)
-		delete(n.failed, loc)
 		n.setRendered(loc, r.u)
 	}
 	n.settleLocations()
@@ -366,7 +358,6 @@ func (o *Object) rebuilt(u *unstructured.Unstructured) *Object {
 	n.rendered = cloneMap(o.rendered)
 	n.lastGood = cloneMap(o.lastGood)
 	n.failed = cloneMap(o.failed)
-	n.pending = cloneMap(o.pending)
 	return n
 }
 
@@ -404,6 +395,6 @@ func (s *ResourceStore) WaitRendered(ctx context.Context, location, cluster, nam
 	key := contract.NewKey(cluster, namespace, name)
 	return s.waitUntil(ctx, func() bool {
 		o := s.objects[key]
-		return o == nil || !o.pending[location] || s.closed
+		return o == nil || !o.pending(location) || s.closed
 	})
 }

@@ -34,7 +34,7 @@ type assignmentHole struct{ start, end int }
 // templatable reports whether every view of o (u is its content) is o's JSON with the
 // assignment value replaced (see above). Called by compact, before o is published.
 func (o *Object) templatable(u *unstructured.Unstructured) bool {
-	if o.statusDiffers || o.rendered != nil || o.failed != nil || o.pending != nil || o.visible != nil || len(o.locations) < 2 {
+	if o.statusDiffers || o.rendered != nil || o.failed != nil || o.visible != nil || len(o.locations) < 2 {
 		return false
 	}
 	for k, v := range u.GetAnnotations() {

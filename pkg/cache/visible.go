@@ -230,9 +230,6 @@ func viewChanges(prev, obj *Object, prevU *unstructured.Unstructured, statusOnly
 			for loc := range o.failed {
 				owners[loc] = true
 			}
-			for loc := range o.pending {
-				owners[loc] = true
-			}
 		}
 	}
 	commonStatusOnly := -1 // unknown; 0 no, 1 yes
