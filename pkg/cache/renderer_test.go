@@ -300,3 +300,33 @@ func TestRenderBudgetPerObject(t *testing.T) {
 		t.Fatalf("failures %+v, want one BudgetExceeded of region", failures)
 	}
 }
+
+// TestSelectorsMatchTheView: a label selector matches the labels a location's view shows. A
+// version whose labels changed but whose rendering is pending changes nothing for a selection
+// (the view still shows the old labels), in lists and watches; once rendered, the object leaves
+// the selection with a DELETED at the re-rendering's resourceVersion, which a resume replays.
+// (Before selectors matched the view, the selection followed the source's labels: a watch got
+// a DELETED of an object its view still showed as matching, or none at all.)
+func TestSelectorsMatchTheView(t *testing.T) {
+	c := customization.NewCompiler(customization.Options{PlainCluster: "root"})
+	r := NewRenderer(RendererOptions{})
+	s := deferredStore(t, r)
+	s.SetRules(rules(t, c, 1, "us", regionRule("")), 0)
+	mustReplace(t, s, 10, cm("ns", "o", 10, locs("east"), "d:v=1", "l:app=x"))
+	drain(t, r)
+	appX := func(o *Object) bool { return o.Labels().Get("app") == "x" }
+	w := mustWatch(t, s, "east", WatchOptions{Predicate: appX})
+
+	mustUpdate(t, s, cm("ns", "o", 11, locs("east"), "d:v=2", "l:app=y"))
+	expectNothing(t, w)
+	if res, _ := s.List("east", ListOptions{Predicate: appX}); len(res.Items) != 1 {
+		t.Errorf("a list selecting app=x while the relabelled version is pending: %d items, want the object its view shows", len(res.Items))
+	}
+	drain(t, r)
+	expect(t, w, "DELETED o@11")
+	if res, _ := s.List("east", ListOptions{Predicate: appX}); len(res.Items) != 0 {
+		t.Errorf("a list selecting app=x after the rendering: %d items, want none", len(res.Items))
+	}
+	// From 10: the first rendering shares 10 (replayed), then the relabelled one.
+	expect(t, mustWatch(t, s, "east", WatchOptions{ResourceVersion: 10, Predicate: appX}), "ADDED o@10", "DELETED o@11")
+}
