@@ -21,6 +21,7 @@ import (
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/informers"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/served"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/worker"
 	"github.com/cluster-mapper/cluster-mapper/pkg/placement"
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
@@ -47,10 +48,10 @@ type Config struct {
 	// Informers are the process's shared informers over the source; they need a metadata
 	// client (informers.NewSet).
 	Informers *informers.Set
-	// Mapper gives the kind of a placed resource, for the applies: the metadata informers
-	// that serve Placements which do not divide replicas carry no kind. A
-	// restmapper.DeferredDiscoveryRESTMapper re-reads discovery when it does not know one.
-	Mapper meta.RESTMapper
+	// Resolver says whether the source serves a placed resource and gives its kind, for the
+	// applies: the metadata informers that serve Placements which do not divide replicas
+	// carry no kind.
+	Resolver *served.Resolver
 	// Workers is the number of namespaces reconciled at once; default 2.
 	Workers int
 	// ConcurrentWrites is the number of server-side applies of objects in flight at once,
@@ -67,13 +68,13 @@ type Controller struct {
 	dyn       dynamic.Interface
 	metadata  metadata.Interface
 	informers *informers.Set
-	mapper    meta.RESTMapper
+	resolver  *served.Resolver
 	workers   int
 	recorder  events.EventRecorder
 	now       func() time.Time
 	queue     workqueue.TypedRateLimitingInterface[string]
-	// slots bounds the object writes in flight (Config.ConcurrentWrites).
-	slots chan struct{}
+	// limit bounds the object writes in flight (Config.ConcurrentWrites).
+	limit *worker.Limit
 	// applyWrite writes one write to the source (applyAll); tests replace it, as
 	// kube-controller-manager's controllers let tests replace their syncHandler.
 	applyWrite func(ctx context.Context, w *write) error
@@ -122,13 +123,13 @@ func New(cfg Config) *Controller {
 		cfg.ConcurrentWrites = DefaultConcurrentWrites
 	}
 	c := &Controller{
-		dyn: cfg.Dynamic, metadata: cfg.Metadata, informers: cfg.Informers, mapper: cfg.Mapper, workers: cfg.Workers, recorder: cfg.Recorder, now: cfg.Now,
+		dyn: cfg.Dynamic, metadata: cfg.Metadata, informers: cfg.Informers, resolver: cfg.Resolver, workers: cfg.Workers, recorder: cfg.Recorder, now: cfg.Now,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "placement"}),
 		placements: cfg.Informers.Informer(Resource),
 		targets:    cfg.Informers.Informer(synctarget.Resource),
 		watched:    sets.New[watchedInformer](),
-		slots:      make(chan struct{}, cfg.ConcurrentWrites),
+		limit:      worker.NewLimit(cfg.ConcurrentWrites),
 	}
 	c.applyWrite = func(ctx context.Context, w *write) error {
 		return apply(ctx, c.metadata, w.gvr, w.gvk, w.obj, w.annotations)
@@ -201,8 +202,8 @@ func (c *Controller) enqueueAll() {
 	}
 }
 
-// placementInput returns what placement reads of a SyncTarget (pkg/placement.Location and
-// capacity), as a comparable string; "" when obj is not one.
+// placementInput returns what placement reads of a SyncTarget (pkg/placement.Location:
+// capacity and the view's resources too), as a comparable string; "" when obj is not one.
 func placementInput(obj interface{}) string {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
@@ -213,12 +214,14 @@ func placementInput(obj interface{}) string {
 		return ""
 	}
 	l := placement.LocationOf(st)
-	return fmt.Sprint(l.Name, l.Labels, l.Unschedulable, l.Ready, l.Since.Unix(), st.Status.Capacity)
+	return fmt.Sprint(l.Name, l.Labels, l.Unschedulable, l.Ready, l.Since.Unix(), st.Status.Capacity, sets.List(l.Resources))
 }
 
 // watch returns the informer of gvr, with this controller's event handler added once: the
-// whole objects when full, their metadata otherwise.
+// whole objects when full or when another controller of the process watches them whole
+// already (one watch of the source instead of two), their metadata otherwise.
 func (c *Controller) watch(gvr schema.GroupVersionResource, full bool) toolscache.SharedIndexInformer {
+	full = full || c.informers.Watches(gvr)
 	inf := c.informers.MetadataInformer
 	if full {
 		inf = c.informers.Informer
