@@ -1,0 +1,43 @@
+package dependencies
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+// Metrics of the dependency controller, in the component-base legacy registry
+// (mapper-controller's /metrics).
+var (
+	objectWrites = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "mapper_controller_dependency_object_writes_total",
+		Help:           "Patches of the assignment of dependencies, by kind (Assign: locations only added, Unassign: a location removed) and result (Written, Conflict, Error). Unchanged inputs write nothing.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"kind", "result"})
+	statusWrites = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "mapper_controller_dependency_status_writes_total",
+		Help:           "Patches of Placements' dependency counts, by result (Written, Conflict, Error).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+
+	registerOnce sync.Once
+)
+
+// registerMetrics registers the metrics; it is idempotent.
+func registerMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(objectWrites, statusWrites)
+	})
+}
+
+// result names the outcome of a write for the metrics.
+func result(err error, conflict bool) string {
+	switch {
+	case err == nil:
+		return "Written"
+	case conflict:
+		return "Conflict"
+	}
+	return "Error"
+}
