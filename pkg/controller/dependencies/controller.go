@@ -22,6 +22,7 @@ import (
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/informers"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/pending"
 	ctrlplacement "github.com/cluster-mapper/cluster-mapper/pkg/controller/placement"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/served"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/worker"
@@ -78,8 +79,10 @@ type Controller struct {
 	interval  time.Duration
 	queue     workqueue.TypedRateLimitingInterface[string]
 	limit     *worker.Limit
-	// patchWrite writes one patch to the source; tests replace it.
-	patchWrite func(ctx context.Context, w *write) error
+	// applyWrite writes one apply to the source; tests replace it.
+	applyWrite func(ctx context.Context, w *write) error
+	// pending are the writes the informers have not delivered yet.
+	pending *pending.Writes
 
 	placements, targets, rules toolscache.SharedIndexInformer
 
@@ -108,9 +111,10 @@ type informerKey struct {
 	full bool
 }
 
-// watched is an informer of one resource.
+// watched is an informer of one resource, with the resource's kind.
 type watched struct {
 	gvr      schema.GroupVersionResource
+	gvk      schema.GroupVersionKind
 	informer toolscache.SharedIndexInformer
 }
 
@@ -147,7 +151,7 @@ func New(cfg Config) *Controller {
 	}
 	c := &Controller{
 		dyn: cfg.Dynamic, metadata: cfg.Metadata, informers: cfg.Informers, resolver: cfg.Resolver, recorder: cfg.Recorder,
-		workers: cfg.Workers, interval: cfg.RuleStatusInterval, limit: worker.NewLimit(cfg.ConcurrentWrites),
+		workers: cfg.Workers, interval: cfg.RuleStatusInterval, limit: worker.NewLimit(cfg.ConcurrentWrites), pending: pending.New(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "dependencies"}),
 		placements:   cfg.Informers.Informer(ctrlplacement.Resource),
@@ -160,7 +164,7 @@ func New(cfg Config) *Controller {
 		reported:     map[string]sets.Set[string]{},
 		ruleFailures: map[string]map[string]map[string]string{},
 	}
-	c.patchWrite = func(ctx context.Context, w *write) error { return c.patch(ctx, w) }
+	c.applyWrite = c.apply
 	_, _ = c.placements.AddEventHandler(c.namespaceEvents())
 	// A rule's change changes the references of every object of its resource.
 	_, _ = c.rules.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
@@ -206,44 +210,46 @@ func (c *Controller) Run(ctx context.Context) {
 // error when discovery cannot be read (a resource the source does not serve is left out).
 func (c *Controller) resolveFixed() error {
 	f := &fixedInformers{deps: map[schema.GroupResource]watched{}}
-	resolve := func(gvr schema.GroupVersionResource) (bool, error) {
-		_, err := c.resolver.Kind(gvr)
+	// resolve returns the informer of gvr, or false when the source does not serve it.
+	resolve := func(gvr schema.GroupVersionResource, full bool) (watched, bool, error) {
+		gvk, err := c.resolver.Kind(gvr)
 		if served.IsNotServed(err) {
-			return false, nil
+			return watched{}, false, nil
 		}
-		return err == nil, err
+		if err != nil {
+			return watched{}, false, err
+		}
+		return watched{gvr, gvk, c.watch(gvr, full)}, true, nil
 	}
 	for _, gvr := range dependencies.TemplateResources() {
-		ok, err := resolve(gvr)
+		w, ok, err := resolve(gvr, true)
 		if err != nil {
 			return err
 		}
 		if ok {
-			f.templates = append(f.templates, watched{gvr, c.watch(gvr, true)})
+			f.templates = append(f.templates, w)
 		}
 	}
 	for _, s := range []struct {
 		gvr schema.GroupVersionResource
 		to  **watched
 	}{{dependencies.ServicesV1, &f.services}, {dependencies.HorizontalPodAutoscalersV2, &f.hpas}, {dependencies.PodDisruptionBudgetsV1, &f.pdbs}} {
-		ok, err := resolve(s.gvr)
+		w, ok, err := resolve(s.gvr, true)
 		if err != nil {
 			return err
 		}
 		if ok {
-			w := watched{s.gvr, c.watch(s.gvr, true)}
 			*s.to = &w
 			f.deps[s.gvr.GroupResource()] = w
 		}
 	}
 	for _, gr := range []schema.GroupResource{dependencies.ConfigMaps, dependencies.Secrets, dependencies.ServiceAccounts, dependencies.PersistentVolumeClaims} {
-		gvr := gr.WithVersion("v1")
-		ok, err := resolve(gvr)
+		w, ok, err := resolve(gr.WithVersion("v1"), false)
 		if err != nil {
 			return err
 		}
 		if ok {
-			f.deps[gr] = watched{gvr, c.watch(gvr, false)}
+			f.deps[gr] = w
 		}
 	}
 	c.mu.Lock()
@@ -296,7 +302,11 @@ func (c *Controller) dependencyInformer(f *fixedInformers, gr schema.GroupResour
 	if err != nil {
 		return watched{}, err
 	}
-	w = watched{gvr, c.watch(gvr, false)}
+	gvk, err := c.resolver.Kind(gvr)
+	if err != nil {
+		return watched{}, err
+	}
+	w = watched{gvr, gvk, c.watch(gvr, false)}
 	c.mu.Lock()
 	c.extra[gr] = w
 	c.mu.Unlock()
@@ -340,6 +350,7 @@ func (c *Controller) enqueueObject(obj interface{}, deleted bool) {
 		c.mu.Lock()
 		delete(c.memo, o.GetUID())
 		c.mu.Unlock()
+		c.pending.Forget(o.GetUID())
 	}
 	c.queue.Add(key(o.GetAnnotations()[contract.ClusterAnnotation], o.GetNamespace()))
 }

@@ -12,16 +12,17 @@ import (
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/pending"
 	ctrlplacement "github.com/cluster-mapper/cluster-mapper/pkg/controller/placement"
 	"github.com/cluster-mapper/cluster-mapper/pkg/placement"
 )
 
 // configMap returns a ConfigMap's metadata with annotations; recordOwned adds the
-// managedFields entry kube-apiserver writes for this controller's patch of the record.
+// managedFields entry kube-apiserver writes for this controller's apply of the record.
 func configMap(annotations map[string]string, recordOwned bool) *metav1.PartialObjectMetadata {
 	m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "apps", ResourceVersion: "7", Annotations: annotations}}
 	if recordOwned {
-		m.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
+		m.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1",
 			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{"f:kcp.io/assigned-locations":{},"f:` + LocationsAnnotation + `":{}}}}`)}}}
 	}
 	return m
@@ -65,7 +66,7 @@ func TestDecide(t *testing.T) {
 		{"an assignment that does not parse is left alone", configMap(ann(assigned, `east`), false), []string{"north"}, false, "-"},
 		{"placed by a Placement", configMap(ann(assigned, `["west"]`, ctrlplacement.OwnerAnnotation, "web"), false), []string{"east"}, false, "-"},
 	} {
-		c := &Controller{reported: map[string]sets.Set[string]{}}
+		c := &Controller{reported: map[string]sets.Set[string]{}, pending: pending.New()}
 		r := &round{namespace: "apps", frozen: tc.frozen, placements: map[string]*placementInfo{"web": {live: true, policy: policy}}}
 		w := c.decide(context.Background(), r, &dep{gvr: configMaps, obj: tc.obj, need: sets.New(tc.need...)})
 		got := "-"
@@ -79,27 +80,25 @@ func TestDecide(t *testing.T) {
 	// Selected by a live Placement that has not placed it yet: the Placement will.
 	selected := configMap(nil, false)
 	selected.Labels = map[string]string{"placed": "yes"}
-	c := &Controller{reported: map[string]sets.Set[string]{}}
+	c := &Controller{reported: map[string]sets.Set[string]{}, pending: pending.New()}
 	r := &round{namespace: "apps", placements: map[string]*placementInfo{"web": {live: true, policy: policy}}}
 	if w := c.decide(context.Background(), r, &dep{gvr: configMaps, obj: selected, need: sets.New("east")}); w != nil {
 		t.Errorf("an object a Placement selects was assigned: %+v", w)
 	}
 }
 
-// TestPatchBody: the patch carries the resourceVersion precondition, and removes what is
-// empty.
-func TestPatchBody(t *testing.T) {
+// TestWriteAnnotations: an apply carries what is not empty; what is left out goes.
+func TestWriteAnnotations(t *testing.T) {
 	w := &write{obj: configMap(nil, false), assigned: []string{"east", "west"}, added: []string{"east"}}
-	b, err := patchBody(w)
-	if err != nil {
-		t.Fatal(err)
+	if got := fmt.Sprint(w.annotations()); got != `map[control.mapper.kcp.io/dependency-locations:["east"] kcp.io/assigned-locations:["east","west"]]` {
+		t.Errorf("annotations %s", got)
 	}
-	if want := `{"metadata":{"annotations":{"control.mapper.kcp.io/dependency-locations":"[\"east\"]","kcp.io/assigned-locations":"[\"east\",\"west\"]"},"resourceVersion":"7"}}`; string(b) != want {
-		t.Errorf("patch %s, want %s", b, want)
+	w.added = nil
+	if got := fmt.Sprint(w.annotations()); got != `map[kcp.io/assigned-locations:["east","west"]]` {
+		t.Errorf("annotations %s", got)
 	}
-	w.assigned, w.added = nil, nil
-	b, _ = patchBody(w)
-	if want := `{"metadata":{"annotations":{"control.mapper.kcp.io/dependency-locations":null,"kcp.io/assigned-locations":null},"resourceVersion":"7"}}`; string(b) != want {
-		t.Errorf("patch %s, want %s", b, want)
+	w.assigned = nil
+	if got := len(w.annotations()); got != 0 {
+		t.Errorf("%d annotations, want none", got)
 	}
 }

@@ -5,7 +5,7 @@
 // to the union of the locations of the objects referencing them.
 //
 // Ownership: the controller writes kcp.io/assigned-locations and its own record
-// control.mapper.kcp.io/dependency-locations (the locations it added) with a JSON merge patch
+// control.mapper.kcp.io/dependency-locations (the locations it added) with server-side apply
 // under the field manager mapper-controller-dependencies, with the object's resourceVersion as
 // precondition, and trusts the record only while that field manager owns it
 // (metadata.managedFields). An object keeps every location it got otherwise; a location the

@@ -60,6 +60,7 @@ type need struct {
 // controller's record that nothing references any more.
 type dep struct {
 	gvr       schema.GroupVersionResource
+	gvk       schema.GroupVersionKind
 	obj       metav1.Object
 	need      sets.Set[string]
 	referrers []*referrer
@@ -175,7 +176,7 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 			}
 			continue
 		}
-		r.deps[key] = &dep{gvr: w.gvr, obj: o, need: n.locations, referrers: n.referrers}
+		r.deps[key] = &dep{gvr: w.gvr, gvk: w.gvk, obj: o, need: n.locations, referrers: n.referrers}
 	}
 	for _, w := range c.allDependencyInformers(f) {
 		if !w.informer.HasSynced() {
@@ -198,7 +199,7 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 				continue
 			}
 			if k := refKey(w.gvr.GroupResource(), o.GetName()); r.deps[k] == nil {
-				r.deps[k] = &dep{gvr: w.gvr, obj: o, need: sets.New[string]()}
+				r.deps[k] = &dep{gvr: w.gvr, gvk: w.gvk, obj: o, need: sets.New[string]()}
 			}
 		}
 	}
@@ -211,7 +212,7 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 	}
 	slices.SortFunc(writes, func(a, b *write) int { return compareWrites(a, b) })
 	c.limit.Each(ctx, len(writes),
-		func(i int) { writes[i].err = c.patchWrite(ctx, writes[i]) },
+		func(i int) { writes[i].err = c.applyWrite(ctx, writes[i]) },
 		func(i int, err error) { writes[i].err = err })
 	var failed []error
 	for _, w := range writes {
@@ -260,7 +261,7 @@ func (c *Controller) referencingResources(f *fixedInformers, r *round) ([]refere
 			}
 			rr := byGVR[rs.gvr]
 			if rr == nil {
-				rr = &referencing{gvr: rs.gvr, watched: watched{rs.gvr, rs.informer}}
+				rr = &referencing{gvr: rs.gvr, watched: watched{gvr: rs.gvr, informer: rs.informer}}
 				byGVR[rs.gvr] = rr
 				out = append(out, rr)
 			}
@@ -434,7 +435,8 @@ func placedBy(r *round, gvr schema.GroupVersionResource, o metav1.Object) string
 
 // decide returns the patch that makes d carry the locations it needs, or nil when it does or
 // may not be written:
-//   - an object being deleted, or one a Placement places (placedBy), is not written;
+//   - an object being deleted, one a Placement places (placedBy), and one whose last write the
+//     informer has not delivered yet (pending) are not written;
 //   - an assignment that does not parse is left alone;
 //   - the locations this controller added are those of its record when its field manager
 //     owns the record (managedFields), none otherwise; the others are someone else's (base)
@@ -446,7 +448,7 @@ func placedBy(r *round, gvr schema.GroupVersionResource, o metav1.Object) string
 //     or carries that location's finalizer (d.need, locationsOf).
 func (c *Controller) decide(ctx context.Context, r *round, d *dep) *write {
 	o := d.obj
-	if o.GetDeletionTimestamp() != nil {
+	if o.GetDeletionTimestamp() != nil || c.pending.Stale(o) {
 		return nil
 	}
 	if p := placedBy(r, d.gvr, o); p != "" {
@@ -481,5 +483,5 @@ func (c *Controller) decide(ctx context.Context, r *round, d *dep) *write {
 	if want.Equal(sets.New(current...)) && added.Equal(prev) && (added.Len() > 0 || !owned) {
 		return nil
 	}
-	return &write{gvr: d.gvr, obj: o, assigned: sets.List(want), added: sets.List(added), removes: !want.IsSuperset(sets.New(current...))}
+	return &write{gvr: d.gvr, gvk: d.gvk, obj: o, assigned: sets.List(want), added: sets.List(added), removes: !want.IsSuperset(sets.New(current...))}
 }

@@ -8,14 +8,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/managedfields"
 )
 
 // write is one patch a round decided on (decide), with its result.
 type write struct {
 	gvr schema.GroupVersionResource
+	gvk schema.GroupVersionKind
 	obj metav1.Object
 	// assigned is the new kcp.io/assigned-locations (sorted; empty removes it), added the new
 	// record (sorted; empty removes it).
@@ -34,40 +35,42 @@ func compareWrites(a, b *write) int {
 	return strings.Compare(a.obj.GetName(), b.obj.GetName())
 }
 
-// patchBody returns w's JSON merge patch: kcp.io/assigned-locations and the record (null
-// removes them), with the object's resourceVersion as precondition, so that an object someone
-// changed since the informer's copy fails with 409 Conflict and is decided again from the
-// newer copy instead of losing that change.
-func patchBody(w *write) ([]byte, error) {
-	value := func(locs []string) interface{} {
-		if len(locs) == 0 {
-			return nil
-		}
+// annotations returns what w applies: the assignment and the record, each only when not
+// empty (left out, an annotation this field manager owned alone is removed).
+func (w *write) annotations() map[string]string {
+	out := map[string]string{}
+	value := func(locs []string) string {
 		b, _ := json.Marshal(locs) // strings: cannot fail
 		return string(b)
 	}
-	return json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{
-		"resourceVersion": w.obj.GetResourceVersion(),
-		"annotations": map[string]interface{}{
-			contract.AssignedLocationsAnnotation: value(w.assigned),
-			LocationsAnnotation:                  value(w.added),
-		},
-	}})
+	if len(w.assigned) > 0 {
+		out[contract.AssignedLocationsAnnotation] = value(w.assigned)
+	}
+	if len(w.added) > 0 {
+		out[LocationsAnnotation] = value(w.added)
+	}
+	return out
 }
 
-// patch writes w with a JSON merge patch through the metadata client (the answer is the
-// object's metadata), as FieldManager: kube-apiserver records both annotations as this field
-// manager's (an update), which is how the next round knows the record is its own.
-func (c *Controller) patch(ctx context.Context, w *write) error {
-	body, err := patchBody(w)
-	if err != nil {
-		return err
-	}
-	_, err = c.metadata.Resource(w.gvr).Namespace(w.obj.GetNamespace()).Patch(ctx, w.obj.GetName(), types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
+// apply writes w with server-side apply as FieldManager (managedfields.ApplyAnnotations), with
+// force: the assignment's value is the union of what others gave the object and what this
+// controller adds, so it takes the field over from the manager that wrote it by hand (who
+// keeps every location it wrote, as base). The object's resourceVersion is a precondition,
+// so that an object someone changed since the informer's copy fails with 409 Conflict and is
+// decided again from the newer copy instead of losing that change. Once this field manager
+// owns the assignment alone, leaving it out removes it: that is how an object that only
+// dependencies assigned becomes unassigned. A write that succeeded is remembered until the
+// informer delivers it (pending).
+func (c *Controller) apply(ctx context.Context, w *write) error {
+	after, err := managedfields.ApplyAnnotations(ctx, c.metadata, w.gvr, w.gvk, w.obj, w.annotations(),
+		managedfields.Apply{Manager: FieldManager, Force: true, Precondition: true})
 	kind := "Assign"
 	if w.removes {
 		kind = "Unassign"
 	}
 	objectWrites.WithLabelValues(kind, result(err, apierrors.IsConflict(err))).Inc()
+	if err == nil {
+		c.pending.Wrote(w.obj, after)
+	}
 	return err
 }

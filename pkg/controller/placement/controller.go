@@ -21,6 +21,7 @@ import (
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/informers"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/pending"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/served"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/worker"
 	"github.com/cluster-mapper/cluster-mapper/pkg/placement"
@@ -75,6 +76,8 @@ type Controller struct {
 	queue     workqueue.TypedRateLimitingInterface[string]
 	// limit bounds the object writes in flight (Config.ConcurrentWrites).
 	limit *worker.Limit
+	// pending are the writes the informers have not delivered yet.
+	pending *pending.Writes
 	// applyWrite writes one write to the source (applyAll); tests replace it, as
 	// kube-controller-manager's controllers let tests replace their syncHandler.
 	applyWrite func(ctx context.Context, w *write) error
@@ -130,10 +133,9 @@ func New(cfg Config) *Controller {
 		targets:    cfg.Informers.Informer(synctarget.Resource),
 		watched:    sets.New[watchedInformer](),
 		limit:      worker.NewLimit(cfg.ConcurrentWrites),
+		pending:    pending.New(),
 	}
-	c.applyWrite = func(ctx context.Context, w *write) error {
-		return apply(ctx, c.metadata, w.gvr, w.gvk, w.obj, w.annotations)
-	}
+	c.applyWrite = c.apply
 	_, _ = c.placements.AddEventHandler(c.namespaceEvents())
 	// A location's labels, readiness, schedulability or capacity can change any Placement's
 	// choices; its other status (object counts, every minute per location) cannot.
@@ -186,12 +188,20 @@ func (c *Controller) enqueueObject(obj interface{}) {
 }
 
 // namespaceEvents is the event handler of Placements and placed objects: every event queues
-// the object's namespace.
+// the object's namespace; a deleted object's pending write is forgotten.
 func (c *Controller) namespaceEvents() toolscache.ResourceEventHandlerFuncs {
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueObject,
 		UpdateFunc: func(_, obj interface{}) { c.enqueueObject(obj) },
-		DeleteFunc: c.enqueueObject,
+		DeleteFunc: func(obj interface{}) {
+			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if o, err := meta.Accessor(obj); err == nil {
+				c.pending.Forget(o.GetUID())
+			}
+			c.enqueueObject(obj)
+		},
 	}
 }
 

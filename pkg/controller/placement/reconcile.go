@@ -18,6 +18,7 @@ import (
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/managedfields"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/pending"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/served"
 	"github.com/cluster-mapper/cluster-mapper/pkg/placement"
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
@@ -144,7 +145,7 @@ func (c *Controller) reconcile(ctx context.Context, k string) error {
 		}
 	}
 	for _, e := range entries {
-		writes = append(writes, e.place(cluster, namespace)...)
+		writes = append(writes, e.place(cluster, namespace, c.pending)...)
 	}
 	c.applyAll(ctx, writes)
 	for _, w := range writes {
@@ -327,7 +328,7 @@ func (c *Controller) selectObject(r watchedResource, obj metav1.Object, entries 
 		prev := byName[owner]
 		// A Placement whose spec does not compile selects nothing; its objects stay where they
 		// are rather than lose their assignments to a typo.
-		if owner == "" || prev == nil || prev.policy == nil || managedfields.OwnedAnnotations(obj, FieldManager).Len() == 0 {
+		if owner == "" || prev == nil || prev.policy == nil || managedfields.OwnedAnnotations(obj, FieldManager).Len() == 0 || c.pending.Stale(obj) {
 			return nil
 		}
 		return &write{gvr: r.gvr, gvk: r.gvk, obj: obj, owner: owner}
@@ -370,8 +371,9 @@ func (c *Controller) selectObject(r watchedResource, obj metav1.Object, entries 
 // are one group, ranked once (placement.GroupKey) over the union of their current locations,
 // and each member gets the group's locations (with Divide, its own replicas divided over
 // them). A member kept as it is counts as placed at once, a written one when its write
-// succeeds (write.record).
-func (e *entry) place(cluster, namespace string) []*write {
+// succeeds (write.record), and one whose last write the informer has not delivered yet
+// (pending) as written.
+func (e *entry) place(cluster, namespace string, pending *pending.Writes) []*write {
 	if len(e.members) == 0 || !e.live || e.policy == nil {
 		return nil
 	}
@@ -379,7 +381,7 @@ func (e *entry) place(cluster, namespace string) []*write {
 	if e.policy.SpreadByObject {
 		for _, m := range e.members {
 			key := placement.ObjectKey(m.gvr.GroupResource(), cluster, namespace, m.obj.GetName())
-			if w := e.decided(m, key, e.policy.Decide(key, m.current, m.replicas, e.pool)); w != nil {
+			if w := e.decided(m, key, e.policy.Decide(key, m.current, m.replicas, e.pool), pending); w != nil {
 				writes = append(writes, w)
 			}
 		}
@@ -392,7 +394,7 @@ func (e *entry) place(cluster, namespace string) []*write {
 	}
 	choice := e.policy.Choose(key, sets.List(current), e.pool)
 	for _, m := range e.members {
-		if w := e.decided(m, key, e.policy.Split(choice, m.replicas, e.pool)); w != nil {
+		if w := e.decided(m, key, e.policy.Split(choice, m.replicas, e.pool), pending); w != nil {
 			writes = append(writes, w)
 		}
 	}
@@ -400,8 +402,8 @@ func (e *entry) place(cluster, namespace string) []*write {
 }
 
 // decided returns the write that makes member m of the group group carry d, or nil when it
-// already does or nothing may be written.
-func (e *entry) decided(m *member, group string, d placement.Decision) *write {
+// already does, its last write has not come back yet (pending), or nothing may be written.
+func (e *entry) decided(m *member, group string, d placement.Decision, pending *pending.Writes) *write {
 	gr := m.gvr.GroupResource()
 	e.stuck.Insert(d.Stuck...)
 	if d.Keep {
@@ -415,7 +417,7 @@ func (e *entry) decided(m *member, group string, d placement.Decision) *write {
 		return nil
 	}
 	want := desiredAnnotations(e.pl.Name, d, e.policy.Divide)
-	if upToDate(m.obj, want) {
+	if upToDate(m.obj, want) || pending.Stale(m.obj) {
 		e.placedOn(gr, group, d.Locations)
 		return nil
 	}

@@ -4,14 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/metadata"
 	"k8s.io/klog/v2"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
@@ -53,36 +50,21 @@ func upToDate(obj metav1.Object, want map[string]string) bool {
 	return managedfields.OwnedAnnotations(obj, FieldManager).Equal(sets.KeySet(want))
 }
 
-// apply writes annotations on obj, of resource gvr and kind gvk, with server-side apply as
-// FieldManager, without force: the annotations FieldManager owned and annotations leaves out
-// are removed (nil or empty: all of them), and a field another manager owns with another value
-// makes it fail with 409 Conflict, which leaves the object unchanged. It applies through the
-// metadata client, so kube-apiserver answers with the object's metadata
-// (`as=PartialObjectMetadata`, protobuf where the resource has it) instead of the whole object,
-// which nothing reads.
-func apply(ctx context.Context, client metadata.Interface, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, obj metav1.Object, annotations map[string]string) error {
-	meta := map[string]interface{}{"name": obj.GetName()}
-	if obj.GetNamespace() != "" {
-		meta["namespace"] = obj.GetNamespace()
-	}
-	if len(annotations) > 0 {
-		a := make(map[string]interface{}, len(annotations))
-		for k, v := range maps.All(annotations) {
-			a[k] = v
-		}
-		meta["annotations"] = a
-	}
-	apiVersion, kind := gvk.ToAPIVersionAndKind()
-	body, err := json.Marshal(map[string]interface{}{"apiVersion": apiVersion, "kind": kind, "metadata": meta})
-	if err != nil {
-		return err
-	}
-	_, err = client.Resource(gvr).Namespace(obj.GetNamespace()).Patch(ctx, obj.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
+// apply writes w's annotations with server-side apply as FieldManager, without force
+// (managedfields.ApplyAnnotations): the annotations FieldManager owned and w leaves out are
+// removed, and a field another manager owns with another value makes it fail with 409
+// Conflict, which leaves the object unchanged. A write that succeeded is remembered until the
+// informer delivers it (pending).
+func (c *Controller) apply(ctx context.Context, w *write) error {
+	after, err := managedfields.ApplyAnnotations(ctx, c.metadata, w.gvr, w.gvk, w.obj, w.annotations, managedfields.Apply{Manager: FieldManager})
 	kindLabel := "Assign"
-	if len(annotations) == 0 {
+	if len(w.annotations) == 0 {
 		kindLabel = "Unassign"
 	}
 	objectWrites.WithLabelValues(kindLabel, result(err, apierrors.IsConflict(err))).Inc()
+	if err == nil {
+		c.pending.Wrote(w.obj, after)
+	}
 	return err
 }
 
