@@ -179,7 +179,8 @@ func targetUIDs(t *testing.T, ctx context.Context, env *locationsEnv, locations,
 // TestApplications (Placements place applications, and what a workload references follows
 // it; docs/placement.md, docs/dependencies.md) on real servers: a source, mapper-apiserver
 // and three targets, each with kube-controller-manager (Deployments get ReplicaSets and Pods
-// there) and a mapper, and mapper-controller. An application is a Deployment with the
+// there, the garbage collector and PVC protection clean up after them) and a mapper, and
+// mapper-controller. An application is a Deployment with the
 // ConfigMap, Secret, ServiceAccount and PVC its Pod template references, a Service selecting
 // its Pods and an HPA targeting it; Placements select only the Deployments and choose one
 // location.
@@ -208,7 +209,10 @@ func TestApplications(t *testing.T) {
 	env := startLocationsEnvWith(t, ctx, appsResources, func(dyn dynamic.Interface) { createCRD(t, ctx, dyn, "widgets", "Widget") }, locations...)
 	kube := env.source.Admin().Client(t)
 	for _, l := range locations {
-		env.targets[l].StartControllerManager(t)
+		// The garbage collector and the PVC protection controller too: a PVC on a target
+		// carries kubernetes.io/pvc-protection until no Pod uses it, and the Pods of a deleted
+		// Deployment go only with the garbage collector.
+		env.targets[l].StartControllerManager(t, "deployment", "replicaset", "garbagecollector", "pvc-protection")
 	}
 	metricsPort, err := framework.FreePort()
 	if err != nil {
