@@ -81,15 +81,14 @@ func (e *env) scenarioPlacement(ctx context.Context) *Scenario {
 	ctrlTarget := profileTarget{process: "mapper-controller", base: fmt.Sprintf("http://127.0.0.1:%d", metricsPort), client: http.DefaultClient}
 	defer func() { _ = ctrl.Stop() }()
 	// mapper-controller's informers list the workloads and their dependencies when it starts
-	// leading; the measurement starts once they have: each listed object queues its
-	// namespace once in the dependency controller, so its queue has taken n adds, and it has
-	// worked the queue off.
+	// leading; the measurement starts once they have and the namespaces they queued are
+	// worked off.
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
 		fams, err := scrapeFamilies(ctx, http.DefaultClient, ctrlTarget.base+"/metrics")
 		if err != nil {
 			return false, nil
 		}
-		return labeledValue(fams, "workqueue_adds_total", "name", "dependencies") >= float64(n) &&
+		return unlabeledValue(fams, "mapper_controller_dependency_informers_synced") == 1 &&
 			labeledValue(fams, "workqueue_depth", "name", "dependencies") == 0, nil
 	}); err != nil {
 		e.logf("scenario 10: mapper-controller's informers did not list the objects within 2 minutes; measuring anyway")
@@ -283,6 +282,15 @@ func labeledValue(fams map[string]*dto.MetricFamily, name, label, value string) 
 				return metricValue(m)
 			}
 		}
+	}
+	return 0
+}
+
+// unlabeledValue returns the value of the first sample of the metric family name (0 when
+// there is none).
+func unlabeledValue(fams map[string]*dto.MetricFamily, name string) float64 {
+	for _, m := range fams[name].GetMetric() {
+		return metricValue(m)
 	}
 	return 0
 }

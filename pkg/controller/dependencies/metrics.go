@@ -21,13 +21,19 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
 
+	informersSynced = metrics.NewGauge(&metrics.GaugeOpts{
+		Name:           "mapper_controller_dependency_informers_synced",
+		Help:           "1 once every informer of the built-in kinds the dependency controller reads (workloads, what they reference, Placements, SyncTargets) has synced, 0 before: until then it writes nothing.",
+		StabilityLevel: metrics.ALPHA,
+	})
+
 	registerOnce sync.Once
 )
 
 // registerMetrics registers the metrics; it is idempotent.
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(objectWrites, statusWrites)
+		legacyregistry.MustRegister(objectWrites, statusWrites, informersSynced)
 	})
 }
 

@@ -112,6 +112,12 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 	if f == nil || !c.placements.HasSynced() || !c.targets.HasSynced() {
 		return errNotSynced
 	}
+	for _, w := range f.all() {
+		if !w.informer.HasSynced() && !c.listFailed(w.gvr, true, w.informer) && !c.listFailed(w.gvr, false, w.informer) {
+			return errNotSynced
+		}
+	}
+	informersSynced.Set(1)
 	r := &round{cluster: cluster, namespace: namespace, needs: map[string]*need{}, deps: map[string]*dep{},
 		failures: map[string]map[string]string{}, reports: map[string]*report{}}
 	resources, err := c.referencingResources(f, r)
