@@ -139,6 +139,28 @@ func appAssignment(ctx context.Context, src dynamic.Interface, ns, name string) 
 	return location, together, ns + ": " + strings.Join(parts, " ")
 }
 
+// groupApps are the applications of each namespace placed as a group.
+var groupApps = []string{"web", "api", "worker"}
+
+// groupsTogether returns the locations the applications (groupApps) of the namespaces nss
+// are on when each namespace's objects are all on one location, and nil with the first
+// namespace whose objects are not.
+func groupsTogether(ctx context.Context, src dynamic.Interface, nss []string) (sets.Set[string], string) {
+	used := sets.New[string]()
+	for _, ns := range nss {
+		var nsLoc string
+		for _, app := range groupApps {
+			loc, together, detail := appAssignment(ctx, src, ns, app)
+			if !together || (nsLoc != "" && loc != nsLoc) {
+				return nil, detail
+			}
+			nsLoc = loc
+		}
+		used.Insert(nsLoc)
+	}
+	return used, ""
+}
+
 // placementGVR is the GroupVersionResource of Placements.
 var placementGVR = ctrlplacement.Resource
 
@@ -246,28 +268,18 @@ func TestApplications(t *testing.T) {
 	t.Run("a namespace is one group on one location", func(t *testing.T) {
 		for _, ns := range groupNS {
 			ensureNamespace(t, ctx, env.src, ns)
-			for _, app := range []string{"web", "api", "worker"} {
+			for _, app := range groupApps {
 				createApp(t, ctx, kube, ns, app)
 			}
 			if _, err := env.src.Resource(placementGVR).Namespace(ns).Create(ctx, appsPlacement(ns, "app", nil), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		used := sets.New[string]()
+		var used sets.Set[string]
 		mapperEventually(t, ctx, 2*time.Minute, "every namespace's applications together on one location", func() (bool, string) {
-			used.Clear()
-			for _, ns := range groupNS {
-				var nsLoc string
-				for _, app := range []string{"web", "api", "worker"} {
-					loc, together, detail := appAssignment(ctx, env.src, ns, app)
-					if !together || (nsLoc != "" && loc != nsLoc) {
-						return false, detail
-					}
-					nsLoc = loc
-				}
-				used.Insert(nsLoc)
-			}
-			return true, ""
+			var detail string
+			used, detail = groupsTogether(ctx, env.src, groupNS)
+			return used != nil, detail
 		})
 		if used.Has("fresh") {
 			t.Errorf("a group went to fresh, which has never been Ready")
@@ -335,7 +347,7 @@ func TestApplications(t *testing.T) {
 			t.Fatal(err)
 		}
 		mapperEventually(t, ctx, 2*time.Minute, "group-0 and the spread applications on "+held+" moved whole", func() (bool, string) {
-			for _, app := range []string{"web", "api", "worker"} {
+			for _, app := range groupApps {
 				loc, together, detail := appAssignment(ctx, env.src, "group-0", app)
 				if !together || loc == held {
 					return false, detail
@@ -349,15 +361,8 @@ func TestApplications(t *testing.T) {
 			}
 			return true, ""
 		})
-		for _, ns := range groupNS {
-			var nsLoc string
-			for _, app := range []string{"web", "api", "worker"} {
-				loc, together, detail := appAssignment(ctx, env.src, ns, app)
-				if !together || (nsLoc != "" && loc != nsLoc) {
-					t.Errorf("a group was split: %s", detail)
-				}
-				nsLoc = loc
-			}
+		if used, detail := groupsTogether(ctx, env.src, groupNS); used == nil {
+			t.Errorf("a group was split: %s", detail)
 		}
 		mappers[held].restart()
 		waitSyncTarget(t, ctx, env.dyn, held, 3*time.Minute, "Ready=True again", readyIs(metav1.ConditionTrue, ""))
@@ -526,7 +531,7 @@ func TestApplications(t *testing.T) {
 			ns := fmt.Sprintf("late-%d", i)
 			newNS = append(newNS, ns)
 			ensureNamespace(t, ctx, env.src, ns)
-			for _, app := range []string{"web", "api", "worker"} {
+			for _, app := range groupApps {
 				createApp(t, ctx, kube, ns, app)
 			}
 		}
@@ -551,7 +556,7 @@ func TestApplications(t *testing.T) {
 		<-ctrlProc.Exited()
 		placedAtKill := 0
 		for _, ns := range newNS {
-			for _, app := range []string{"web", "api", "worker"} {
+			for _, app := range groupApps {
 				if _, together, _ := appAssignment(ctx, env.src, ns, app); together {
 					placedAtKill++
 				}
@@ -560,17 +565,8 @@ func TestApplications(t *testing.T) {
 		t.Logf("killed mapper-controller with %d of %d new applications placed whole", placedAtKill, 3*len(newNS))
 		ctrlProc = framework.StartMapperController(t, ctx, env.source, 5*time.Second, ctrlArgs...)
 		mapperEventually(t, ctx, 2*time.Minute, "every new namespace's applications together on one location", func() (bool, string) {
-			for _, ns := range newNS {
-				var nsLoc string
-				for _, app := range []string{"web", "api", "worker"} {
-					loc, together, detail := appAssignment(ctx, env.src, ns, app)
-					if !together || (nsLoc != "" && loc != nsLoc) {
-						return false, detail
-					}
-					nsLoc = loc
-				}
-			}
-			return true, ""
+			used, detail := groupsTogether(ctx, env.src, newNS)
+			return used != nil, detail
 		})
 		env.converge(t, ctx, "the restart", locations...)
 		after := targetUIDs(t, ctx, env, locations, allNS)

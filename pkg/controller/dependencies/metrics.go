@@ -36,14 +36,3 @@ func registerMetrics() {
 		legacyregistry.MustRegister(objectWrites, statusWrites, informersSynced)
 	})
 }
-
-// result names the outcome of a write for the metrics.
-func result(err error, conflict bool) string {
-	switch {
-	case err == nil:
-		return "Written"
-	case conflict:
-		return "Conflict"
-	}
-	return "Error"
-}

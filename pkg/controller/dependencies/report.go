@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	ctrlplacement "github.com/cluster-mapper/cluster-mapper/pkg/controller/placement"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/worker"
 )
 
 // reportFor returns the report of the Placement named name, created on first use.
@@ -150,7 +151,7 @@ func (c *Controller) writeReports(ctx context.Context, r *round) error {
 			return err
 		}
 		_, err = c.dyn.Resource(ctrlplacement.Resource).Namespace(r.namespace).Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager}, "status")
-		statusWrites.WithLabelValues(result(err, apierrors.IsConflict(err))).Inc()
+		statusWrites.WithLabelValues(worker.Result(err)).Inc()
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("writing the dependency counts of Placement %s/%s: %w", r.namespace, name, err))
 		}

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/managedfields"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/worker"
 )
 
 // write is one patch a round decided on (decide), with its result.
@@ -68,7 +68,7 @@ func (c *Controller) apply(ctx context.Context, w *write) error {
 	if w.removes {
 		kind = "Unassign"
 	}
-	objectWrites.WithLabelValues(kind, result(err, apierrors.IsConflict(err))).Inc()
+	objectWrites.WithLabelValues(kind, worker.Result(err)).Inc()
 	if err == nil {
 		c.pending.Wrote(w.obj, after)
 	}

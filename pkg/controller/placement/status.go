@@ -16,6 +16,7 @@ import (
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/worker"
 )
 
 // maxConflicts is how many conflicts a status lists (the CRD's maxItems).
@@ -84,7 +85,7 @@ func (c *Controller) writeStatus(ctx context.Context, e *entry) error {
 		u = u.DeepCopy()
 		u.SetFinalizers(append(u.GetFinalizers(), Finalizer))
 		out, err := c.dyn.Resource(Resource).Namespace(u.GetNamespace()).Update(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager})
-		statusWrites.WithLabelValues(result(err, apierrors.IsConflict(err))).Inc()
+		statusWrites.WithLabelValues(worker.Result(err)).Inc()
 		if err != nil {
 			return fmt.Errorf("adding the finalizer to Placement %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 		}
@@ -107,7 +108,7 @@ func (c *Controller) writeStatus(ctx context.Context, e *entry) error {
 	u = u.DeepCopy()
 	u.Object["status"] = obj
 	_, err = c.dyn.Resource(Resource).Namespace(u.GetNamespace()).UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager})
-	statusWrites.WithLabelValues(result(err, apierrors.IsConflict(err))).Inc()
+	statusWrites.WithLabelValues(worker.Result(err)).Inc()
 	if err != nil {
 		return fmt.Errorf("writing the status of Placement %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
@@ -126,7 +127,7 @@ func (c *Controller) finish(ctx context.Context, e *entry) error {
 	u := e.u.DeepCopy()
 	u.SetFinalizers(slices.DeleteFunc(u.GetFinalizers(), func(f string) bool { return f == Finalizer }))
 	_, err := c.dyn.Resource(Resource).Namespace(u.GetNamespace()).Update(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager})
-	statusWrites.WithLabelValues(result(err, apierrors.IsConflict(err))).Inc()
+	statusWrites.WithLabelValues(worker.Result(err)).Inc()
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("removing the finalizer of Placement %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}

@@ -14,6 +14,7 @@ import (
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/managedfields"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/worker"
 	"github.com/cluster-mapper/cluster-mapper/pkg/placement"
 )
 
@@ -61,7 +62,7 @@ func (c *Controller) apply(ctx context.Context, w *write) error {
 	if len(w.annotations) == 0 {
 		kindLabel = "Unassign"
 	}
-	objectWrites.WithLabelValues(kindLabel, result(err, apierrors.IsConflict(err))).Inc()
+	objectWrites.WithLabelValues(kindLabel, worker.Result(err)).Inc()
 	if err == nil {
 		c.pending.Wrote(w.obj, after)
 	}

@@ -3,6 +3,8 @@ package worker
 import (
 	"context"
 	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // Limit bounds how many calls of a controller are in flight at once, over all its workers:
@@ -38,4 +40,17 @@ func (l *Limit) Each(ctx context.Context, n int, do func(i int), skipped func(i 
 		}()
 	}
 	wg.Wait()
+}
+
+// Result names the outcome of a write for a controller's write metrics (their label
+// "result"): Written, Conflict (409: someone else's field or a stale resourceVersion) or
+// Error.
+func Result(err error) string {
+	switch {
+	case err == nil:
+		return "Written"
+	case apierrors.IsConflict(err):
+		return "Conflict"
+	}
+	return "Error"
 }
