@@ -101,7 +101,7 @@ func (r *Reconciler) reconcile(ctx context.Context, info source.ResourceInfo, o 
 	case len(locations) > 1 && u.GetAnnotations()[contract.StatusPolicyAnnotation] == contract.StatusPolicySummarize && Summarizes(info.GVK().GroupKind()):
 		records := map[string]map[string]interface{}{}
 		for _, loc := range locations {
-			if rec, ok, err := cache.StatusRecord(u, loc); ok && err == nil {
+			if rec, ok, err := contract.StatusRecord(u.GetAnnotations(), loc); ok && err == nil {
 				records[loc] = rec
 			}
 		}
@@ -110,12 +110,12 @@ func (r *Reconciler) reconcile(ctx context.Context, info source.ResourceInfo, o 
 			want["observedGeneration"] = g
 		}
 	case len(locations) == 1:
-		if rec, ok, err := cache.StatusRecord(u, locations[0]); ok && err == nil {
+		if rec, ok, err := contract.StatusRecord(u.GetAnnotations(), locations[0]); ok && err == nil {
 			want, fold = rec, locations[0]
 		}
 	case len(locations) > 1:
 		if m := u.GetAnnotations()[contract.StatusLocationAnnotation]; slices.Contains(locations, m) {
-			if rec, ok, err := cache.StatusRecord(u, m); ok && err == nil {
+			if rec, ok, err := contract.StatusRecord(u.GetAnnotations(), m); ok && err == nil {
 				want = rec
 			}
 		}
@@ -136,7 +136,7 @@ func (r *Reconciler) reconcile(ctx context.Context, info source.ResourceInfo, o 
 	}
 
 	remove := map[string]interface{}{}
-	for _, loc := range cache.StatusRecordLocations(current) {
+	for _, loc := range contract.StatusRecordLocations(current.GetAnnotations()) {
 		if loc == fold || !slices.Contains(locations, loc) {
 			remove[contract.StatusRecordAnnotationPrefix+loc] = nil
 		}
