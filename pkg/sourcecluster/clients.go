@@ -1,4 +1,4 @@
-package source
+package sourcecluster
 
 import (
 	"fmt"
@@ -23,7 +23,7 @@ const DefaultClusterPath = "/" + contract.ClustersSegment + "/" + ClusterPlaceho
 const wildcardSuffix = "/" + contract.ClustersSegment + "/*"
 
 // ClusterClients builds and keeps the dynamic clients of a kcp source's logical clusters
-// (Config.ClusterDynamic is its For). All share one HTTP client (connections, TLS); only the URL
+// (source.Config.ClusterDynamic is its For). All share one HTTP client (connections, TLS); only the URL
 // differs. Safe for concurrent use.
 type ClusterClients struct {
 	base       *rest.Config // the source config with the /clusters/* suffix removed from Host
