@@ -7,7 +7,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 )
@@ -16,11 +15,9 @@ import (
 // per version of the view object, with the error truncated; its retries are not, a new
 // version that fails again is, and so is a failure after the object was in sync.
 func TestApplyFailureLoggedOncePerVersion(t *testing.T) {
-	unreachable := &rest.Config{Host: "http://127.0.0.1:1"}
-	m, err := New(Config{Location: "log-east", View: unreachable, Target: unreachable, NamespaceMapping: NamespaceMappingSame})
-	if err != nil {
-		t.Fatal(err)
-	}
+	metrics := locationMetrics{location: "log-east"}
+	t.Cleanup(metrics.deleteGauges) // the gauges are process-wide (TestMetricsPerLocation reads them)
+	m := &Mapper{cfg: Config{Location: "log-east", ClusterName: DefaultClusterName}, states: newObjectStates(metrics)}
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(0), ktesting.BufferLogs(true)))
 	ctx := klog.NewContext(t.Context(), logger)
 	r := &resource{gvr: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}}
