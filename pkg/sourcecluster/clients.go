@@ -22,16 +22,54 @@ const DefaultClusterPath = "/" + contract.ClustersSegment + "/" + ClusterPlaceho
 // wildcardSuffix ends the server URL of kcp's wildcard endpoint.
 const wildcardSuffix = "/" + contract.ClustersSegment + "/*"
 
-// ClusterClients builds and keeps the dynamic clients of a kcp source's logical clusters
-// (source.Config.ClusterDynamic is its For). All share one HTTP client (connections, TLS); only the URL
-// differs. Safe for concurrent use.
-type ClusterClients struct {
-	base       *rest.Config // the source config with the /clusters/* suffix removed from Host
-	pathFormat string       // --source-cluster-path
+// PathClients builds and keeps the dynamic clients of one server under several URL paths (a
+// logical cluster's, a location view's, a logical cluster of a view), building each on first
+// use. All share one HTTP client (connections, TLS); only the URL differs. Safe for concurrent
+// use.
+type PathClients struct {
+	base       *rest.Config
 	httpClient *http.Client
 
 	mu      sync.Mutex
 	clients map[string]dynamic.Interface
+}
+
+// NewPathClients returns the clients of cfg's server: For(path) is cfg with path appended to
+// its server URL. The error is rest.HTTPClientFor's.
+func NewPathClients(cfg *rest.Config) (*PathClients, error) {
+	base := rest.CopyConfig(cfg)
+	base.Host = strings.TrimSuffix(base.Host, "/")
+	hc, err := rest.HTTPClientFor(base)
+	if err != nil {
+		return nil, err
+	}
+	return &PathClients{base: base, httpClient: hc, clients: map[string]dynamic.Interface{}}, nil
+}
+
+// For returns the client of the server URL followed by path (starting with "/"), building it on
+// first use.
+func (c *PathClients) For(path string) (dynamic.Interface, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d, ok := c.clients[path]; ok {
+		return d, nil
+	}
+	cfg := rest.CopyConfig(c.base)
+	cfg.Host += path
+	d, err := dynamic.NewForConfigAndClient(cfg, c.httpClient)
+	if err != nil {
+		return nil, err
+	}
+	c.clients[path] = d
+	return d, nil
+}
+
+// ClusterClients builds and keeps the dynamic clients of a kcp source's logical clusters
+// (source.Config.ClusterDynamic is its For), as PathClients of the source's server. Safe for
+// concurrent use.
+type ClusterClients struct {
+	paths      *PathClients // of the source's server with the /clusters/* suffix removed
+	pathFormat string       // --source-cluster-path
 }
 
 // NewClusterClients returns the factory of per-cluster clients of the source whose (wildcard)
@@ -44,6 +82,20 @@ func NewClusterClients(cfg *rest.Config, pathTemplate string) (*ClusterClients, 
 	if !strings.Contains(pathTemplate, ClusterPlaceholder) {
 		return nil, fmt.Errorf("--source-cluster-path %q must contain %s", pathTemplate, ClusterPlaceholder)
 	}
+	base, err := WithoutWildcard(cfg)
+	if err != nil {
+		return nil, err
+	}
+	paths, err := NewPathClients(base)
+	if err != nil {
+		return nil, err
+	}
+	return &ClusterClients{paths: paths, pathFormat: pathTemplate}, nil
+}
+
+// WithoutWildcard returns a copy of cfg whose server URL has no trailing /clusters/* (kcp's
+// wildcard endpoint): the root of the server. An error is returned when cfg.Host is not a URL.
+func WithoutWildcard(cfg *rest.Config) (*rest.Config, error) {
 	base := rest.CopyConfig(cfg)
 	u, err := url.Parse(base.Host)
 	if err != nil || u.Scheme == "" || u.Host == "" {
@@ -51,16 +103,7 @@ func NewClusterClients(cfg *rest.Config, pathTemplate string) (*ClusterClients, 
 	}
 	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), wildcardSuffix)
 	base.Host = u.String()
-	hc, err := rest.HTTPClientFor(base)
-	if err != nil {
-		return nil, err
-	}
-	return &ClusterClients{base: base, pathFormat: pathTemplate, httpClient: hc, clients: map[string]dynamic.Interface{}}, nil
-}
-
-// hostFor returns the server URL of cluster.
-func (c *ClusterClients) hostFor(cluster string) string {
-	return c.base.Host + strings.ReplaceAll(c.pathFormat, ClusterPlaceholder, cluster)
+	return base, nil
 }
 
 // For returns the client of cluster, building it on first use. cluster must be a valid logical
@@ -70,17 +113,5 @@ func (c *ClusterClients) For(cluster string) (dynamic.Interface, error) {
 	if err := contract.ValidateClusterName(cluster); err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if d, ok := c.clients[cluster]; ok {
-		return d, nil
-	}
-	cfg := rest.CopyConfig(c.base)
-	cfg.Host = c.hostFor(cluster)
-	d, err := dynamic.NewForConfigAndClient(cfg, c.httpClient)
-	if err != nil {
-		return nil, err
-	}
-	c.clients[cluster] = d
-	return d, nil
+	return c.paths.For(strings.ReplaceAll(c.pathFormat, ClusterPlaceholder, cluster))
 }
