@@ -248,10 +248,6 @@ func (o *Options) Config() (*Config, error) {
 		OpenAPI: disc.OpenAPIV3(),
 	})
 	rules.OnChange(func(s *customization.Snapshot) { c.SetRules(s) })
-	writeClient := func(string) (dynamic.Interface, error) { return dyn, nil }
-	if clusterDynamic != nil {
-		writeClient = clusterDynamic
-	}
 	return &Config{
 		GenericConfig: serverConfig,
 		ExtraConfig: ExtraConfig{
@@ -259,7 +255,6 @@ func (o *Options) Config() (*Config, error) {
 			Cache:         c,
 			Registrations: location.NewRegistrations(kube, dyn, LeaseNamespace),
 			Rules:         rules,
-			RulesStatus:   customization.NewStatusWriter(rules, customizationFailures(c), writeClient, customizationStatusInterval),
 			View: view.Options{
 				PlainCluster:       o.Clusters.PlainCluster(),
 				FreshnessTimeout:   o.FreshnessTimeout,

@@ -1,10 +1,11 @@
 package contract
 
 import (
-	"encoding/json"
 	"errors"
 	"sort"
 	"strings"
+
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
 // The status record of a location (docs/design.md, "Status records"; docs/status.md) is the
@@ -16,16 +17,17 @@ import (
 // All of them read it with StatusRecord.
 
 // StatusRecord returns location's status record among the annotations of a source object:
-// the JSON object of status.kcp.io/<location> decoded as encoding/json decodes into an
-// interface{} (numbers are float64), whether there is such an annotation, and an error when
-// its value is not a JSON object (ok is then true: a record exists but is unusable; callers
-// treat it as no record).
+// the JSON object of status.kcp.io/<location> decoded as apimachinery's JSON decoder decodes an
+// unstructured object (whole numbers are int64, others float64), so that it compares equal to
+// the same .status read from the API server; whether there is such an annotation; and an error
+// when its value is not a JSON object (ok is then true: a record exists but is unusable;
+// callers treat it as no record).
 func StatusRecord(annotations map[string]string, location string) (status map[string]interface{}, ok bool, err error) {
 	raw, ok := annotations[StatusRecordAnnotation(location)]
 	if !ok {
 		return nil, false, nil
 	}
-	if err := json.Unmarshal([]byte(raw), &status); err != nil {
+	if err := utiljson.Unmarshal([]byte(raw), &status); err != nil {
 		return nil, true, err
 	}
 	if status == nil {

@@ -17,7 +17,7 @@ func TestStatusRecord(t *testing.T) {
 		want     map[string]interface{}
 		ok, err  bool
 	}{
-		{"east", map[string]interface{}{"replicas": float64(2)}, true, false},
+		{"east", map[string]interface{}{"replicas": int64(2)}, true, false},
 		{"west", nil, true, true},
 		{"north", nil, true, true},
 		{"south", nil, false, false},

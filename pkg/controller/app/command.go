@@ -52,7 +52,9 @@ func NewCommand() *cobra.Command {
 			"lifecycle controller sets a SyncTarget's Ready condition to Unknown when the location's mapper has not renewed " +
 			"its Lease (cluster-mapper-system/<location>) for --location-grace-period, and records Events when Ready " +
 			"changes. Its push mode controller runs a mapper in-process for every SyncTarget with spec.kubeconfigSecretRef " +
-			"(the --push-mapper-* flags are cmd/mapper's). See docs/locations.md.",
+			"(the --push-mapper-* flags are cmd/mapper's). It keeps the per-location status records of source objects in step " +
+			"with their assignments and writes the status of Customizations, from what mapper-apiserver's views and locations " +
+			"report (docs/status.md, docs/customization.md). See docs/locations.md.",
 		SilenceUsage: true,
 		Args:         cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -124,7 +126,12 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	// Kinds of placed resources: discovery once, again when a resource is not known.
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
+	cachedDiscovery := memory.NewMemCacheClient(disco)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cachedDiscovery)
+	views, err := newViewControllers(o, cfg, dyn, metadataClient, cachedDiscovery)
+	if err != nil {
+		return err
+	}
 	var watchdog *leaderelection.HealthzAdaptor
 	var live []healthz.HealthChecker
 	if o.LeaderElection.LeaderElect {
@@ -148,28 +155,41 @@ func Run(ctx context.Context, o *Options) error {
 		o.Push.Complete(o.LeaseNamespace)
 		shared := informers.NewSet(dyn, metadataClient, placement.TrimManagedFields)
 		defer shared.Shutdown()
+		controllers := map[string]func(context.Context){
+			StatusCollectorController: func(ctx context.Context) {
+				statuscollector.New(statuscollector.Config{Dynamic: dyn, Informers: shared}).Run(ctx)
+			},
+			PlacementController: func(ctx context.Context) {
+				placement.New(placement.Config{Dynamic: placementDyn, Metadata: placementMetadata, Informers: shared, Mapper: mapper, Workers: o.ConcurrentPlacementSyncs, ConcurrentWrites: o.ConcurrentPlacementWrites, Recorder: recorder}).Run(ctx)
+			},
+			PushController: func(ctx context.Context) {
+				push.New(push.Config{
+					Kube: kube, Dynamic: dyn, Source: cfg, SecretNamespace: o.Push.SecretNamespace,
+					Connection: o.Push.Connection, RunOptions: o.Push.Run, Heartbeat: o.Push.Heartbeat,
+					Workers: o.Workers, Recorder: recorder,
+				}).Run(ctx)
+			},
+			LocationController: func(ctx context.Context) {
+				location.New(location.Config{
+					Kube: kube, Dynamic: dyn, LeaseNamespace: o.LeaseNamespace, GracePeriod: o.LocationGracePeriod,
+					Workers: o.Workers, Recorder: recorder,
+				}).Run(ctx)
+			},
+			viewControllersName: func(ctx context.Context) {
+				views.run(ctx, o.Enabled(StatusRecordsController), o.Enabled(CustomizationStatusController))
+			},
+		}
 		var wg sync.WaitGroup
-		wg.Add(3)
-		go func() {
-			defer wg.Done()
-			statuscollector.New(statuscollector.Config{Dynamic: dyn, Informers: shared}).Run(ctx)
-		}()
-		go func() {
-			defer wg.Done()
-			placement.New(placement.Config{Dynamic: placementDyn, Metadata: placementMetadata, Informers: shared, Mapper: mapper, Workers: o.ConcurrentPlacementSyncs, ConcurrentWrites: o.ConcurrentPlacementWrites, Recorder: recorder}).Run(ctx)
-		}()
-		go func() {
-			defer wg.Done()
-			push.New(push.Config{
-				Kube: kube, Dynamic: dyn, Source: cfg, SecretNamespace: o.Push.SecretNamespace,
-				Connection: o.Push.Connection, RunOptions: o.Push.Run, Heartbeat: o.Push.Heartbeat,
-				Workers: o.Workers, Recorder: recorder,
-			}).Run(ctx)
-		}()
-		location.New(location.Config{
-			Kube: kube, Dynamic: dyn, LeaseNamespace: o.LeaseNamespace, GracePeriod: o.LocationGracePeriod,
-			Workers: o.Workers, Recorder: recorder,
-		}).Run(ctx)
+		for name, run := range controllers {
+			if name != viewControllersName && !o.Enabled(name) {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				run(ctx)
+			}()
+		}
 		wg.Wait()
 	}
 	if !o.LeaderElection.LeaderElect {

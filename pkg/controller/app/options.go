@@ -1,10 +1,12 @@
 // Package app is the command line of mapper-controller (cmd/mapper-controller): flags,
 // logs, metrics and health endpoints from component-base and k8s.io/apiserver, leader
-// election in the source, and the controllers it runs: the location lifecycle and push mode.
+// election in the source, and the controllers it runs: the location lifecycle, push mode,
+// Placements, StatusCollectors, status records and the status of Customizations.
 package app
 
 import (
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/placement"
+	"github.com/cluster-mapper/cluster-mapper/pkg/sourcecluster"
 )
 
 // Options are mapper-controller's flags.
@@ -53,6 +56,19 @@ type Options struct {
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
 	// Push configures push mode's in-process mappers.
 	Push *PushOptions
+	// Clusters are --source-mode, --cluster-name and --source-cluster-path, as
+	// mapper-apiserver's: how a source object's logical cluster is found and where writes to
+	// it go (status records, Customizations' status). They must be mapper-apiserver's.
+	Clusters *sourcecluster.Options
+	// MapperAPIKubeconfig reaches mapper-apiserver's mapper.kcp.io API (`locations` and the
+	// location views); empty: the source's server (its aggregator) without a trailing
+	// /clusters/*, with the source's credentials.
+	MapperAPIKubeconfig string
+	// Controllers are --controllers: the controllers to run (Enabled).
+	Controllers []string
+	// ViewDiscoveryInterval is how often the views' discovery (the resources mapper-apiserver
+	// mirrors, whose objects' metadata mapper-controller follows) is re-read.
+	ViewDiscoveryInterval time.Duration
 }
 
 // NewOptions returns the defaults: a 40s grace period (node lifecycle's
@@ -71,6 +87,9 @@ func NewOptions() *Options {
 		PlacementKubeAPIBurst:     2000,
 		BindAddress:               ":8081",
 		Push:                      NewPushOptions(),
+		Clusters:                  sourcecluster.NewOptions(),
+		ViewDiscoveryInterval:     10 * time.Second,
+		Controllers:               []string{"*"},
 		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
 			LeaderElect:       true,
 			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
@@ -99,6 +118,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's profiles at /debug/pprof on --bind-address (without authentication).")
 	options.BindLeaderElectionFlags(&o.LeaderElection, fs)
 	o.Push.AddFlags(fs)
+	o.Clusters.AddFlags(fs)
+	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, "The controllers to run, as kube-controller-manager's flag: '*' runs every controller, 'foo' runs foo, '-foo' does not run foo. Controllers: "+strings.Join(AllControllers, ", ")+".")
+	fs.StringVar(&o.MapperAPIKubeconfig, "mapper-apiserver-kubeconfig", o.MapperAPIKubeconfig, "Kubeconfig reaching mapper-apiserver's mapper.kcp.io API (locations and location views), directly or through an aggregator. Empty: the source's server (its aggregator), without a trailing /clusters/*, with --kubeconfig's credentials.")
+	fs.DurationVar(&o.ViewDiscoveryInterval, "view-discovery-interval", o.ViewDiscoveryInterval, "How often the location views' discovery (the resources mapper-apiserver mirrors, whose objects' metadata the status record and Customization status controllers follow) is re-read.")
 }
 
 // Validate returns every invalid value.
@@ -132,6 +155,9 @@ func (o *Options) Validate() error {
 	if le.LeaderElect && le.ResourceLock != resourcelock.LeasesResourceLock {
 		errs = append(errs, errors.New("--leader-elect-resource-lock must be leases"))
 	}
-	errs = append(errs, o.Push.Validate())
+	if o.ViewDiscoveryInterval < time.Second {
+		errs = append(errs, errors.New("--view-discovery-interval must be at least 1s"))
+	}
+	errs = append(errs, o.Push.Validate(), o.Clusters.Validate(), o.validateControllers())
 	return errors.Join(errs...)
 }

@@ -31,6 +31,8 @@ type Config struct {
 	Registry Registry
 	// Resources gives the resources the server cannot list; nil reports none.
 	Resources ResourceHealth
+	// Failures gives the renderings that fail; nil reports none.
+	Failures RenderFailures
 }
 
 // REST is the storage of `locations`: get, list, watch and Table output; no writes.
@@ -50,7 +52,7 @@ var (
 // NewREST returns the locations storage over cfg. Watches see changes within a second; call
 // the returned REST's Destroy to stop its poller.
 func NewREST(cfg Config) *REST {
-	return &REST{poller: newPoller(builder{stats: cfg.Stats, registry: cfg.Registry, resources: cfg.Resources}.locations)}
+	return &REST{poller: newPoller(builder{stats: cfg.Stats, registry: cfg.Registry, resources: cfg.Resources, failures: cfg.Failures}.locations)}
 }
 
 // New returns an empty Location.
