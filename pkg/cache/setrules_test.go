@@ -28,8 +28,8 @@ import (
 // reads; once the source answers, every store renders with the newer rules.
 func TestSetRulesReadsTheSourceConcurrentlyWithoutTheLock(t *testing.T) {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		{Version: "v1", Resource: "configmaps"}:                  "ConfigMapList",
-		{Version: "v1", Resource: "pods"}:                        "PodList",
+		{Version: "v1", Resource: "configmaps"}:                 "ConfigMapList",
+		{Version: "v1", Resource: "pods"}:                       "PodList",
 		{Group: "apps", Version: "v1", Resource: "deployments"}: "DeploymentList",
 	})
 	// Once armed (after the reflectors' first LISTs), the source's answers to LISTs (the

@@ -229,17 +229,3 @@ func (o *Object) render(location string) *Object {
 	v.compact(nil) // bytes only
 	return v
 }
-
-// StatusObjects returns the objects whose .status differs per location: those carrying status
-// records (status.kcp.io/<location>) or reflecting status while assigned to several
-// locations. The status record reconciler visits only these; their number does not grow with
-// the cache's total.
-func (s *ResourceStore) StatusObjects() []*Object {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make([]*Object, 0, len(s.statusObjects))
-	for _, o := range s.statusObjects {
-		out = append(out, o)
-	}
-	return out
-}
