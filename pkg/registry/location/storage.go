@@ -93,9 +93,12 @@ func (r *REST) List(_ context.Context, opts *metainternalversion.ListOptions) (r
 }
 
 // Watch streams location changes: ADDED for every current location first (unless the request
-// resumes at the current resourceVersion), then ADDED/MODIFIED/DELETED as counts change.
+// resumes at the current resourceVersion), then ADDED/MODIFIED/DELETED as counts change. A
+// watch-list request (sendInitialEvents=true) gets the initial-events-end BOOKMARK after the
+// ADDED events (poller.watch).
 func (r *REST) Watch(ctx context.Context, opts *metainternalversion.ListOptions) (watch.Interface, error) {
-	return r.poller.watch(ctx, opts.ResourceVersion, matcher(opts))
+	send := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+	return r.poller.watch(ctx, opts.ResourceVersion, send, matcher(opts))
 }
 
 // matcher applies a list request's label and field (metadata.name) selectors to a location.
