@@ -129,7 +129,7 @@ func TestBookmarksFollowEachWatchersStart(t *testing.T) {
 	expect(t, second, "BOOKMARK@15")
 	expectNothing(t, first)
 	s.UpdateResourceVersion("16")
-	step(t, s, clk, 2 * time.Second) // 3 s after the first one's bookmark
+	step(t, s, clk, 2*time.Second) // 3 s after the first one's bookmark
 	expect(t, first, "BOOKMARK@16")
 	expectNothing(t, second)
 }
