@@ -195,7 +195,6 @@ func BenchmarkShardList(b *testing.B) {
 	}
 }
 
-
 // threadCPU returns the CPU time in nanoseconds that the calling OS thread has used (the
 // caller locks its goroutine to the thread).
 func threadCPU(b *testing.B) int64 {
