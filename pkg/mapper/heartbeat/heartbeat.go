@@ -35,6 +35,11 @@ const (
 type Config struct {
 	// Location names the Lease and the SyncTarget.
 	Location string
+	// Part is the mapper's part of the location (a shard; the zero ViewPart for the whole
+	// location): its Lease is contract.ShardLeaseName(Location, Part), "<location>.<i>-of-<n>"
+	// for a hash shard, so that each shard's liveness is seen on its own (the location
+	// lifecycle controller reads every shard's Lease).
+	Part contract.ViewPart
 	// Identity is the mapper's leader election identity; it holds the Lease.
 	Identity string
 	// Version is the mapper's version; Mode is controlv1alpha1.ModePull or ModePush.
@@ -86,15 +91,19 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("heartbeat: source client: %w", err)
 	}
 	logger := klog.FromContext(ctx).WithValues("syncTarget", cfg.Location)
+	if !cfg.Part.Whole() {
+		logger = logger.WithValues("shard", cfg.Part.String())
+	}
 	ctx = klog.NewContext(ctx, logger)
+	leaseName := contract.ShardLeaseName(cfg.Location, cfg.Part)
 	logger.Info("Registering the location: renewing its Lease and writing its SyncTarget status",
-		"source", src.Host, "lease", cfg.LeaseNamespace+"/"+cfg.Location, "renewInterval", cfg.RenewInterval)
+		"source", src.Host, "lease", cfg.LeaseNamespace+"/"+leaseName, "renewInterval", cfg.RenewInterval)
 
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		runLease(ctx, kube, cfg.LeaseNamespace, cfg.Location, cfg.Identity, cfg.RenewInterval, cfg.LeaseDuration)
+		runLease(ctx, kube, cfg.LeaseNamespace, leaseName, cfg.Identity, cfg.RenewInterval, cfg.LeaseDuration)
 	}()
 	w := &statusWriter{cfg: cfg, client: synctarget.NewClient(dyn)}
 	ticker := time.NewTicker(cfg.RenewInterval)
