@@ -10,7 +10,7 @@ import (
 )
 
 // Shards: several active mappers may share one location, each owning a part of it
-// (docs/design.md, "The control plane objects"; docs/views.md, "Shards"). A part is named by the
+// (docs/mapper.md, "Shards"; docs/views.md, "Shards"). A part is named by the
 // path below the view's base, so that a kubeconfig whose server is the part's URL makes
 // client-go, informers and kubectl work unchanged:
 //
