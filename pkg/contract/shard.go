@@ -264,3 +264,35 @@ func parseViewPart(p string) (ViewPart, string, error) {
 	}
 	return part, p, nil
 }
+
+// ParseViewPartName parses a part's name (ViewPart.String: "shards/2-of-4", "clusters/a,b",
+// "clusters/a/shards/0-of-2"; "" is the whole location). It returns an error saying why for
+// anything else.
+func ParseViewPartName(name string) (ViewPart, error) {
+	if name == "" {
+		return ViewPart{}, nil
+	}
+	part, rest, err := parseViewPart("/" + name + "/")
+	if err != nil {
+		return ViewPart{}, err
+	}
+	if rest != "/" || part.Whole() {
+		return ViewPart{}, fmt.Errorf("%q is not the name of a part of a view: want clusters/<c>[,<c>...] and/or shards/<index>-of-<count>", Truncate(name, maxQuoted))
+	}
+	return part, nil
+}
+
+// Siblings returns the parts that together with p cover what p's clusters (or the whole
+// location) hold: for a hash shard of count n, the shards 0..n-1 of the same clusters, in
+// index order; for a part without a hash shard, p alone (the other clusters' mappers cannot be
+// known from p).
+func (p ViewPart) Siblings() []ViewPart {
+	if p.Shard.IsZero() {
+		return []ViewPart{p}
+	}
+	out := make([]ViewPart, p.Shard.Count)
+	for i := range out {
+		out[i] = ViewPart{Clusters: p.Clusters, Shard: Shard{Index: i, Count: p.Shard.Count}}
+	}
+	return out
+}
