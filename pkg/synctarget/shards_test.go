@@ -11,7 +11,9 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
-func shard(i, n int) contract.ViewPart { return contract.ViewPart{Shard: contract.Shard{Index: i, Count: n}} }
+func shard(i, n int) contract.ViewPart {
+	return contract.ViewPart{Shard: contract.Shard{Index: i, Count: n}}
+}
 
 // TestSetShard: each shard's write keeps the others' entries and sets the location's objects
 // to their sum; Ready is True only when every shard of the count has a live, ready mapper, and
@@ -25,7 +27,9 @@ func TestSetShard(t *testing.T) {
 	entry := func(id string, ready metav1.ConditionStatus, reason string, assigned int64) controlv1alpha1.ShardStatus {
 		return controlv1alpha1.ShardStatus{Identity: id, Ready: ready, Reason: reason, Objects: &controlv1alpha1.ObjectCounts{Assigned: assigned, InSync: assigned}}
 	}
-	ready := func() *metav1.Condition { return meta.FindStatusCondition(st.Conditions, controlv1alpha1.SyncTargetReady) }
+	ready := func() *metav1.Condition {
+		return meta.FindStatusCondition(st.Conditions, controlv1alpha1.SyncTargetReady)
+	}
 
 	for i := 0; i < 3; i++ {
 		SetShard(&st, shard(i, 4), entry(string(rune('a'+i)), metav1.ConditionTrue, controlv1alpha1.ReasonMapperReady, int64(10+i)), live)
