@@ -45,15 +45,7 @@ func TestLocationShards(t *testing.T) {
 	t.Logf("objects per shard: %v", perShard)
 
 	const grace = 5 * time.Second
-	ctrlBin := framework.BuildBinary(t, "./cmd/mapper-controller")
-	port, err := framework.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	framework.StartProcess(t, framework.ProcessSpec{Name: "mapper-controller", Path: ctrlBin, Args: []string{
-		"--kubeconfig=" + env.source.AdminKubeconfig(), "--location-grace-period=" + grace.String(),
-		fmt.Sprintf("--bind-address=127.0.0.1:%d", port), "--leader-elect=true", "-v=2",
-	}})
+	startLifecycleController(t, env.source, grace)
 	shards := make([]*mapperProc, 4)
 	for i := range shards {
 		shards[i] = env.startMapper(t, fmt.Sprintf("mapper-east-%d", i), "east", nil,
