@@ -65,35 +65,43 @@ func ascendPart(tree *btree.BTreeG[*Object], part contract.ViewPart, from contra
 			continue
 		}
 		// One scan runs through consecutive (cluster, namespace) ranges of the shard; a range of
-		// another shard ends it, and the next scan starts past that range.
-		for {
-			var group contract.Key
-			var next contract.Key
-			stopped := false
-			tree.AscendGreaterOrEqual(&Object{key: start}, func(o *Object) bool {
-				if prefix != "" && !strings.HasPrefix(string(o.key), string(prefix)) {
-					return false // past the cluster
-				}
-				if group == "" || !strings.HasPrefix(string(o.key), string(group)) {
-					group = groupPrefix(o)
-					if !part.Shard.Contains(o.cluster, o.namespace) {
-						next = successor(group)
-						return false
-					}
-				}
-				if !fn(o) {
-					stopped = true
+		// another shard ends it, and the next scan starts past that range. The scan function,
+		// the pivot and the group's cluster and namespace are reused across scans: a shard's
+		// list allocates only the seek key past each range of another shard.
+		var (
+			inGroup              bool
+			gCluster, gNamespace string
+			next                 contract.Key
+			stopped              bool
+			pivot                = &Object{key: start}
+		)
+		scan := func(o *Object) bool {
+			if prefix != "" && !strings.HasPrefix(string(o.key), string(prefix)) {
+				return false // past the cluster
+			}
+			if !inGroup || o.cluster != gCluster || o.namespace != gNamespace {
+				inGroup, gCluster, gNamespace = true, o.cluster, o.namespace
+				if !part.Shard.Contains(o.cluster, o.namespace) {
+					next = successor(groupPrefix(o))
 					return false
 				}
-				return true
-			})
+			}
+			if !fn(o) {
+				stopped = true
+				return false
+			}
+			return true
+		}
+		for {
+			inGroup, next = false, ""
+			tree.AscendGreaterOrEqual(pivot, scan)
 			if stopped {
 				return false
 			}
 			if next == "" {
 				break // the tree or the cluster ended
 			}
-			start = next
+			pivot.key = next
 		}
 	}
 	return true
