@@ -57,6 +57,9 @@ type Config struct {
 	// view ever shows an object rendered without the Customizations (the server sets it when it
 	// follows Customizations).
 	WaitForRules bool
+	// FenceTimeout bounds how long Run waits, before its first lists, for the source's
+	// resourceVersion to move past the one it reads at start-up (fence); 0 does not wait.
+	FenceTimeout time.Duration
 }
 
 // Cache mirrors the selected resources of one source: one client-go Reflector per resource
@@ -143,6 +146,9 @@ func (c *Cache) syncResources(ctx context.Context) {
 	want := make(map[schema.GroupVersionResource]source.ResourceInfo, len(infos))
 	for _, info := range infos {
 		want[info.GVR] = info
+	}
+	if !c.discovered && len(infos) > 0 {
+		c.fence(ctx, infos[0].GVR)
 	}
 
 	var stopped []*mirror

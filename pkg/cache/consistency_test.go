@@ -2,8 +2,10 @@ package cache
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand"
+	"reflect"
 	"runtime"
 	"sort"
 	"strconv"
@@ -20,15 +22,21 @@ import (
 )
 
 // TestConsistencyUnderConcurrency drives random ingest (adds, updates with re-assignment and
-// label changes, malformed annotations, deletes, relists, source bookmarks) while clients
-// list, watch, get resumed, get closed as too slow and re-watch. Every client checks the
-// watch protocol (ADDED only for unknown objects, MODIFIED/DELETED only for known ones, RVs
-// never going backwards) and, at the end, that the state it built equals List. Run with -race.
+// label changes, status records that bump the generation as a Deployment's do, malformed
+// annotations, deletes, relists, source bookmarks) while clients list, watch, get resumed,
+// get closed as too slow and re-watch. Every client checks the watch protocol (ADDED only for
+// unknown objects, MODIFIED/DELETED only for known ones, RVs never going backwards) and, at
+// the end, that the state it built equals List. Every object a list, a page or an ADDED or
+// MODIFIED event shows is recorded by location, key and resourceVersion: one resourceVersion
+// must always show one content (docs/views.md, "Restarts and replicas"), also in a second
+// store that lists the final state afresh, as a restarted server does. Run with -race.
 func TestConsistencyUnderConcurrency(t *testing.T) {
 	s := newTestStore(t, StoreOptions{HistorySize: 300, WatcherBufferSize: 20, BookmarkInterval: 5 * time.Millisecond})
 	locations := []string{"l0", "l1", "l2", "l3"}
 	rng := rand.New(rand.NewSource(1))
 	mustReplace(t, s, 1)
+	shown := newShownContents()
+	generations := map[string]int64{} // name → generation of its last version
 
 	randomObj := func(rv uint64) *unstructured.Unstructured {
 		var ls []string
@@ -43,7 +51,21 @@ func TestConsistencyUnderConcurrency(t *testing.T) {
 			extra = append(extra, "a:kcp.io/assigned-locations=[bad")
 			ls = nil
 		}
-		return cm(fmt.Sprintf("ns%d", rng.Intn(2)), fmt.Sprintf("o%d", rng.Intn(40)), rv, ls, extra...)
+		if rng.Intn(2) == 0 {
+			// Status records of some locations: each location's record is its own .status,
+			// hidden from the others.
+			extra = append(extra, "a:"+contract.StatusPolicyAnnotation+"="+contract.StatusPolicyReflect)
+			for _, l := range locations {
+				if rng.Intn(2) == 0 {
+					extra = append(extra, fmt.Sprintf("a:%s%s={\"n\":%d}", contract.StatusRecordAnnotationPrefix, l, rng.Intn(3)))
+				}
+			}
+		}
+		u := cm(fmt.Sprintf("ns%d", rng.Intn(2)), fmt.Sprintf("o%d", rng.Intn(40)), rv, ls, extra...)
+		// Every version changes the annotations (a Deployment's generation moves with them).
+		generations[u.GetName()]++
+		u.SetGeneration(generations[u.GetName()])
+		return u
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -96,6 +118,9 @@ func TestConsistencyUnderConcurrency(t *testing.T) {
 						c.state = map[contract.Key]uint64{}
 						for _, o := range res.Items {
 							c.state[o.Key()] = o.ResourceVersion()
+							if err := shown.note(c.loc, o); err != nil {
+								return nil, err
+							}
 						}
 						c.lastRV = res.ResourceVersion
 						lg("listed %d items at %d: %v", len(res.Items), res.ResourceVersion, sortedState(c.state))
@@ -160,6 +185,12 @@ func TestConsistencyUnderConcurrency(t *testing.T) {
 				switch o := e.Object.(type) {
 				case *Object:
 					rv = o.ResourceVersion()
+					if e.Type != watch.Deleted {
+						if err := shown.note(c.loc, o); err != nil {
+							errs <- fmt.Errorf("client %d: %s: %w", i, e.Type, err)
+							return
+						}
+					}
 					if c.initial && e.Type != watch.Added {
 						errs <- fmt.Errorf("client %d: %s during initial events", i, e.Type)
 						return
@@ -219,6 +250,10 @@ func TestConsistencyUnderConcurrency(t *testing.T) {
 				for _, o := range page.Items {
 					if o.Key() <= last || o.ResourceVersion() > snap || !o.HasLocation(loc) {
 						errs <- fmt.Errorf("inconsistent page of %s at %d: %s@%d after %s", loc, snap, o.Key(), o.ResourceVersion(), last)
+						return
+					}
+					if err := shown.note(loc, o); err != nil {
+						errs <- fmt.Errorf("page: %w", err)
 						return
 					}
 					last = o.Key()
@@ -291,6 +326,26 @@ func TestConsistencyUnderConcurrency(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
+	// Last, each object's first location writes its status record, alone: a change of that
+	// location's .status only, which its view shows at the generation it showed before, and
+	// the other views not at all.
+	for k, u := range present {
+		ls, err := contract.ParseLocations(u.GetAnnotations()[contract.AssignedLocationsAnnotation])
+		if err != nil || len(ls) == 0 {
+			continue
+		}
+		rv++
+		w := u.DeepCopy()
+		ann := w.GetAnnotations()
+		ann[contract.StatusPolicyAnnotation] = contract.StatusPolicyReflect
+		ann[contract.StatusRecordAnnotationPrefix+ls[0]] = fmt.Sprintf(`{"final":%d}`, rv)
+		w.SetAnnotations(ann)
+		w.SetResourceVersion(strconv.FormatUint(rv, 10))
+		generations[w.GetName()]++
+		w.SetGeneration(generations[w.GetName()])
+		mustUpdate(t, s, w)
+		present[k] = w
+	}
 	rv++
 	finalMu.Lock()
 	finalRV = rv
@@ -333,6 +388,65 @@ func TestConsistencyUnderConcurrency(t *testing.T) {
 		}
 	}
 	t.Logf("re-watches after slow close: %d", rewatches)
+
+	// A restarted server lists the final state at a resourceVersion above every one handed out
+	// (Cache.fence).
+	restarted := newTestStore(t, StoreOptions{})
+	var items []*unstructured.Unstructured
+	for _, u := range present {
+		items = append(items, u)
+	}
+	mustReplace(t, restarted, rv+1, items...)
+	for _, loc := range locations {
+		res, err := restarted.List(loc, ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range res.Items {
+			if err := shown.note(loc, o); err != nil {
+				t.Errorf("after a restart: %v", err)
+			}
+		}
+	}
+	t.Logf("(location, object, resourceVersion) shown: %d", shown.len())
+}
+
+// shownContents records the content each (location, object, resourceVersion) was shown with.
+type shownContents struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func newShownContents() *shownContents { return &shownContents{m: map[string]string{}} }
+
+// note records o as location's view shows it, and returns an error when the same object was
+// shown to location at the same resourceVersion with other content.
+func (c *shownContents) note(location string, o *Object) error {
+	raw, err := o.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	k := fmt.Sprintf("%s|%s@%d", location, o.Key(), o.ResourceVersion())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if prev, ok := c.m[k]; ok && prev != string(raw) && !sameJSON(prev, raw) {
+		return fmt.Errorf("%s shown with two contents:\n%s\n%s", k, prev, raw)
+	}
+	c.m[k] = string(raw)
+	return nil
+}
+
+// sameJSON reports whether a and b are the same JSON value (members in any order).
+func sameJSON(a string, b []byte) bool {
+	var x, y interface{}
+	return json.Unmarshal([]byte(a), &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+}
+
+// len returns how many (location, object, resourceVersion) were shown.
+func (c *shownContents) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m)
 }
 
 var rngMu sync.Mutex

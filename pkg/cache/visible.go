@@ -188,6 +188,51 @@ func setVisibility(prev, obj *Object) {
 	}
 }
 
+// One resourceVersion, one content, across restarts and replicas. A view's generation is not
+// a function of the source object version it shows: after a location's own status write, its
+// view shows the write's resourceVersion with the generation it showed before (the source's
+// moved with the status record), and which generation that is depends on the versions the
+// server saw. A server that starts afresh knows none of them and shows the source's. So the
+// first list of a store could show an object at the very resourceVersion a previous run of the
+// server showed with another generation (a client that skips updates whose resourceVersion
+// did not change, as the mapper does, then never sees the change). settleFirstListed avoids it:
+// an object whose view may show another generation than the source's, one whose generation has
+// moved at all (2 or more), is shown at the list's resourceVersion, which the cache makes sure
+// no previous run handed out (Cache.fence); every other object shows its own, with the content
+// every run shows there. docs/views.md, "Restarts and replicas", gives the limits.
+
+// settleFirstListed finishes o, an object version of the first list of the store, listed at
+// listRV, before it is published, as settle does for later versions: when o's generation is 2
+// or more and listRV is above o's resourceVersion, every location of o sees o at listRV, with
+// o's own generation (freshVisibility); then its stored form (Object.compact), its views
+// rendered and encoded now so that LIST and watch never render. Called with writeMu held.
+func (s *ResourceStore) settleFirstListed(o *Object, listRV uint64) {
+	if !freshVisibility(o, listRV) {
+		s.settle(nil, o)
+		return
+	}
+	if o.u == nil {
+		// Built from the source's bytes (buildFromJSON), maybe as a template of its own
+		// resourceVersion: compact renders the views from the decoded object instead.
+		o.u, o.hole = o.content(), assignmentHole{}
+	}
+	o.compact(nil)
+}
+
+// freshVisibility makes every location of o (a version without predecessor) see it at listRV
+// when o's generation is 2 or more and listRV is above o's own resourceVersion, and reports
+// whether it did. See settleFirstListed.
+func freshVisibility(o *Object, listRV uint64) bool {
+	if o.generation < 2 || len(o.locations) == 0 || listRV <= o.rv {
+		return false
+	}
+	o.visible = &visibleVersions{base: listRV, baseGeneration: o.generation}
+	if o.variants == nil {
+		o.variants = &locationVariants{}
+	}
+	return true
+}
+
 // viewChanges classifies the locations of both prev and obj by how the view (LocationView) of
 // each changed from prev to obj, metadata.resourceVersion and metadata.generation aside:
 // unchanged, or changed in .status only (statusOnly; decided only for the locations for which

@@ -38,7 +38,10 @@ func (s *statusStorage) visibleView(ctx context.Context, location, cluster, name
 
 // preconditionHolds reports whether a status write carrying resourceVersion want may be applied
 // to current, the source object as just read: want is current's resourceVersion, or this
-// location's view has not changed since want (its visible resourceVersion is at most want).
+// location's view has not changed since want (its visible resourceVersion is at most want,
+// and want is at most current's), or want is exactly what the view shows. The last is above
+// current's after a restart: the first list shows an object whose generation has moved at the
+// list's resourceVersion (docs/views.md, "Restarts and replicas").
 // The cache's view may be of a newer source version than current (the object changed after
 // the read): its visible resourceVersion is then an upper bound of current's, and the source
 // write, made with current's resourceVersion, conflicts and is retried on a fresh read.
@@ -48,11 +51,15 @@ func (s *statusStorage) preconditionHolds(ctx context.Context, location, cluster
 	}
 	v, err1 := strconv.ParseUint(want, 10, 64)
 	r, err2 := strconv.ParseUint(current.GetResourceVersion(), 10, 64)
-	if err1 != nil || err2 != nil || v > r {
+	if err1 != nil || err2 != nil {
 		return false
 	}
 	obj, ok := s.visibleView(ctx, location, cluster, current.GetNamespace(), current.GetName(), r)
-	return ok && obj.ResourceVersion() <= v
+	if !ok {
+		return false
+	}
+	visible := obj.ResourceVersion()
+	return visible == v || (visible <= v && v <= r)
 }
 
 // answerResourceVersion sets on answer, the location's view of the written object, the
