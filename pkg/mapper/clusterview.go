@@ -3,7 +3,6 @@ package mapper
 import (
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 
 	"k8s.io/client-go/dynamic"
@@ -45,8 +44,10 @@ func (c *clusterViews) For(cluster string) (dynamic.Interface, error) {
 	if d, ok := c.clients[cluster]; ok {
 		return d, nil
 	}
-	cfg := rest.CopyConfig(c.base)
-	cfg.Host = strings.TrimSuffix(cfg.Host, "/") + "/" + contract.ClustersSegment + "/" + cluster
+	cfg, err := ClusterViewConfig(c.base, cluster)
+	if err != nil {
+		return nil, err
+	}
 	d, err := dynamic.NewForConfigAndClient(cfg, c.httpClient)
 	if err != nil {
 		return nil, err

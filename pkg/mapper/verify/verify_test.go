@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
@@ -39,9 +40,12 @@ func TestCheckerPerCluster(t *testing.T) {
 		}}
 	}
 	target := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "ConfigMapList"})
+	// The view's per-cluster paths hold nothing: a GET of the orphan's source answers 404.
+	emptyView := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "ConfigMapList"})
 	c := &checker{
-		cfg:    Config{Location: "east", NamespaceMapping: mapper.NamespaceMappingAuto, ClusterName: mapper.DefaultClusterName, SkipContent: true},
-		target: target, report: &Report{Location: "east"}, clusters: map[string]*ClusterReport{},
+		cfg:         Config{Location: "east", NamespaceMapping: mapper.NamespaceMappingAuto, ClusterName: mapper.DefaultClusterName, SkipContent: true},
+		clusterView: func(string) (dynamic.Interface, error) { return emptyView, nil },
+		target:      target, report: &Report{Location: "east"}, clusters: map[string]*ClusterReport{},
 	}
 	lists := []*resourceLists{{
 		gvr: gvr, namespaced: true, served: true,
