@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
@@ -30,7 +30,9 @@ type shownContents struct {
 	conflicts []string
 }
 
-func newShownContents() *shownContents { return &shownContents{m: map[string]*unstructured.Unstructured{}} }
+func newShownContents() *shownContents {
+	return &shownContents{m: map[string]*unstructured.Unstructured{}}
+}
 
 // note records u as location's view showed it.
 func (s *shownContents) note(location string, u *unstructured.Unstructured) {
