@@ -161,7 +161,7 @@ func Run(ctx context.Context, o *Options) error {
 		go func() {
 			defer wg.Done()
 			push.New(push.Config{
-				Kube: kube, Dynamic: dyn, Source: cfg, SecretNamespace: o.Push.SecretNamespace,
+				Kube: kube, Dynamic: dyn, Source: cfg, SecretNamespace: o.Push.SecretNamespace, AllowProxyURL: o.Push.AllowProxyURL,
 				Connection: o.Push.Connection, RunOptions: o.Push.Run, Heartbeat: o.Push.Heartbeat,
 				Workers: o.Workers, Recorder: recorder,
 			}).Run(ctx)
