@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -135,14 +134,15 @@ func TestPushMode(t *testing.T) {
 		st := waitSyncTarget(t, ctx, env.dyn, "north", time.Minute, "Ready=False TargetUnreachable in mode Push", func(st *controlv1alpha1.SyncTarget) bool {
 			return readyIs(metav1.ConditionFalse, controlv1alpha1.ReasonTargetUnreachable)(st) && st.Status.Mapper != nil && st.Status.Mapper.Mode == controlv1alpha1.ModePush
 		})
-		// The dial error stays in the logs: neither the condition nor an Event names the
-		// address, else whoever writes the Secret could probe ports with it.
+		// The dial error stays in the logs: neither the condition nor an Event says what
+		// connecting to the address gave, else whoever writes the Secret could probe ports
+		// with it (the address itself is the Secret writer's, and Events name it).
 		if c := meta.FindStatusCondition(st.Status.Conditions, controlv1alpha1.SyncTargetReady); c.Message != heartbeat.TargetUnreachableMessage {
 			t.Errorf("Ready's message %q, want the generic %q", c.Message, heartbeat.TargetUnreachableMessage)
 		}
 		for _, m := range eventMessages(t, ctx, env.dyn, "north") {
-			if strings.Contains(m, strconv.Itoa(port)) || strings.Contains(m, "refused") {
-				t.Errorf("an Event about north names the unreachable address: %q", m)
+			if strings.Contains(m, "dial") || strings.Contains(m, "refused") || strings.Contains(m, "/version") {
+				t.Errorf("an Event about north tells what connecting to the target gave: %q", m)
 			}
 		}
 
