@@ -327,6 +327,8 @@ func (o *Options) sourceRESTConfig() (*rest.Config, error) {
 	}
 	cfg.QPS, cfg.Burst = o.SourceQPS, o.SourceBurst
 	cfg.UserAgent = "mapper-apiserver/source-cache"
+	// A status write's source warnings (unknown fields) are its answer's (source.RelayWarnings).
+	cfg.WarningHandlerWithContext = source.WarningHandler{}
 	return cfg, nil
 }
 
