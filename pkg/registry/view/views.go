@@ -49,7 +49,9 @@ type Views struct {
 	serializer *serializer
 	namespaces *resourceHandlers
 	discovery  *viewDiscovery
-	watches    *watchLimiter
+	// openapi serves the views' OpenAPI; nil when the source gives none.
+	openapi *viewOpenAPI
+	watches *watchLimiter
 
 	mu        sync.Mutex
 	resources map[schema.GroupVersionResource]*resourceHandlers
@@ -81,6 +83,9 @@ func New(objects Objects, src Source, opts Options) *Views {
 		opts.MinRequestTimeout = 1800 * time.Second
 	}
 	v := &Views{objects: objects, source: src, opts: opts, serializer: newSerializer(), discovery: newViewDiscovery(objects), watches: newWatchLimiter(opts.MaxWatchesPerUser), resources: map[schema.GroupVersionResource]*resourceHandlers{}}
+	if o, ok := src.(OpenAPI); ok {
+		v.openapi = newViewOpenAPI(objects, o)
+	}
 	ns := &namespaceStorage{objects: objects, tableConvertor: newTableConvertor(src, namespacesGVR, "Namespace")}
 	scope := newRequestScope(namespacesGVR, "Namespace", false, v.serializer, ns)
 	v.namespaces = &resourceHandlers{
@@ -97,7 +102,8 @@ func New(objects Objects, src Source, opts Options) *Views {
 // An inner path that starts with /clusters/<cluster> serves only that logical cluster's objects
 // (discovery, get, list, watch, status writes, namespaces); the base path serves all of them.
 //
-// Reads (get, list, watch) of mirrored resources and discovery are served, and writes of a
+// Reads (get, list, watch) of mirrored resources, discovery and OpenAPI (viewOpenAPI) are
+// served, and writes of a
 // resource's /status subresource (status write-back, see statusStorage); every other write is
 // refused with 405 MethodNotAllowed; unknown paths and resources are 404.
 func (v *Views) ServeView(w http.ResponseWriter, req *http.Request, location, innerPath string) {
@@ -110,6 +116,11 @@ func (v *Views) ServeView(w http.ResponseWriter, req *http.Request, location, in
 	// The cluster only narrows what the location's view shows (DESIGN.md): every read and write
 	// below still goes through the location's index, so a cluster path never leaves the location.
 	ctx := withCluster(withLocation(req.Context(), location), string(inner.Cluster))
+	if !info.IsResourceRequest && v.openapi != nil && isOpenAPIPath(info.Path) {
+		req = req.WithContext(ctx)
+		v.openapi.serve(w, req, info.Path, func(err error) { v.writeError(w, req, err) })
+		return
+	}
 	if !info.IsResourceRequest {
 		v.discovery.serve(w, req.WithContext(ctx), info.Path)
 		return
