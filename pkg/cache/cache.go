@@ -248,6 +248,15 @@ func refusedBySource(err error) bool {
 	return code >= 400 && code < 500 && code != http.StatusTooManyRequests
 }
 
+// Discovered reports whether the first read of the source's discovery is done (and, with
+// Config.FenceTimeout, the fence passed): before it, Resources is empty although the source
+// serves resources, so a resource that is not mirrored may still be about to be.
+func (c *Cache) Discovered() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.discovered
+}
+
 // Resources returns the currently mirrored resources, sorted by group, resource, version.
 func (c *Cache) Resources() []source.ResourceInfo {
 	c.mu.RLock()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/endpoints/handlers"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
@@ -113,6 +114,14 @@ func (v *Views) ServeView(w http.ResponseWriter, req *http.Request, location, in
 		return
 	}
 	info := inner.Info
+	if !v.objects.Discovered() {
+		// Not known yet which resources the view serves: no 404 (a mapper takes a 404 for
+		// "gone" and may delete its copy), no empty discovery.
+		err := apierrors.NewServiceUnavailable("mapper-apiserver is starting: it has not read the source's discovery yet")
+		err.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: 1}
+		v.writeError(w, req, err)
+		return
+	}
 	// The cluster only narrows what the location's view shows (DESIGN.md): every read and write
 	// below still goes through the location's index, so a cluster path never leaves the location.
 	ctx := withCluster(withLocation(req.Context(), location), string(inner.Cluster))
