@@ -64,10 +64,7 @@ func TestFenceWaitsForTheSourceToMove(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			runDone := make(chan struct{})
-			go func() { defer close(runDone); c.Run(ctx) }()
-			defer func() { cancel(); <-runDone }()
+			runCache(t, c)
 
 			start := time.Now()
 			if moves {

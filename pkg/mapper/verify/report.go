@@ -1,10 +1,13 @@
 package verify
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
+	"strings"
 )
 
 // Invariants are the numbered invariants of DESIGN.md that a Report checks, with the text the
@@ -114,33 +117,21 @@ func (r *Report) finish(clusters map[string]*ClusterReport) {
 		r.Clusters = append(r.Clusters, *c)
 	}
 	sort.Slice(r.Clusters, func(i, j int) bool { return r.Clusters[i].Name < r.Clusters[j].Name })
-	sort.Slice(r.Violations, func(i, j int) bool {
-		a, b := r.Violations[i], r.Violations[j]
-		if a.Invariant != b.Invariant {
-			return a.Invariant < b.Invariant
-		}
-		if a.Resource != b.Resource {
-			return a.Resource < b.Resource
-		}
-		if a.Source != b.Source {
-			return a.Source < b.Source
-		}
-		return a.Target < b.Target
+	slices.SortFunc(r.Violations, func(a, b Violation) int {
+		return cmp.Or(cmp.Compare(a.Invariant, b.Invariant), compareObjects(a.Resource, a.Source, a.Target, b.Resource, b.Source, b.Target))
 	})
 	if r.Violations == nil {
 		r.Violations = []Violation{}
 	}
-	sort.Slice(r.Kept, func(i, j int) bool {
-		a, b := r.Kept[i], r.Kept[j]
-		if a.Resource != b.Resource {
-			return a.Resource < b.Resource
-		}
-		if a.Source != b.Source {
-			return a.Source < b.Source
-		}
-		return a.Target < b.Target
+	slices.SortFunc(r.Kept, func(a, b Kept) int {
+		return compareObjects(a.Resource, a.Source, a.Target, b.Resource, b.Source, b.Target)
 	})
 	r.Total = len(r.Violations)
+}
+
+// compareObjects orders two entries of a report by resource, source and target.
+func compareObjects(resourceA, sourceA, targetA, resourceB, sourceB, targetB string) int {
+	return cmp.Or(strings.Compare(resourceA, resourceB), strings.Compare(sourceA, sourceB), strings.Compare(targetA, targetB))
 }
 
 // Count returns the number of violations of invariant n.
