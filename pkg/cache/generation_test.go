@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"reflect"
 	"sort"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
+	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
 
 // deployment is a Deployment-like object assigned to east, north and west that reflects status,
@@ -360,4 +362,50 @@ func mustJSON(t *testing.T, o *Object) []byte {
 		t.Fatal(err)
 	}
 	return append([]byte(nil), raw...)
+}
+
+// TestFirstListFromBytesMatchesDecoded: a restart's first list of objects whose generation has
+// moved serves the same views from the source's bytes (their resourceVersion replaced in a copy
+// per location, viewsFromOwnJSON) as from decoded objects (rendered), for objects of one
+// location and of several (a template), and for one that needs rendering anyway (a status
+// record); and the next versions follow alike.
+func TestFirstListFromBytesMatchesDecoded(t *testing.T) {
+	s := twinStores{t: t, fromJSON: newTestStore(t, StoreOptions{DefaultCluster: "root"}), fromUs: newTestStore(t, StoreOptions{DefaultCluster: "root"}),
+		add: source.Annotation{Key: contract.ClusterAnnotation, Value: "root"}}
+	obj := func(name string, rv uint64, generation int64, l []string, extra ...string) *unstructured.Unstructured {
+		u := cm("ns", name, rv, l, extra...)
+		u.SetGeneration(generation)
+		return u
+	}
+	s.replace(30,
+		obj("one", 5, 3, locs("east"), "d:k=1"),
+		obj("two", 6, 4, locs("east", "west"), "l:app=web"),
+		obj("rec", 7, 2, locs("east", "west"), `a:status.kcp.io/east={"phase":"Up"}`, "a:kcp.io/status-policy=Reflect"),
+		obj("new", 8, 1, locs("east", "west")),
+	)
+	if o := s.fromJSON.objects[contract.NewKey("root", "ns", "two")]; o.u != nil {
+		t.Error("two was decoded to show it at the list's resourceVersion")
+	}
+	compare := func(when string) {
+		t.Helper()
+		for _, loc := range []string{"east", "west"} {
+			a, errA := s.fromJSON.List(loc, ListOptions{})
+			b, errB := s.fromUs.List(loc, ListOptions{})
+			if errA != nil || errB != nil || len(a.Items) != len(b.Items) {
+				t.Fatalf("%s, %s: lists %v %v", when, loc, errA, errB)
+			}
+			for i := range a.Items {
+				if a.Items[i].ResourceVersion() != b.Items[i].ResourceVersion() || !reflect.DeepEqual(decoded(t, a.Items[i]), decoded(t, b.Items[i])) {
+					t.Errorf("%s, %s: from bytes %v\ndecoded %v", when, loc, decoded(t, a.Items[i]), decoded(t, b.Items[i]))
+				}
+			}
+		}
+	}
+	compare("first list")
+	if o, _, _ := s.fromJSON.Get("west", "ns", "two"); o.ResourceVersion() != 30 || o.Unstructured().GetGeneration() != 4 {
+		t.Errorf("west's two at %d generation %d, want 30 and 4", o.ResourceVersion(), o.Unstructured().GetGeneration())
+	}
+	s.update(obj("two", 31, 5, locs("east", "west"), "l:app=web", `a:status.kcp.io/west={"phase":"Up"}`))
+	s.update(obj("one", 32, 4, locs("east"), "d:k=2"))
+	compare("after updates")
 }
