@@ -195,6 +195,7 @@ func (c *Cache) stopAll() {
 	c.mu.Lock()
 	mirrors := c.mirrors
 	c.mirrors = map[schema.GroupVersionResource]*mirror{}
+	c.discovered = false // the resources are no longer known: see Discovered
 	c.mu.Unlock()
 	for _, m := range mirrors {
 		m.cancel()
@@ -248,9 +249,11 @@ func refusedBySource(err error) bool {
 	return code >= 400 && code < 500 && code != http.StatusTooManyRequests
 }
 
-// Discovered reports whether the first read of the source's discovery is done (and, with
-// Config.FenceTimeout, the fence passed): before it, Resources is empty although the source
-// serves resources, so a resource that is not mirrored may still be about to be.
+// Discovered reports whether the mirrored resources are known: the first read of the source's
+// discovery is done (and, with Config.FenceTimeout, the fence passed), and Run has not ended.
+// Before and after, Resources is empty although the source serves resources: a resource that
+// is not mirrored may be about to be, or may have been until the server began shutting down
+// (the generic server keeps serving for a while after its post-start hooks' context ended).
 func (c *Cache) Discovered() bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()

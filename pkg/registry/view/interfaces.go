@@ -21,7 +21,8 @@ import (
 // pkg/apiserver hands views the cache (*cache.Cache) through it.
 type Objects interface {
 	// Discovered reports whether the mirrored resources are known: the first read of the
-	// source's discovery is done. Before it every request is answered 503 (ServeView).
+	// source's discovery is done, and the cache has not stopped. Otherwise every request is
+	// answered 503 (ServeView).
 	Discovered() bool
 	// Resources lists the currently mirrored resources.
 	Resources() []source.ResourceInfo

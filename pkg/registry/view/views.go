@@ -115,9 +115,10 @@ func (v *Views) ServeView(w http.ResponseWriter, req *http.Request, location, in
 	}
 	info := inner.Info
 	if !v.objects.Discovered() {
-		// Not known yet which resources the view serves: no 404 (a mapper takes a 404 for
-		// "gone" and may delete its copy), no empty discovery.
-		err := apierrors.NewServiceUnavailable("mapper-apiserver is starting: it has not read the source's discovery yet")
+		// Not known which resources the view serves (the server is starting, or shutting down
+		// and its cache stopped): no 404 (a mapper takes a 404 for "gone" and may delete its
+		// copy), no empty discovery.
+		err := apierrors.NewServiceUnavailable("mapper-apiserver does not know the source's resources now: it is starting, or shutting down")
 		err.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: 1}
 		v.writeError(w, req, err)
 		return
