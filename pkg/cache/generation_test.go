@@ -365,10 +365,11 @@ func mustJSON(t *testing.T, o *Object) []byte {
 }
 
 // TestFirstListFromBytesMatchesDecoded: a restart's first list of objects whose generation has
-// moved serves the same views from the source's bytes (their resourceVersion replaced in a copy
-// per location, viewsFromOwnJSON) as from decoded objects (rendered), for objects of one
-// location and of several (a template), and for one that needs rendering anyway (a status
-// record); and the next versions follow alike.
+// moved serves the same views from the source's bytes (one location: its resourceVersion
+// replaced in a copy, viewFromOwnJSON; several: a template with a resourceVersion hole) as from
+// decoded objects (rendered), for objects of one location and of several, one carrying its
+// locations' finalizers (each view leaves out the other's), and for one that needs rendering
+// anyway (a status record); and the next versions follow alike.
 func TestFirstListFromBytesMatchesDecoded(t *testing.T) {
 	s := twinStores{t: t, fromJSON: newTestStore(t, StoreOptions{DefaultCluster: "root"}), fromUs: newTestStore(t, StoreOptions{DefaultCluster: "root"}),
 		add: source.Annotation{Key: contract.ClusterAnnotation, Value: "root"}}
@@ -382,9 +383,12 @@ func TestFirstListFromBytesMatchesDecoded(t *testing.T) {
 		obj("two", 6, 4, locs("east", "west"), "l:app=web"),
 		obj("rec", 7, 2, locs("east", "west"), `a:status.kcp.io/east={"phase":"Up"}`, "a:kcp.io/status-policy=Reflect"),
 		obj("new", 8, 1, locs("east", "west")),
+		obj("fin", 9, 2, locs("east", "west"), "f:"+contract.LocationFinalizer("east"), "f:other.example/keep", "f:"+contract.LocationFinalizer("west")),
 	)
-	if o := s.fromJSON.objects[contract.NewKey("root", "ns", "two")]; o.u != nil {
-		t.Error("two was decoded to show it at the list's resourceVersion")
+	for _, name := range []string{"two", "fin"} {
+		if o := s.fromJSON.objects[contract.NewKey("root", "ns", name)]; o.u != nil {
+			t.Errorf("%s was decoded to show it at the list's resourceVersion", name)
+		}
 	}
 	compare := func(when string) {
 		t.Helper()

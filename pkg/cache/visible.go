@@ -206,69 +206,54 @@ func setVisibility(prev, obj *Object) {
 // settleFirstListed finishes o, an object version of the first list of the store, listed at
 // listRV, before it is published, as settle does for later versions: when o's generation is 2
 // or more and listRV is above o's resourceVersion, every location of o sees o at listRV, with
-// o's own generation (freshVisibility); then its stored form (Object.compact), its views
-// rendered and encoded now so that LIST and watch never render. Called with writeMu held.
+// o's own generation (freshVisibility); then its stored form, its views made now so that LIST
+// and watch never render: from its bytes when it came as bytes (a template with a
+// resourceVersion hole, or a copy), else rendered and encoded (Object.compact). Called with
+// writeMu held.
 func (s *ResourceStore) settleFirstListed(o *Object, listRV uint64) {
 	if !freshVisibility(o, listRV) {
 		s.settle(nil, o)
 		return
 	}
-	if o.u == nil && o.viewsFromOwnJSON(listRV) {
-		return
-	}
 	if o.u == nil {
-		// Built from the source's bytes (buildFromJSON) as a template of its own
-		// resourceVersion: compact renders the views from the decoded object instead.
-		o.u, o.hole = o.content(), assignmentHole{}
+		// Built from the source's bytes (buildFromJSON): without decoding it, a template
+		// fills a resourceVersion hole too (template.go), and an object shown as it is gets
+		// its view as a copy of its bytes with the resourceVersion replaced.
+		raw, err := o.MarshalJSON()
+		if err == nil && o.hole.end > 0 {
+			if more, ok := o.findMoreHoles(raw); ok {
+				o.more = more
+				return
+			}
+		}
+		if err == nil && o.hole.end == 0 && o.viewFromOwnJSON(raw, listRV) {
+			return
+		}
+		o.u, o.hole, o.more = o.content(), assignmentHole{}, nil
 	}
 	o.compact(nil)
 }
 
-// viewsFromOwnJSON makes the views of o, built from the source's bytes (buildFromJSON: each
-// view is o itself, or o with its assignment value replaced, o.hole), from o's JSON with the
-// value of metadata.resourceVersion replaced by rv: one copy of the bytes per location, no
-// decoding, rendering or encoding (BenchmarkFirstListMovedGenerations). It reports false,
-// doing nothing, when the resourceVersion is not found exactly once in the JSON.
-func (o *Object) viewsFromOwnJSON(rv uint64) bool {
-	raw, err := o.MarshalJSON()
-	if err != nil {
-		return false
-	}
+// viewFromOwnJSON makes every view of o, built from the source's bytes raw and shown as it is
+// (buildFromJSON without a template), from raw with the value of metadata.resourceVersion
+// replaced by rv: one copy of the bytes, shared by o's locations, no decoding, rendering or
+// encoding (BenchmarkFirstListMovedGenerations). It reports false, doing nothing, when the
+// resourceVersion is not found exactly once in raw.
+func (o *Object) viewFromOwnJSON(raw []byte, rv uint64) bool {
 	at, ok := findStringMember(resourceVersionKey, o.rvString, raw)
 	if !ok {
 		return false
 	}
 	rvString := strconv.FormatUint(rv, 10)
-	rvValue, _ := json.Marshal(rvString)
-	views := make(map[string]*Object, len(o.locations))
+	value, _ := json.Marshal(rvString)
+	view := make([]byte, 0, len(raw)-(at.end-at.start)+len(value))
+	view = append(append(append(view, raw[:at.start]...), value...), raw[at.end:]...)
+	v := o.viewFromJSON(view, rv, rvString, o.generation)
+	o.variants.m = make(map[string]*Object, len(o.locations))
 	for _, loc := range o.locations {
-		holes, fills := []assignmentHole{at}, [][]byte{rvValue}
-		if o.hole.end > 0 {
-			assignment, _ := json.Marshal(assignedToOnly(loc))
-			holes, fills = append(holes, o.hole), append(fills, assignment)
-			if o.hole.start < at.start {
-				holes[0], holes[1], fills[0], fills[1] = holes[1], holes[0], fills[1], fills[0]
-			}
-		}
-		views[loc] = o.viewFromJSON(spliced(raw, holes, fills), rv, rvString, o.generation)
+		o.variants.m[loc] = v
 	}
-	o.variants.m, o.hole = views, assignmentHole{}
 	return true
-}
-
-// spliced returns a copy of raw with each of holes (in order, apart) replaced by the fill of the
-// same index.
-func spliced(raw []byte, holes []assignmentHole, fills [][]byte) []byte {
-	n := len(raw)
-	for i, h := range holes {
-		n += len(fills[i]) - (h.end - h.start)
-	}
-	out, next := make([]byte, 0, n), 0
-	for i, h := range holes {
-		out = append(append(out, raw[next:h.start]...), fills[i]...)
-		next = h.end
-	}
-	return append(out, raw[next:]...)
 }
 
 // freshVisibility makes every location of o (a version without predecessor) see it at listRV
@@ -295,7 +280,8 @@ func freshVisibility(o *Object, listRV uint64) bool {
 // Every view is "the common view" (LocationView for the location "", which is no location:
 // it shows nothing that belongs to one) with what belongs to the location itself added: its
 // status record, shown as .status, a kcp.io/status-location naming it, its spec-diff.kcp.io/
-// patch (annotationOwner), and the Customizations that select it (which render that view,
+// patch (annotationOwner), its finalizer and the deletion it sees (deletionOwners), and the
+// Customizations that select it (which render that view,
 // the same rules for prev and obj, from nothing else). So only locations owning an annotation
 // or rendered by a Customization need rendering:
 //   - when the common view did not change, a location sees a change only if an annotation it
@@ -314,9 +300,17 @@ func viewChanges(prev, obj *Object, prevU *unstructured.Unstructured, statusOnly
 	var changedOwners, owners map[string]bool
 	if commonSame {
 		changedOwners = changedAnnotationOwners(prevU, objU)
+		// A location whose finalizer either version carries shows the common view with its
+		// finalizer, deletion and assignment (deletion.go).
+		for _, loc := range deletionOwners(prev, obj, true) {
+			changedOwners[loc] = true
+		}
 	} else {
 		owners = annotationOwners(prevU)
 		for loc := range annotationOwners(objU) {
+			owners[loc] = true
+		}
+		for _, loc := range deletionOwners(prev, obj, false) {
 			owners[loc] = true
 		}
 		// A location a Customization renders sees its own rendering, not the common view.
