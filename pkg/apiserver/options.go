@@ -32,6 +32,7 @@ import (
 	generatedopenapi "github.com/cluster-mapper/cluster-mapper/pkg/generated/openapi"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/location"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/view"
+	"github.com/cluster-mapper/cluster-mapper/pkg/rendercheck"
 	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
 
@@ -84,6 +85,9 @@ type Options struct {
 	// RestartFenceTimeout bounds the wait, before the first lists of the source, for the
 	// source's resourceVersion to move past the one read at start-up (cache.Config.FenceTimeout).
 	RestartFenceTimeout time.Duration
+	// MaxRenderingBytes bounds the size of a rendering (Customizations and spec-diff patches)
+	// in bytes of JSON; a larger one is refused (rendercheck.TooLarge).
+	MaxRenderingBytes int64
 }
 
 // NewOptions returns the default options. There is no etcd (the server stores nothing) and no
@@ -107,6 +111,7 @@ func NewOptions() *Options {
 		MaxWatchesPerUser:  100,
 		// kube-apiserver renews its identity Lease every 10 seconds.
 		RestartFenceTimeout: 30 * time.Second,
+		MaxRenderingBytes:   rendercheck.DefaultMaxBytes,
 	}
 	o.RecommendedOptions.Etcd = nil
 	o.RecommendedOptions.Admission = nil
@@ -132,6 +137,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MinRequestTimeout, "min-request-timeout", o.MinRequestTimeout, "Seconds a view watch stays open at least: each watch ends after a random time in [t, 2t) (as kube-apiserver's flag), and a client's larger timeoutSeconds is reduced to it, so a revoked permission ends every open watch within 2t (docs/install.md).")
 	fs.IntVar(&o.MaxWatchesPerUser, "max-watches-per-user", o.MaxWatchesPerUser, "Concurrent watches one user may hold on one location's view; more are answered 429. 0: no limit.")
 	fs.DurationVar(&o.RestartFenceTimeout, "restart-fence-timeout", o.RestartFenceTimeout, "How long the server waits at start-up, before it lists the source, for the source's resourceVersion to move past the one it read first, so that it never shows an object at a resourceVersion a previous run (or a crashed one) showed with other content (docs/views.md, \"Restarts and replicas\"). 0: no wait.")
+	fs.Int64Var(&o.MaxRenderingBytes, "max-rendering-bytes", o.MaxRenderingBytes, "The largest rendering of an object for a location (its Customizations and spec-diff.kcp.io/<location> patch), in bytes of JSON, checked after each mutation: a larger one is refused, reported in the Customization's status and the logs, and the view keeps the last rendering or withholds the object (503). The default is kube-apiserver's request body limit (docs/customization.md).")
 	fs.DurationVar(&o.ConsistentReadWait, "consistent-read-wait", o.ConsistentReadWait, "How long a read with resourceVersion \"\" waits for the cache to prove it reached the source's current resourceVersion before it is served at the cache's own (docs/views.md).")
 }
 
@@ -170,6 +176,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MinRequestTimeout < 1 {
 		errs = append(errs, "--min-request-timeout must be at least 1 (second)")
+	}
+	if o.MaxRenderingBytes < 1024 {
+		errs = append(errs, "--max-rendering-bytes must be at least 1024")
 	}
 	if o.MaxWatchesPerUser < 0 {
 		errs = append(errs, "--max-watches-per-user must not be negative")
@@ -289,6 +298,7 @@ func (o *Options) Config() (*Config, error) {
 			WatcherBufferSize:     o.WatcherBufferSize,
 			BookmarkInterval:      o.BookmarkInterval,
 			DeletionPending:       pending.Pending,
+			MaxRenderingBytes:     o.MaxRenderingBytes,
 		},
 		DiscoveryInterval: o.DiscoveryInterval,
 		WaitForRules:      true,
@@ -298,7 +308,7 @@ func (o *Options) Config() (*Config, error) {
 		return nil, err
 	}
 	rules := customization.NewFollower(dyn, customization.FollowerOptions{
-		Options: customization.Options{PlainCluster: viewOpts.PlainCluster},
+		Options: customization.Options{PlainCluster: viewOpts.PlainCluster, MaxRenderingBytes: o.MaxRenderingBytes},
 		OpenAPI: disc.OpenAPIV3(),
 	})
 	rules.OnChange(func(s *customization.Snapshot) { c.SetRules(s) })
@@ -311,6 +321,7 @@ func (o *Options) Config() (*Config, error) {
 			DeletionEvents: pending,
 			Rules:          rules,
 			RulesStatus:    customization.NewStatusWriter(rules, customizationFailures(c), writeClient, customizationStatusInterval),
+			RenderEvents:   customization.NewEventWriter(renderRefusals(c), writeClient, customizationStatusInterval),
 			View: view.Options{
 				PlainCluster:       viewOpts.PlainCluster,
 				FreshnessTimeout:   o.FreshnessTimeout,

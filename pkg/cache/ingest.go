@@ -324,7 +324,7 @@ func (s *ResourceStore) build(id identity, prev *Object) *Object {
 		o.jsonOnce.Do(func() { o.json = raw })
 		o.sourceJSON = true
 	}
-	o.settleRendering(s.rules.load(), s.gvr, prev, func(location string, err error) {
+	o.settleRendering(s.rules.load(), s.gvr, s.opts.MaxRenderingBytes, prev, func(location string, err error) {
 		if (RenderFailure{Err: err}).isCustomization() {
 			s.metrics.customizationFailures.Inc()
 		} else {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
@@ -35,21 +36,34 @@ import (
 
 // renderFor returns a copy of u (a source object of gvr in the logical cluster cluster,
 // assigned to locations) as location's view shows it under rules (nil: no Customization, only
-// the object's own patch). The error is a *customization.RenderError (or a *specdiff.Error
-// without rules) when a mutation or the patch fails.
+// the object's own patch). Whatever produced it, the rendering is then held to
+// pkg/rendercheck's rule against the view it started from (checkRendering): it may change
+// neither a protected field nor grow past maxBytes (StoreOptions.MaxRenderingBytes). The error
+// is a *customization.RenderError (or a *specdiff.Error without rules) when a mutation or the
+// patch fails or is refused.
 //
 // A location u is shown to for its finalizer alone (not assigned, deletion.go) sees the base
 // view: no rule renders an object for a location it is not assigned to.
-func renderFor(rules Rules, gvr schema.GroupVersionResource, cluster string, u *unstructured.Unstructured, locations []string, location string) (*unstructured.Unstructured, error) {
+func renderFor(rules Rules, gvr schema.GroupVersionResource, cluster string, u *unstructured.Unstructured, locations []string, location string, maxBytes int64) (*unstructured.Unstructured, error) {
 	if !contract.HasLocation(locations, location) {
 		return baseView(u, locations, location), nil
 	}
 	pre := viewOf(u, locations, location, true)
+	var out *unstructured.Unstructured
+	var err error
 	if rules == nil {
 		patch, _ := specdiff.Patch(pre, location)
-		return specdiff.Apply(pre, location, patch)
+		out, err = specdiff.Apply(pre, location, patch)
+	} else {
+		out, err = rules.Render(context.Background(), gvr, cluster, pre, location)
 	}
-	return rules.Render(context.Background(), gvr, cluster, pre, location)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRendering(pre, out, maxBytes); err != nil {
+		return nil, err // the refused rendering is dropped here: nothing keeps it
+	}
+	return out, nil
 }
 
 // touches reports whether rules (nil: none) or u's own spec-diff.kcp.io/<location> patch
@@ -76,14 +90,15 @@ func rulesDiffer(a, b Rules, gvr schema.GroupVersionResource, o *Object, locatio
 // settleRendering renders o, once per object version before it is published, for each
 // location a rule touches, and decides which failing locations keep the last rendering
 // (o.lastGood) and which are withheld (left out of o.locations). prev is the version stored
-// before o, nil for a new object. failed is called for each failing location.
-func (o *Object) settleRendering(rules Rules, gvr schema.GroupVersionResource, prev *Object, failed func(location string, err error)) {
+// before o, nil for a new object. maxBytes bounds each rendering (renderFor). failed is called
+// for each failing location; a failed rendering is not kept.
+func (o *Object) settleRendering(rules Rules, gvr schema.GroupVersionResource, maxBytes int64, prev *Object, failed func(location string, err error)) {
 	withheld := false
 	for _, loc := range o.assigned {
 		if !touches(rules, gvr, o.cluster, o.u, loc) {
 			continue
 		}
-		u, err := renderFor(rules, gvr, o.cluster, o.u, o.assigned, loc)
+		u, err := renderFor(rules, gvr, o.cluster, o.u, o.assigned, loc, maxBytes)
 		if err == nil {
 			if o.rendered == nil {
 				o.rendered = map[string]*unstructured.Unstructured{}
@@ -173,16 +188,21 @@ func (s *ResourceStore) WithheldError(location, cluster, namespace, name string)
 
 // RenderFailure is one (object, location) whose current version does not render.
 type RenderFailure struct {
-	// GVR is the object's resource.
+	// GVR is the object's resource, GVK its kind.
 	GVR schema.GroupVersionResource
-	// Cluster, Namespace and Name identify the object.
+	GVK schema.GroupVersionKind
+	// Cluster, Namespace and Name identify the object; UID and ResourceVersion are the failing
+	// version's (for an Event about it).
 	Cluster, Namespace, Name string
+	UID                      types.UID
+	ResourceVersion          string
 	// Location is the location whose rendering fails.
 	Location string
 	// Withheld is true when the location never rendered the object (it is not in its view);
 	// false when the view keeps the last rendering that succeeded.
 	Withheld bool
-	// Err is the failure: a *customization.RenderError, or a *specdiff.Error.
+	// Err is the failure: a *customization.RenderError, or a *specdiff.Error. A refusal of
+	// pkg/rendercheck wraps a *rendercheck.Refusal (RenderFailure.Refusal).
 	Err error
 }
 
@@ -210,8 +230,8 @@ func (s *ResourceStore) RenderFailures() []RenderFailure {
 	var out []RenderFailure
 	for _, o := range s.failingObjects {
 		for loc, err := range o.failed {
-			out = append(out, RenderFailure{GVR: s.gvr, Cluster: o.cluster, Namespace: o.namespace, Name: o.name,
-				Location: loc, Withheld: o.lastGood[loc] == nil, Err: err})
+			out = append(out, RenderFailure{GVR: s.gvr, GVK: s.gvk, Cluster: o.cluster, Namespace: o.namespace, Name: o.name,
+				UID: o.uid, ResourceVersion: o.rvString, Location: loc, Withheld: o.lastGood[loc] == nil, Err: err})
 		}
 	}
 	return out

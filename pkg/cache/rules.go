@@ -42,7 +42,7 @@ func (s *ResourceStore) Rules() Rules { return s.rules.load() }
 // with it; reads are served by Object.ForLocation, which keeps the last rendering that
 // succeeded instead.
 func (s *ResourceStore) LocationView(u *unstructured.Unstructured, cluster string, locations []string, location string) *unstructured.Unstructured {
-	if v, err := renderFor(s.rules.load(), s.gvr, cluster, u, locations, location); err == nil {
+	if v, err := renderFor(s.rules.load(), s.gvr, cluster, u, locations, location, s.opts.MaxRenderingBytes); err == nil {
 		return v
 	}
 	return baseView(u, locations, location)

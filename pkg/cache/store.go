@@ -70,6 +70,10 @@ type StoreOptions struct {
 	// object deleting (deletion.go), with the store's lock held: it must return at once (queue
 	// the work). mapper-apiserver records an Event on the object from it.
 	DeletionPending func(PendingDeletion)
+	// MaxRenderingBytes bounds the size of a rendering (pkg/rendercheck.TooLarge: 0 is
+	// rendercheck.DefaultMaxBytes, negative no bound); a larger one is refused as a failed
+	// rendering and not kept (mapper-apiserver --max-rendering-bytes).
+	MaxRenderingBytes int64
 }
 
 // withDefaults returns o with zero fields defaulted.

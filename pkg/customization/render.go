@@ -13,6 +13,7 @@ import (
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/rendercheck"
 	"github.com/cluster-mapper/cluster-mapper/pkg/specdiff"
 )
 
@@ -26,9 +27,13 @@ const (
 	// ReasonMutationFailed: a mutation failed: its expression (an error, the cost limit), a
 	// JSON patch that does not apply, an apply configuration the schema refuses, or no schema.
 	ReasonMutationFailed = "MutationFailed"
-	// ReasonProtectedFieldChanged: the mutations changed apiVersion, kind, the object's
-	// identity (name, namespace, uid), resourceVersion, generation or status.
-	ReasonProtectedFieldChanged = "ProtectedFieldChanged"
+	// ReasonProtectedFieldChanged: a mutation, or the object's spec-diff.kcp.io/<location>
+	// patch, would change what a rendering may not change (rendercheck.Changed: identity,
+	// version, lifecycle, status, the kcp.io marks); Err wraps a *rendercheck.Refusal.
+	ReasonProtectedFieldChanged = rendercheck.ReasonProtectedFieldChanged
+	// ReasonRenderingTooLarge: after a mutation, or the spec-diff.kcp.io/<location> patch, the
+	// rendering is larger than Options.MaxRenderingBytes; Err wraps a *rendercheck.Refusal.
+	ReasonRenderingTooLarge = rendercheck.ReasonTooLarge
 	// ReasonSpecDiffFailed: the object's spec-diff.kcp.io/<location> patch cannot be applied
 	// (Err is a *specdiff.Error).
 	ReasonSpecDiffFailed = "SpecDiffFailed"
@@ -99,8 +104,11 @@ func (s *Snapshot) Render(ctx context.Context, gvr schema.GroupVersionResource, 
 		}
 	}
 	out, err = specdiff.Apply(cur, location, diff)
+	if err == nil && out != cur {
+		err = rendercheck.TooLarge(out, s.maxRenderingBytes()).AsError()
+	}
 	if err != nil {
-		return nil, &RenderError{Reason: ReasonSpecDiffFailed, Err: err}
+		return nil, &RenderError{Reason: refusalReason(err, ReasonSpecDiffFailed), Err: err}
 	}
 	if out == obj {
 		out = obj.DeepCopy()
@@ -158,13 +166,15 @@ func (s *Snapshot) apply(ctx context.Context, r *compiled, gvr schema.GroupVersi
 			}
 			u = &unstructured.Unstructured{Object: m}
 		}
+		// Each mutation's result is checked before the next runs (pkg/rendercheck): no
+		// mutation may change a protected field, even one a later mutation would restore, and
+		// a rendering that grew too large stops here, so nothing larger is kept.
+		if err := rendercheck.Check(in, u, s.maxRenderingBytes()); err != nil {
+			return nil, fail(field, refusalReason(err, ReasonMutationFailed), err)
+		}
 		vattrs.VersionedObject = u
 	}
-	out = vattrs.VersionedObject.(*unstructured.Unstructured)
-	if path, changed := specdiff.ChangedProtected(in, out); changed {
-		return nil, fail("spec.mutations", ReasonProtectedFieldChanged, fmt.Errorf("the mutations change %s, which a Customization may not change", path))
-	}
-	return out, nil
+	return vattrs.VersionedObject.(*unstructured.Unstructured), nil
 }
 
 // typeConverter returns the schema of gvk for ApplyConfiguration, nil when unknown.

@@ -56,6 +56,10 @@ type Options struct {
 	// kube-apiserver's MutatingAdmissionPolicy plugin uses). Nil: ApplyConfiguration mutations
 	// fail to render (ReasonMutationFailed, "no schema"); JSONPatch mutations need none.
 	TypeConverters patch.TypeConverterManager
+	// MaxRenderingBytes bounds the size of a rendering after each mutation
+	// (rendercheck.TooLarge: 0 is rendercheck.DefaultMaxBytes, negative no bound), so that a
+	// rendering that grows past it stops there and nothing larger is kept.
+	MaxRenderingBytes int64
 }
 
 // Compiler builds Snapshots and keeps the compiled Customizations between them, so that a

@@ -238,6 +238,7 @@ func (c *checker) resource(ctx context.Context, l *resourceLists) error {
 	}
 	c.report.ManagedObjects += len(l.managed)
 
+	c.identities(name, l.view)
 	// Where each mapped view object belongs on the target.
 	expected := map[string]mapper.SourceRef{}
 	for _, obj := range l.view {
@@ -264,12 +265,17 @@ func (c *checker) resource(ctx context.Context, l *resourceLists) error {
 				Message: "carries " + contract.LocationLabel + "=" + c.cfg.Location + " but not the source annotations"})
 			continue
 		}
+		if place := c.place(namespaced, ref); place != tkey {
+			c.add(Violation{Invariant: 2, Resource: name, Cluster: ref.Cluster, Source: ref.String(), Target: tkey,
+				Message: "the copy names a source whose place on the target is " + place + ", not here"})
+			continue
+		}
 		if src, ok := expected[tkey]; ok && src == ref {
 			continue
 		}
 		orphan := Violation{Invariant: 4, Resource: name, Cluster: ref.Cluster, Source: ref.String(), Target: tkey,
 			Message: "no object of the view belongs here (orphan)"}
-		if _, taken := expected[tkey]; !taken && c.placeOf(ref, namespaced) == tkey {
+		if _, taken := expected[tkey]; !taken {
 			// At its source's place, which no object of the view claims: an orphan only when
 			// the view confirms that its source is gone, as the mapper deletes a copy only
 			// then (mapper.GoneFromView). A view that withholds the source (503) or has not
@@ -289,13 +295,45 @@ func (c *checker) resource(ctx context.Context, l *resourceLists) error {
 	return nil
 }
 
-// placeOf returns where the namespace mapping puts src's copy on the target ("namespace/name",
-// or "name" for a cluster-scoped resource).
-func (c *checker) placeOf(src mapper.SourceRef, namespaced bool) string {
-	if !namespaced {
-		return objectKey("", src.Name)
+// identities reports, under invariant 2, the view objects of resource name whose identity
+// cannot be their source's: an object without a uid (every source object has one), and
+// several objects under one identity (logical cluster, namespace, name), which a source never
+// holds. Either means a rendering changed an object's identity (docs/customization.md, "What a
+// rendering may not change"), so a copy made from it would not be its source's.
+func (c *checker) identities(name string, view []*unstructured.Unstructured) {
+	count := map[mapper.SourceRef]int{}
+	for _, obj := range view {
+		if !mapper.Mapped(obj) {
+			continue
+		}
+		src := mapper.SourceOf(obj, c.cfg.ClusterName)
+		count[src]++
+		if obj.GetUID() == "" {
+			c.add(Violation{Invariant: 2, Resource: name, Cluster: src.Cluster, Source: src.String(),
+				Message: "the view shows the object without a uid: its identity is not a source object's"})
+		}
 	}
-	return objectKey(c.cfg.NamespaceMapping.TargetNamespace(src.Cluster, src.Namespace), src.Name)
+	for src, n := range count {
+		if n > 1 {
+			c.add(Violation{Invariant: 2, Resource: name, Cluster: src.Cluster, Source: src.String(),
+				Message: fmt.Sprintf("the view shows %d objects under this identity: all but one took it from another object", n)})
+		}
+	}
+}
+
+// place returns where on the target the copy of source ref belongs: "namespace/name" (the
+// mapping's namespace, targetNamespace), or "name" for a cluster-scoped resource.
+func (c *checker) place(namespaced bool, ref mapper.SourceRef) string {
+	return objectKey(c.targetNamespace(namespaced, ref), ref.Name)
+}
+
+// targetNamespace returns the target namespace of source ref under the mapping in force, ""
+// for a cluster-scoped resource.
+func (c *checker) targetNamespace(namespaced bool, ref mapper.SourceRef) string {
+	if !namespaced {
+		return ""
+	}
+	return c.cfg.NamespaceMapping.TargetNamespace(ref.Cluster, ref.Namespace)
 }
 
 // goneFromView reports whether src is not in the view, read through the view's path of its
@@ -331,10 +369,7 @@ func clusterViewsOf(view *rest.Config) (func(cluster string) (dynamic.Interface,
 func (c *checker) object(ctx context.Context, gvr schema.GroupVersionResource, namespaced, served bool, obj *unstructured.Unstructured,
 	src mapper.SourceRef, managed map[string]*unstructured.Unstructured, expected map[string]mapper.SourceRef) error {
 	name := gvr.GroupResource().String()
-	ns := ""
-	if namespaced {
-		ns = c.cfg.NamespaceMapping.TargetNamespace(src.Cluster, src.Namespace)
-	}
+	ns := c.targetNamespace(namespaced, src)
 	tkey := objectKey(ns, obj.GetName())
 	v := Violation{Invariant: 1, Resource: name, Cluster: src.Cluster, Source: src.String(), Target: tkey}
 	if !served {
@@ -365,7 +400,7 @@ func (c *checker) object(ctx context.Context, gvr schema.GroupVersionResource, n
 		c.add(v)
 		return nil
 	}
-	ref, _, ok := mapper.MarkedSource(live, c.cfg.Location, namespaced)
+	ref, uid, ok := mapper.MarkedSource(live, c.cfg.Location, namespaced)
 	if !ok {
 		return nil // reported under invariant 2
 	}
@@ -378,6 +413,10 @@ func (c *checker) object(ctx context.Context, gvr schema.GroupVersionResource, n
 		return nil
 	}
 	expected[tkey] = src
+	if uid != obj.GetUID() {
+		c.add(Violation{Invariant: 2, Resource: name, Cluster: src.Cluster, Source: src.String(), Target: tkey,
+			Message: fmt.Sprintf("the copy names source uid %q, the view's object has uid %q: the copy was made from another object under this identity, or its source was re-created since", uid, obj.GetUID())})
+	}
 	if !c.cfg.SkipContent {
 		if msg, err := c.outOfDate(ctx, gvr, obj, live, ns, src); err != nil {
 			return err
