@@ -65,9 +65,25 @@ type Options struct {
 	// go there.
 	SourceClusterPath string
 
-	HistorySize       int
-	WatcherBufferSize int
-	BookmarkInterval  time.Duration
+	HistorySize int
+	// HistoryAge bounds the age of the events kept for watch resumption (docs/views.md,
+	// "Event history"); HistoryMemory the memory they keep alive, across resources (bytes);
+	// HistoryMaxObjectSize the size of a version kept in it once superseded (bytes).
+	HistoryAge           time.Duration
+	HistoryMemory        int64
+	HistoryMaxObjectSize int
+	// RenderWorkers, RenderCostPerObject and RenderCostPerSecond configure the Renderer that
+	// makes the renderings of Customizations away from ingest, fairly per namespace
+	// (cache.RendererOptions; docs/customization.md, "Fairness and budgets").
+	RenderWorkers       int
+	RenderCostPerObject int64
+	RenderCostPerSecond int64
+	// MaxCustomizationsPerNamespace and MaxMutationsPerNamespace bound what one namespace's
+	// Customizations may ask of the server (customization.Limits).
+	MaxCustomizationsPerNamespace int
+	MaxMutationsPerNamespace      int
+	WatcherBufferSize             int
+	BookmarkInterval              time.Duration
 	// DeletionEventDelay is --deletion-event-delay: how long a location may hold an object it
 	// is to delete its copy of before an Event on the object names it (pkg/deletionevents).
 	DeletionEventDelay time.Duration
@@ -90,28 +106,51 @@ type Options struct {
 	MaxRenderingBytes int64
 }
 
+// Defaults of the event history's memory bounds (docs/views.md, "Event history").
+const (
+	// DefaultHistoryMemory is --watch-history-memory: 256 MiB for the histories of all
+	// resources together. At the benchmark's ConfigMaps (1.9 KiB of JSON, 2.5 KiB as the
+	// history counts a superseded version) that is about 100,000 superseded versions, ten
+	// times what the count bound (--watch-history-size) keeps of one resource, while a writer
+	// of large objects can no longer grow a replica's memory without bound (150 writes of a
+	// 900 KB ConfigMap used to keep 225 MB).
+	DefaultHistoryMemory = 256 << 20
+	// DefaultHistoryMaxObjectSize is --watch-history-max-object-size: 256 KiB of JSON, a
+	// hundred times a typical object and a sixth of etcd's largest value (1.5 MiB). A version
+	// larger than that is kept only while it is the current one.
+	DefaultHistoryMaxObjectSize = 256 << 10
+)
+
 // NewOptions returns the default options. There is no etcd (the server stores nothing) and no
 // admission (views are read-only).
 func NewOptions() *Options {
 	o := &Options{
-		RecommendedOptions: genericoptions.NewRecommendedOptions("", Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)),
-		SourceQPS:          200,
-		SourceBurst:        400,
-		SourceMode:         SourceModePlain,
-		ClusterName:        "default",
-		SourceClusterPath:  source.DefaultClusterPath,
-		HistorySize:        10000,
-		WatcherBufferSize:  1000,
-		BookmarkInterval:   time.Minute,
-		DeletionEventDelay: 5 * time.Second,
-		DiscoveryInterval:  5 * time.Second,
-		FreshnessTimeout:   3 * time.Second,
-		ConsistentReadWait: 50 * time.Millisecond,
-		MinRequestTimeout:  300,
-		MaxWatchesPerUser:  100,
+		RecommendedOptions:            genericoptions.NewRecommendedOptions("", Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)),
+		SourceQPS:                     200,
+		SourceBurst:                   400,
+		SourceMode:                    SourceModePlain,
+		ClusterName:                   "default",
+		SourceClusterPath:             source.DefaultClusterPath,
+		HistorySize:                   10000,
+		HistoryAge:                    cache.DefaultHistoryMaxAge,
+		HistoryMemory:                 DefaultHistoryMemory,
+		HistoryMaxObjectSize:          DefaultHistoryMaxObjectSize,
+		RenderWorkers:                 cache.DefaultRenderWorkers,
+		RenderCostPerObject:           cache.DefaultRenderCostPerObject,
+		RenderCostPerSecond:           cache.DefaultRenderCostPerSecond,
+		MaxCustomizationsPerNamespace: customization.DefaultMaxCustomizationsPerNamespace,
+		MaxMutationsPerNamespace:      customization.DefaultMaxMutationsPerNamespace,
+		WatcherBufferSize:             1000,
+		BookmarkInterval:              time.Minute,
+		DeletionEventDelay:            5 * time.Second,
+		DiscoveryInterval:             5 * time.Second,
+		FreshnessTimeout:              3 * time.Second,
+		ConsistentReadWait:            50 * time.Millisecond,
+		MinRequestTimeout:             300,
+		MaxWatchesPerUser:             100,
+		MaxRenderingBytes:             rendercheck.DefaultMaxBytes,
 		// kube-apiserver renews its identity Lease every 10 seconds.
 		RestartFenceTimeout: 30 * time.Second,
-		MaxRenderingBytes:   rendercheck.DefaultMaxBytes,
 	}
 	o.RecommendedOptions.Etcd = nil
 	o.RecommendedOptions.Admission = nil
@@ -129,6 +168,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "With --source-mode=plain: the logical cluster name of every source object (views show it in kcp.io/cluster).")
 	fs.StringVar(&o.SourceClusterPath, "source-cluster-path", o.SourceClusterPath, "With --source-mode=kcp: the path of one logical cluster on the source's server (the kubeconfig's server with a trailing /clusters/* removed); "+source.ClusterPlaceholder+" is replaced by the cluster. Reads by name and status writes go there.")
 	fs.IntVar(&o.HistorySize, "watch-history-size", o.HistorySize, "Events kept per resource so watches can resume from a resourceVersion; older ones answer 410 Gone.")
+	fs.DurationVar(&o.HistoryAge, "watch-history-age", o.HistoryAge, "How long an event is kept so watches can resume from its resourceVersion, at most (kube-apiserver's watch cache keeps about 75s); older resumes answer 410 Gone.")
+	fs.Int64Var(&o.HistoryMemory, "watch-history-memory", o.HistoryMemory, "Bytes of memory the event histories of all resources may keep alive together (superseded object versions, estimated); past it, the resources that hold more than their share drop their oldest events. 0: no bound.")
+	fs.IntVar(&o.HistoryMaxObjectSize, "watch-history-max-object-size", o.HistoryMaxObjectSize, "Bytes of JSON above which a superseded object version is not kept in the event history; a resume that needs it answers 410 Gone. 0: keep every version.")
+	fs.IntVar(&o.RenderWorkers, "render-workers", o.RenderWorkers, "Renderings by Customizations made at once; one namespace has one at most, so that its slow Customizations never hold another's.")
+	fs.Int64Var(&o.RenderCostPerObject, "render-cost-per-object", o.RenderCostPerObject, "CEL cost units the renderings of one object version (every location and Customization) may spend; past it the Customization is not applied to it (the view keeps its last rendering) and is marked Degraded.")
+	fs.Int64Var(&o.RenderCostPerSecond, "render-cost-per-second", o.RenderCostPerSecond, "CEL cost units per second the renderings of one namespace may spend on average; a namespace that spent more waits (its Customizations report Degraded, reason Throttled).")
+	fs.IntVar(&o.MaxCustomizationsPerNamespace, "max-customizations-per-namespace", o.MaxCustomizationsPerNamespace, "Customizations of one namespace applied at most, the oldest first; the others select objects that then fail to render (views keep their last rendering) and are marked Degraded. 0: no limit.")
+	fs.IntVar(&o.MaxMutationsPerNamespace, "max-mutations-per-namespace", o.MaxMutationsPerNamespace, "Mutations of one namespace's Customizations applied at most, counted the oldest Customization first; a Customization whose mutations go past it is treated as over --max-customizations-per-namespace. 0: no limit.")
 	fs.IntVar(&o.WatcherBufferSize, "watcher-buffer-size", o.WatcherBufferSize, "Events a watcher may fall behind before it is closed (its client re-watches).")
 	fs.DurationVar(&o.DeletionEventDelay, "deletion-event-delay", o.DeletionEventDelay, "How long a location may take to delete its copy of an object that waits for it (its finalizer locations.mapper.kcp.io/<location>) before an Event on the object names the location (one per object and location).")
 	fs.DurationVar(&o.BookmarkInterval, "bookmark-interval", o.BookmarkInterval, "How often watchers that allow bookmarks get one, when the resource moved on since their last event (kube-apiserver sends them about once a minute).")
@@ -170,6 +217,15 @@ func (o *Options) Validate() error {
 	}
 	if o.HistorySize < 1 {
 		errs = append(errs, "--watch-history-size must be at least 1")
+	}
+	if o.HistoryAge < 0 || o.HistoryMemory < 0 || o.HistoryMaxObjectSize < 0 {
+		errs = append(errs, "--watch-history-age, --watch-history-memory and --watch-history-max-object-size must not be negative")
+	}
+	if o.RenderWorkers < 1 || o.RenderCostPerObject < 1 || o.RenderCostPerSecond < 1 {
+		errs = append(errs, "--render-workers, --render-cost-per-object and --render-cost-per-second must be at least 1")
+	}
+	if o.MaxCustomizationsPerNamespace < 0 || o.MaxMutationsPerNamespace < 0 {
+		errs = append(errs, "--max-customizations-per-namespace and --max-mutations-per-namespace must not be negative")
 	}
 	if o.WatcherBufferSize < 1 {
 		errs = append(errs, "--watcher-buffer-size must be at least 1")
@@ -288,6 +344,12 @@ func (o *Options) Config() (*Config, error) {
 		Delay:    o.DeletionEventDelay,
 		Instance: serverIdentity(),
 	})
+	renderer := cache.NewRenderer(cache.RendererOptions{
+		Workers: o.RenderWorkers, CostPerObject: o.RenderCostPerObject, CostPerSecond: o.RenderCostPerSecond})
+	historyAge := o.HistoryAge
+	if historyAge == 0 {
+		historyAge = -1 // no age bound
+	}
 	c, err = cache.New(cache.Config{
 		Source:    src,
 		Resources: resources,
@@ -295,6 +357,10 @@ func (o *Options) Config() (*Config, error) {
 			DefaultCluster:        store.DefaultCluster,
 			ClusterFromAnnotation: store.ClusterFromAnnotation,
 			HistorySize:           o.HistorySize,
+			HistoryMaxAge:         historyAge,
+			HistoryBudget:         cache.NewHistoryBudget(o.HistoryMemory),
+			HistoryMaxObjectSize:  o.HistoryMaxObjectSize,
+			Renderer:              renderer,
 			WatcherBufferSize:     o.WatcherBufferSize,
 			BookmarkInterval:      o.BookmarkInterval,
 			DeletionPending:       pending.Pending,
@@ -308,7 +374,8 @@ func (o *Options) Config() (*Config, error) {
 		return nil, err
 	}
 	rules := customization.NewFollower(dyn, customization.FollowerOptions{
-		Options: customization.Options{PlainCluster: viewOpts.PlainCluster, MaxRenderingBytes: o.MaxRenderingBytes},
+		Options: customization.Options{PlainCluster: viewOpts.PlainCluster, MaxRenderingBytes: o.MaxRenderingBytes, Limits: customization.Limits{
+			CustomizationsPerNamespace: o.MaxCustomizationsPerNamespace, MutationsPerNamespace: o.MaxMutationsPerNamespace}},
 		OpenAPI: disc.OpenAPIV3(),
 	})
 	rules.OnChange(func(s *customization.Snapshot) { c.SetRules(s) })
@@ -320,8 +387,9 @@ func (o *Options) Config() (*Config, error) {
 			Registrations:  location.NewRegistrations(kube, dyn, LeaseNamespace),
 			DeletionEvents: pending,
 			Rules:          rules,
-			RulesStatus:    customization.NewStatusWriter(rules, customizationFailures(c), writeClient, customizationStatusInterval),
-			RenderEvents:   customization.NewEventWriter(renderRefusals(c), writeClient, customizationStatusInterval),
+			RulesStatus: customization.NewStatusWriter(rules, customizationFailures(c), writeClient, customizationStatusInterval).
+				WithThrottled(renderer.Throttled),
+			RenderEvents: customization.NewEventWriter(renderRefusals(c), writeClient, customizationStatusInterval),
 			View: view.Options{
 				PlainCluster:       viewOpts.PlainCluster,
 				FreshnessTimeout:   o.FreshnessTimeout,

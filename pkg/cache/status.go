@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -61,7 +62,7 @@ func LocationView(u *unstructured.Unstructured, locations []string, location str
 // rendercheck.DefaultMaxBytes. The error is a *specdiff.Error when the patch cannot be applied
 // or is refused, a *customization.RenderError when the result is too large.
 func RenderView(u *unstructured.Unstructured, locations []string, location string) (*unstructured.Unstructured, error) {
-	return renderFor(nil, schema.GroupVersionResource{}, "", u, locations, location, 0)
+	return renderFor(context.Background(), nil, schema.GroupVersionResource{}, "", u, locations, location, 0)
 }
 
 // baseView returns a copy of u as location's view shows it before any rendering: the status

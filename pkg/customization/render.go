@@ -2,6 +2,7 @@ package customization
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -10,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
-	celconfig "k8s.io/apiserver/pkg/apis/cel"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/rendercheck"
@@ -39,6 +39,8 @@ const (
 	ReasonSpecDiffFailed = "SpecDiffFailed"
 	// ReasonInternalError: the machinery panicked; the panic was recovered.
 	ReasonInternalError = "InternalError"
+	// ReasonLimitExceeded: the Customization is over its namespace's Limits and not applied.
+	ReasonLimitExceeded = controlv1alpha1.ReasonLimitExceeded
 )
 
 // RenderError is a rendering that failed: the object cannot be shown as it would land on the
@@ -127,6 +129,9 @@ func (s *Snapshot) apply(ctx context.Context, r *compiled, gvr schema.GroupVersi
 			out, err = nil, fail("", ReasonInternalError, fmt.Errorf("rendering panicked: %v", p))
 		}
 	}()
+	if r.limited != "" {
+		return nil, fail("", ReasonLimitExceeded, errors.New(r.limited))
+	}
 	if len(r.errs) > 0 {
 		return nil, fail("", ReasonCompilationFailed, r.compileErr())
 	}
@@ -137,8 +142,15 @@ func (s *Snapshot) apply(ctx context.Context, r *compiled, gvr schema.GroupVersi
 		VersionedKind:   gvk,
 		VersionedObject: in,
 	}
+	meter := meterFrom(ctx)
+	if meter != nil && meter.exceeded() {
+		return nil, fail("", ReasonBudgetExceeded, meter.exceededError())
+	}
 	if r.matcher != nil {
 		res := r.matcher.Match(ctx, vattrs, nil, nil)
+		if meter != nil && meter.exceeded() {
+			return nil, fail("spec.matchConditions", ReasonBudgetExceeded, meter.exceededError())
+		}
 		if res.Error != nil {
 			return nil, fail("spec.matchConditions", ReasonMatchConditionFailed, res.Error)
 		}
@@ -154,7 +166,10 @@ func (s *Snapshot) apply(ctx context.Context, r *compiled, gvr schema.GroupVersi
 				return nil, fail(field, ReasonMutationFailed, fmt.Errorf("no schema for %s: an ApplyConfiguration needs the resource's OpenAPI schema", gvk))
 			}
 		}
-		o, err := p.Patch(ctx, req, celconfig.RuntimeCELCostBudget)
+		o, err := p.Patch(ctx, req, meter.budget())
+		if meter != nil && meter.exceeded() {
+			return nil, fail(field, ReasonBudgetExceeded, meter.exceededError())
+		}
 		if err != nil {
 			return nil, fail(field, ReasonMutationFailed, err)
 		}

@@ -152,7 +152,9 @@ func Run(ctx context.Context, o *Options) error {
 		wg.Add(3)
 		go func() {
 			defer wg.Done()
-			statuscollector.New(statuscollector.Config{Dynamic: dyn, Informers: shared}).Run(ctx)
+			statuscollector.New(statuscollector.Config{Dynamic: dyn, Informers: shared, Workers: o.StatusCollectorWorkers,
+				CostPerSummary: o.StatusCollectorCostPerSummary, CostPerSecond: o.StatusCollectorCostPerSecond,
+				MaxPerNamespace: o.MaxStatusCollectorsPerNamespace}).Run(ctx)
 		}()
 		go func() {
 			defer wg.Done()
