@@ -2,56 +2,40 @@ package mapper
 
 import (
 	"fmt"
-	"net/http"
-	"sync"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/sourcecluster"
 )
 
-// clusterViews builds and keeps the dynamic clients of the per-cluster paths of a location's
+// ClusterViews builds and keeps the dynamic clients of the per-cluster paths of a location's
 // view (<view>/clusters/<cluster>, DESIGN.md "The location view"). Status is written through
 // them: on the view's all-clusters path a write by namespace/name that several logical clusters
 // hold answers 400, and the per-cluster path lets the view write the right source object. All
-// clients share the view client's HTTP client (connections, TLS).
-type clusterViews struct {
-	base       *rest.Config
-	httpClient *http.Client
-
-	mu      sync.Mutex
-	clients map[string]dynamic.Interface
+// clients share the view client's HTTP client (connections, TLS). The mapper writes status and
+// confirms deletions (GoneFromView) through them, and `mapper verify` asks them whether an
+// unlisted copy's source is gone. Safe for concurrent use.
+type ClusterViews struct {
+	paths *sourcecluster.PathClients
 }
 
-// newClusterViews returns the per-cluster clients of the view whose all-clusters config is view.
-func newClusterViews(view *rest.Config) (*clusterViews, error) {
-	hc, err := rest.HTTPClientFor(view)
+// NewClusterViews returns the per-cluster clients of the view whose all-clusters config is
+// view. The error is rest.HTTPClientFor's.
+func NewClusterViews(view *rest.Config) (*ClusterViews, error) {
+	paths, err := sourcecluster.NewPathClients(view)
 	if err != nil {
 		return nil, err
 	}
-	return &clusterViews{base: rest.CopyConfig(view), httpClient: hc, clients: map[string]dynamic.Interface{}}, nil
+	return &ClusterViews{paths: paths}, nil
 }
 
-// For returns the client of cluster's view path, building it on first use. cluster must be a
-// valid logical cluster name.
-func (c *clusterViews) For(cluster string) (dynamic.Interface, error) {
+// For returns the client of cluster's view path, <view>/clusters/<cluster>, building it on
+// first use. cluster must be a valid logical cluster name (else an error).
+func (c *ClusterViews) For(cluster string) (dynamic.Interface, error) {
 	if err := contract.ValidateClusterName(cluster); err != nil {
 		return nil, fmt.Errorf("cannot write through the view: %w", err)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if d, ok := c.clients[cluster]; ok {
-		return d, nil
-	}
-	cfg, err := ClusterViewConfig(c.base, cluster)
-	if err != nil {
-		return nil, err
-	}
-	d, err := dynamic.NewForConfigAndClient(cfg, c.httpClient)
-	if err != nil {
-		return nil, err
-	}
-	c.clients[cluster] = d
-	return d, nil
+	return c.paths.For("/" + contract.ClustersSegment + "/" + cluster)
 }

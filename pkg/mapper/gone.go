@@ -3,32 +3,15 @@ package mapper
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
-
-	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
-// ClusterViewConfig returns the client config of the path of one logical cluster of the view
-// whose all-clusters config is view: <view>/clusters/<cluster> (DESIGN.md "The location
-// view"). cluster must be a valid logical cluster name (contract.ValidateClusterName's error
-// otherwise).
-func ClusterViewConfig(view *rest.Config, cluster string) (*rest.Config, error) {
-	if err := contract.ValidateClusterName(cluster); err != nil {
-		return nil, err
-	}
-	cfg := rest.CopyConfig(view)
-	cfg.Host = strings.TrimSuffix(cfg.Host, "/") + "/" + contract.ClustersSegment + "/" + cluster
-	return cfg, nil
-}
-
 // GoneFromView reads src, an object of gvr, through clusterView, the client of the view's path
-// of src's logical cluster (ClusterViewConfig; on the all-clusters path a GET of a name that
+// of src's logical cluster (ClusterViews.For; on the all-clusters path a GET of a name that
 // several clusters hold answers 400), with a consistent GET, and reports whether the object is
 // not in the view: NotFound, another cluster's object of that name, or one the mapper does not
 // map (defaultCluster is the cluster of an object without kcp.io/cluster). Any other answer is

@@ -85,11 +85,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	served := mapper.TargetServes(targetDiscovery, gvrs)
 
 	report := &Report{Location: cfg.Location, Resources: []string{}}
-	clusterView, err := clusterViewsOf(cfg.View)
+	clusterViews, err := mapper.NewClusterViews(cfg.View)
 	if err != nil {
 		return nil, err
 	}
-	c := &checker{cfg: cfg, view: view, clusterView: clusterView, target: target, report: report, clusters: map[string]*ClusterReport{}}
+	c := &checker{cfg: cfg, view: view, clusterView: clusterViews.For, target: target, report: report, clusters: map[string]*ClusterReport{}}
 	// Both sides of every resource first: auto mapping is resolved over all of them, as the
 	// mapper resolves it over all its informers.
 	lists := make([]*resourceLists, 0, len(gvrs))
@@ -346,22 +346,6 @@ func (c *checker) goneFromView(ctx context.Context, gvr schema.GroupVersionResou
 	return mapper.GoneFromView(ctx, view, gvr, src, c.cfg.ClusterName)
 }
 
-// clusterViewsOf returns the builder of the clients of view's per-cluster paths
-// (mapper.ClusterViewConfig), sharing view's HTTP client.
-func clusterViewsOf(view *rest.Config) (func(cluster string) (dynamic.Interface, error), error) {
-	hc, err := rest.HTTPClientFor(view)
-	if err != nil {
-		return nil, err
-	}
-	return func(cluster string) (dynamic.Interface, error) {
-		cfg, err := mapper.ClusterViewConfig(view, cluster)
-		if err != nil {
-			return nil, err
-		}
-		return dynamic.NewForConfigAndClient(cfg, hc)
-	}, nil
-}
-
 // object checks one mapped view object obj (source src) against its target copy (invariants
 // 1 and 3) and records its target place in expected. When two sources share a place (two
 // logical clusters under NamespaceMappingSame), the one whose copy is there owns it and the
@@ -426,10 +410,11 @@ func (c *checker) object(ctx context.Context, gvr schema.GroupVersionResource, n
 		}
 	}
 	if mapper.Reflects(obj) {
-		status, _ := live.Object["status"].(map[string]interface{})
-		if len(status) > 0 && !equality.Semantic.DeepEqual(obj.Object["status"], live.Object["status"]) {
+		// What the mapper writes back (docs/status.md): the copy's status with its
+		// observedGeneration counted in view generations, not the copy's raw .status.
+		if reported := mapper.ReportedStatus(live, obj); len(reported) > 0 && !equality.Semantic.DeepEqual(obj.Object["status"], reported) {
 			c.add(Violation{Invariant: 3, Resource: name, Cluster: src.Cluster, Source: src.String(), Target: tkey,
-				Message: "the source's status differs from the target's"})
+				Message: "the view's status differs from the status the target's copy reports"})
 		}
 	}
 	return nil

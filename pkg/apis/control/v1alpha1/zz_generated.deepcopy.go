@@ -186,6 +186,11 @@ func (in *CustomizationStatus) DeepCopyInto(out *CustomizationStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.SelectedObjects != nil {
+		in, out := &in.SelectedObjects, &out.SelectedObjects
+		*out = new(int64)
+		**out = **in
+	}
 	if in.Failures != nil {
 		in, out := &in.Failures, &out.Failures
 		*out = make([]CustomizationFailure, len(*in))
@@ -684,6 +689,11 @@ func (in *PlacementStatus) DeepCopyInto(out *PlacementStatus) {
 	}
 	if in.Locations != nil {
 		in, out := &in.Locations, &out.Locations
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
+	if in.UnmirroredDependencies != nil {
+		in, out := &in.UnmirroredDependencies, &out.UnmirroredDependencies
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
