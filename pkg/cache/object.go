@@ -228,9 +228,8 @@ func newObject(key contract.Key, cluster, namespace, name string, locations []st
 // an object share what did not change.
 func (o *Object) compact(prev *Object) {
 	if o.variants != nil && o.templatable(o.u) {
-		value, has := o.u.GetAnnotations()[contract.AssignedLocationsAnnotation]
-		if raw, err := o.MarshalJSON(); err == nil && has {
-			if h, ok := findAssignmentHole(value, raw); ok {
+		if raw, err := o.MarshalJSON(); err == nil {
+			if h, ok := findAssignmentHole(raw); ok {
 				if more, ok := o.findMoreHoles(raw); ok {
 					o.hole, o.more = h, more
 					o.u = nil
