@@ -152,10 +152,11 @@ func FuzzDecodeObject(f *testing.F) {
 }
 
 // TestDecodeListRefusesMalformedText checks that a list body that is not a list of objects is
-// an error, never a panic, and that an empty or null items list is an empty list.
+// an error, never a panic, and that an empty or null items list is an empty list. (An item
+// that does not decode is skipped alone: TestDecodeListSkipsItemsThatDoNotDecode.)
 func TestDecodeListRefusesMalformedText(t *testing.T) {
 	for _, doc := range []string{
-		``, `[]`, `{"items":{}}`, `{"items":[1]}`, `{"items":[{"metadata":{"name":5}}]}`, `{"metadata":[]}`, `{"items":[]} x`, `{"items":[{}`,
+		``, `[]`, `{"items":{}}`, `{"metadata":[]}`, `{"items":[]} x`, `{"items":[{}`,
 	} {
 		var l List
 		if err := decodeList([]byte(doc), &l, Annotation{}); err == nil {
