@@ -141,10 +141,12 @@ func normalized(data []byte) ([]byte, error) {
 	return json.Marshal(v)
 }
 
-// decodeItem returns the Object of data, an item of a list or the object of a watch event:
-// DecodeObject's, or when DecodeObject refuses data an Object that carries the error
-// (DecodeError) and what can be read of its metadata.
-func decodeItem(data []byte, add Annotation) *Object {
+// DecodeItem returns the Object of data, an item of a list or the object of a watch event, as
+// the object client reads them: DecodeObject's, or when DecodeObject refuses data an Object
+// that carries the error (DecodeError) and what can be read of its metadata (name, namespace,
+// uid, resourceVersion, annotations, apiVersion, kind), so that the cache can skip that
+// version alone. It never returns nil.
+func DecodeItem(data []byte, add Annotation) *Object {
 	o, err := DecodeObject(data, add)
 	if err == nil {
 		return o
@@ -459,7 +461,7 @@ func (l *List) DeepCopyObject() runtime.Object {
 // decodeList decodes a list body into l: apiVersion, kind and metadata (ListMeta, decoded as
 // Kubernetes does: sigs.k8s.io/json, case-sensitive) and each item as an Object (DecodeObject,
 // adding add). An item that DecodeObject refuses is in l.Items as an Object that carries the
-// error (decodeItem): one such item does not fail the list. The body is walked, not decoded
+// error (DecodeItem): one such item does not fail the list. The body is walked, not decoded
 // into a tree (a first list of a resource is the bulk of the cache's start-up), and each item
 // is validated once, by DecodeObject; text the walker cannot split into items is an error.
 func decodeList(data []byte, l *List, add Annotation) error {
@@ -480,7 +482,7 @@ func decodeList(data []byte, l *List, add Annotation) error {
 				return nil
 			}
 			_, err := walkArray(data, m.valueStart, func(start, end int) error {
-				l.Items = append(l.Items, decodeItem(data[start:end], add))
+				l.Items = append(l.Items, DecodeItem(data[start:end], add))
 				return nil
 			})
 			return err

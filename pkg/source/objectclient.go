@@ -134,7 +134,7 @@ func (c objectCodec) Decode(data []byte, _ *schema.GroupVersionKind, into runtim
 		// A watch event's object (client-go's watch decoder): one that does not decode is an
 		// Object carrying the error (Object.DecodeError), which the cache skips and counts; an
 		// error here would end the watch, and the reflector would resume at the same event.
-		o := decodeItem(data, c.add)
+		o := DecodeItem(data, c.add)
 		if o.decodeErr == nil && o.APIVersion == "v1" && o.Kind == "Status" {
 			return c.Decode(data, nil, &metav1.Status{})
 		}
