@@ -1,7 +1,10 @@
 package cache
 
 import (
+	"reflect"
 	"testing"
+
+	kjson "sigs.k8s.io/json"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/source"
@@ -63,4 +66,48 @@ func TestTemplateHoleIsTheAnnotation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzTemplateHole holds findAssignmentHole to sigs.k8s.io/json: in any object the source's
+// object client accepts, the hole is the value of metadata.annotations[kcp.io/assigned-locations]
+// as the decoder reads it: writing another value there changes that annotation, and nothing
+// else the decoder reads. `go test` runs it on its seeds (holeCases and the template test's
+// shapes).
+func FuzzTemplateHole(f *testing.F) {
+	for _, raw := range holeCases {
+		f.Add([]byte(raw))
+	}
+	f.Add([]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"annotations":{"a":"b","kcp.io/assigned-locations":"[\"east\"]"}},"data":{"kcp.io/assigned-locations":"[\"east\"]"}}`))
+	f.Add([]byte(`{"metadata":{"annotations":{"kcp.io/assigned-locations":"x","kcp.io/assigned-locations":"[\"a\",\"b\"]"}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		obj, err := source.DecodeObject(data, source.Annotation{})
+		if err != nil {
+			return
+		}
+		raw := obj.JSON()
+		value, has := obj.Annotations[contract.AssignedLocationsAnnotation]
+		h, ok := findAssignmentHole(raw)
+		if ok != has {
+			t.Fatalf("findAssignmentHole(%q): %v, the decoder reads the annotation: %v", raw, ok, has)
+		}
+		if !ok {
+			return
+		}
+		var got string
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(raw[h.start:h.end], &got); err != nil || got != value {
+			t.Fatalf("the hole of %q is %q, the annotation %q", raw, raw[h.start:h.end], value)
+		}
+		filled := append(append(append([]byte(nil), raw[:h.start]...), `"[\"filled\"]"`...), raw[h.end:]...)
+		var before, after map[string]interface{}
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &before); err != nil {
+			t.Fatal(err)
+		}
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(filled, &after); err != nil {
+			t.Fatalf("filling the hole of %q gives %q: %v", raw, filled, err)
+		}
+		before["metadata"].(map[string]interface{})["annotations"].(map[string]interface{})[contract.AssignedLocationsAnnotation] = `["filled"]`
+		if !reflect.DeepEqual(before, after) {
+			t.Fatalf("filling the hole of %q gives %q", raw, filled)
+		}
+	})
 }
