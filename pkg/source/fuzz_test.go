@@ -235,4 +235,3 @@ func FuzzDecodeObject(f *testing.F) {
 		}
 	})
 }
-
