@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -38,8 +39,13 @@ type textReport struct {
 // checkJSON validates b as validJSON does, in one pass, and reports how a decoder would read
 // it (textReport).
 func checkJSON(b []byte) (textReport, error) {
-	var scratch [64][]byte
-	v := validator{b: b, names: scratch[:0]}
+	names := namesPool.Get().(*[][]byte)
+	v := validator{b: b, names: (*names)[:0]}
+	defer func() {
+		clear(v.names[:cap(v.names)]) // keep no reference to b
+		*names = v.names[:0]
+		namesPool.Put(names)
+	}()
 	if err := v.value(); err != nil {
 		return textReport{}, err
 	}
@@ -48,6 +54,13 @@ func checkJSON(b []byte) (textReport, error) {
 	}
 	return v.report, nil
 }
+
+// namesPool keeps the validator's slices of member names between checks: one per check would
+// be garbage of every object the source sends.
+var namesPool = sync.Pool{New: func() any {
+	names := make([][]byte, 0, 64)
+	return &names
+}}
 
 // validator checks JSON text by recursive descent.
 type validator struct {
