@@ -104,8 +104,7 @@ func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstr
 			return nil
 		}
 		m.metrics.errors(r.name(), "finalizer").Inc()
-		m.states.set(key, outcomeError)
-		return err
+		return m.applyFailed(ctx, r, key, obj, fmt.Errorf("adding the location's finalizer through the view: %w", err))
 	}
 	desired := Transform(obj, TargetObject{Location: m.cfg.Location, Namespace: ns, Source: src})
 	if live != nil {
