@@ -81,7 +81,7 @@ func TestPlainSourceClusterAnnotationOncePerVersion(t *testing.T) {
 	if err != nil || !strings.Contains(string(j), `"kcp.io/cluster":"root"`) {
 		t.Fatalf("encoding %s %v", j, err)
 	}
-	if c := a.SourceObject().GetAnnotations()[contract.ClusterAnnotation]; c != "user-wrote-this" {
+	if c := sourceObject(t, a).GetAnnotations()[contract.ClusterAnnotation]; c != "user-wrote-this" {
 		t.Fatalf("SourceObject kcp.io/cluster = %q, want the source's own value", c)
 	}
 }

@@ -113,8 +113,14 @@ func (s *ResourceStore) SetRules(rules Rules, fresh uint64) {
 		if len(affected) == 0 {
 			continue
 		}
-		u := o.content() // decoded only for the objects the change affects
-		n := s.build(identityOf(o, u), o)
+		u, err := o.Content() // decoded only for the objects the change affects
+		if err != nil {
+			continue // logged by Content: the views stay as they are
+		}
+		n, err := s.build(identityOf(o, u), o)
+		if err != nil {
+			continue // impossible: a decoded identity (identity.tree)
+		}
 		changed := map[string]bool{}
 		for _, loc := range affected {
 			switch {

@@ -147,8 +147,9 @@ type ResourceStore struct {
 	// an object whose kcp.io/cluster changes (kcp never does that, but the store does not rely
 	// on it) changes its key, and the store must then delete the old key (no ghost copy).
 	byUID map[types.UID]contract.Key
-	// rejected maps the UID of each object rejected for want of a valid logical cluster to
-	// the resourceVersion last rejected, so that each version is counted and logged once.
+	// rejected maps the UID of each object whose version was not stored, for want of a valid
+	// logical cluster or for content that does not decode, to the resourceVersion last
+	// rejected, so that each version is counted and logged once.
 	// Guarded by writeMu.
 	rejected map[types.UID]string
 	// failingObjects are the objects whose rendering fails, or is pending, for some location

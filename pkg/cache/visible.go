@@ -238,9 +238,9 @@ func (s *ResourceStore) settleFirstListed(o *Object, listRV uint64) {
 // (buildFromJSON without a template), from raw with the value of metadata.resourceVersion
 // replaced by rv: one copy of the bytes, shared by o's locations, no decoding, rendering or
 // encoding (BenchmarkFirstListMovedGenerations). It reports false, doing nothing, when the
-// resourceVersion is not found exactly once in raw.
+// resourceVersion is not a string value at metadata.resourceVersion of raw (found structurally).
 func (o *Object) viewFromOwnJSON(raw []byte, rv uint64) bool {
-	at, ok := findStringMember(resourceVersionKey, o.rvString, raw)
+	at, ok := findValue(raw, "metadata", "resourceVersion")
 	if !ok {
 		return false
 	}
