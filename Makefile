@@ -48,6 +48,15 @@ demo: testenv ## Run the local demo on real servers: source kube-apiserver, work
 build: ## Build the binaries of ./cmd/... into bin/, with the version from `git describe` (hack/version-ldflags.sh).
 	$(GO) build -ldflags "$$(bash hack/version-ldflags.sh)" -o bin/ ./cmd/...
 
+# Images (hack/images.sh): IMAGE_REPO, IMAGE_BUILDER, IMAGES, IMAGES_SAVE_FORMAT are read from the environment.
+.PHONY: images
+images: ## Build the OCI images of cmd/... (static binaries, FROM scratch) with buildah or podman; tags cluster-mapper/<name>:<version> and :latest.
+	@bash hack/images.sh build
+
+.PHONY: images-save
+images-save: ## Build the images and write them to _output/images/<name>.tar (docker-archive; IMAGES_SAVE_FORMAT=oci-archive for OCI).
+	@bash hack/images.sh save
+
 # BENCH_FLAGS are extra flags of hack/bench (see `go run ./hack/bench -help`), e.g. BENCH_FLAGS="--fanout-duration=30s".
 BENCH_FLAGS ?=
 

@@ -9,8 +9,11 @@ import (
 	"k8s.io/component-base/cli"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/apiserver"
+	"github.com/cluster-mapper/cluster-mapper/pkg/buildversion"
 )
 
 func main() {
-	os.Exit(cli.Run(apiserver.NewCommand()))
+	cmd := apiserver.NewCommand()
+	buildversion.AddFlag(cmd)
+	os.Exit(cli.Run(cmd))
 }

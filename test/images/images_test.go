@@ -1,0 +1,163 @@
+package images
+
+import (
+	"debug/elf"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// testRepo is the repository prefix the test tags its images with, so that it never replaces the
+// images of `make images` (cluster-mapper/...); they are removed when the test ends.
+const testRepo = "localhost/cluster-mapper-test"
+
+// TestImages builds every image with hack/images.sh save (what `make images-save` runs), then
+// checks each image as a container runtime would see it, without running one: the entrypoint is
+// the command's static binary, the user is 65532:65532, the OCI labels carry the version of
+// hack/version-ldflags.sh, the revision and the source, and the binary taken out of the image's
+// filesystem prints that same version with --version and its usage with --help.
+func TestImages(t *testing.T) {
+	builder := imageBuilder(t)
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := hackOutput(t, root, nil, "hack/version-ldflags.sh", "--version")
+	commit := hackOutput(t, root, nil, "hack/version-ldflags.sh", "--commit")
+	out := t.TempDir()
+	env := []string{"IMAGES_OUTPUT=" + out, "IMAGE_REPO=" + testRepo, "IMAGE_BUILDER=" + builder}
+	t.Cleanup(func() {
+		for _, ref := range strings.Fields(hackOutput(t, root, env, "hack/images.sh", "list")) {
+			latest := ref[:strings.LastIndex(ref, ":")] + ":latest"
+			_ = exec.Command(builder, "rmi", ref, latest).Run()
+		}
+	})
+	cmd := exec.Command("bash", "hack/images.sh", "save")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), env...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("hack/images.sh save: %v\n%s", err, b)
+	}
+
+	commands, err := os.ReadDir(filepath.Join(root, "cmd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range commands {
+		name := c.Name()
+		t.Run(name, func(t *testing.T) {
+			tarball := filepath.Join(out, name+".tar")
+			img, err := ReadArchive(tarball)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := os.Stat(tarball)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: %.1f MB", filepath.Base(tarball), float64(st.Size())/1e6)
+
+			entrypoint := "/usr/local/bin/" + name
+			cfg := img.Config.Config
+			if len(cfg.Entrypoint) != 1 || cfg.Entrypoint[0] != entrypoint {
+				t.Errorf("entrypoint %q, want [%q]", cfg.Entrypoint, entrypoint)
+			}
+			if cfg.User != "65532:65532" {
+				t.Errorf("user %q, want the non-root 65532:65532", cfg.User)
+			}
+			for k, want := range map[string]string{
+				"org.opencontainers.image.version":  version,
+				"org.opencontainers.image.revision": commit,
+				"org.opencontainers.image.title":    name,
+				"org.opencontainers.image.source":   "https://github.com/cluster-mapper/cluster-mapper",
+			} {
+				if got := cfg.Labels[k]; got != want {
+					t.Errorf("label %s = %q, want %q", k, got, want)
+				}
+			}
+			if len(img.Layers) != 1 {
+				t.Errorf("%d layers, want 1: an image FROM scratch holding one binary", len(img.Layers))
+			}
+
+			bin, mode, err := img.File(entrypoint)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mode&0o005 != 0o005 {
+				t.Errorf("%s has mode %v: user 65532 cannot run it", entrypoint, mode)
+			}
+			path := filepath.Join(t.TempDir(), name)
+			if err := os.WriteFile(path, bin, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := checkStatic(path); err != nil {
+				t.Error(err)
+			}
+			got, err := exec.Command(path, "--version").CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s --version: %v\n%s", name, err, got)
+			}
+			if f := strings.Fields(string(got)); len(f) < 2 || f[0] != name || f[1] != version {
+				t.Errorf("%s --version printed %q, want %q first, as the image's version label", name, got, name+" "+version)
+			}
+			help, err := exec.Command(path, "--help").CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s --help: %v\n%s", name, err, help)
+			}
+			if !strings.Contains(string(help), "Usage:\n  "+name) {
+				t.Errorf("%s --help printed no usage:\n%s", name, help)
+			}
+		})
+	}
+}
+
+// checkStatic fails for a dynamically linked executable: an image FROM scratch has no loader and
+// no libc.
+func checkStatic(path string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("%s is dynamically linked (it names a program interpreter)", path)
+		}
+	}
+	if libs, _ := f.ImportedLibraries(); len(libs) > 0 {
+		return fmt.Errorf("%s needs shared libraries %v", path, libs)
+	}
+	return nil
+}
+
+// imageBuilder returns buildah or podman, whichever is on PATH. Without either the test is
+// skipped, except in CI (CI set), where it fails: .ci/run installs buildah.
+func imageBuilder(t *testing.T) string {
+	for _, b := range []string{"buildah", "podman"} {
+		if _, err := exec.LookPath(b); err == nil {
+			return b
+		}
+	}
+	msg := "no image builder: apt-get install -y buildah (or podman)"
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg + "; .ci/run installs it")
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// hackOutput runs a script of hack/ in root with env added and returns its trimmed stdout.
+func hackOutput(t *testing.T, root string, env []string, script string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("bash", append([]string{script}, args...)...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s %s: %v", script, strings.Join(args, " "), err)
+	}
+	return strings.TrimSpace(string(out))
+}
