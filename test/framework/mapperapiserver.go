@@ -98,6 +98,26 @@ func BuildBinary(t TB, pkg string) string {
 	return out
 }
 
+// UseBinary makes [BuildBinary](pkg) return path, an executable built elsewhere, until the test
+// ends: a test of what ships (test/e2e's TestInstall runs the binaries taken out of the images)
+// sets it before starting anything, and the framework's Start functions then run that binary.
+func UseBinary(t TB, pkg, path string) {
+	t.Helper()
+	buildMu.Lock()
+	old, had := buildCache[pkg]
+	buildCache[pkg] = path
+	buildMu.Unlock()
+	t.Cleanup(func() {
+		buildMu.Lock()
+		defer buildMu.Unlock()
+		if had {
+			buildCache[pkg] = old
+		} else {
+			delete(buildCache, pkg)
+		}
+	})
+}
+
 // binDirPrefix names the per-process directories BuildBinary builds into.
 const binDirPrefix = "cluster-mapper-bin-"
 

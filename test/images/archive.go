@@ -63,7 +63,9 @@ func readOCIArchive(entries map[string][]byte, index []byte) (*Image, error) {
 	if len(idx.Manifests) != 1 {
 		return nil, fmt.Errorf("index.json lists %d manifests, want 1", len(idx.Manifests))
 	}
-	blob := func(d ocispec.Descriptor) string { return path.Join("blobs", d.Digest.Algorithm().String(), d.Digest.Encoded()) }
+	blob := func(d ocispec.Descriptor) string {
+		return path.Join("blobs", d.Digest.Algorithm().String(), d.Digest.Encoded())
+	}
 	var m ocispec.Manifest
 	if err := json.Unmarshal(entries[blob(idx.Manifests[0])], &m); err != nil {
 		return nil, fmt.Errorf("manifest %s: %w", idx.Manifests[0].Digest, err)

@@ -25,21 +25,16 @@ func TestImages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	version := hackOutput(t, root, nil, "hack/version-ldflags.sh", "--version")
-	commit := hackOutput(t, root, nil, "hack/version-ldflags.sh", "--commit")
+	version := hackOutput(t, root, "hack/version-ldflags.sh", "--version")
+	commit := hackOutput(t, root, "hack/version-ldflags.sh", "--commit")
 	out := t.TempDir()
-	env := []string{"IMAGES_OUTPUT=" + out, "IMAGE_REPO=" + testRepo, "IMAGE_BUILDER=" + builder}
 	t.Cleanup(func() {
-		for _, ref := range strings.Fields(hackOutput(t, root, env, "hack/images.sh", "list")) {
-			latest := ref[:strings.LastIndex(ref, ":")] + ":latest"
-			_ = exec.Command(builder, "rmi", ref, latest).Run()
+		if err := Remove(root, out, testRepo, builder); err != nil {
+			t.Error(err)
 		}
 	})
-	cmd := exec.Command("bash", "hack/images.sh", "save")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), env...)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("hack/images.sh save: %v\n%s", err, b)
+	if _, err := Hack(root, out, testRepo, builder, "save"); err != nil {
+		t.Fatal(err)
 	}
 
 	commands, err := os.ReadDir(filepath.Join(root, "cmd"))
@@ -82,15 +77,15 @@ func TestImages(t *testing.T) {
 				t.Errorf("%d layers, want 1: an image FROM scratch holding one binary", len(img.Layers))
 			}
 
-			bin, mode, err := img.File(entrypoint)
+			_, mode, err := img.File(entrypoint)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if mode&0o005 != 0o005 {
 				t.Errorf("%s has mode %v: user 65532 cannot run it", entrypoint, mode)
 			}
-			path := filepath.Join(t.TempDir(), name)
-			if err := os.WriteFile(path, bin, 0o755); err != nil {
+			path, err := img.ExtractEntrypoint(t.TempDir())
+			if err != nil {
 				t.Fatal(err)
 			}
 			if err := checkStatic(path); err != nil {
@@ -136,10 +131,8 @@ func checkStatic(path string) error {
 // imageBuilder returns buildah or podman, whichever is on PATH. Without either the test is
 // skipped, except in CI (CI set), where it fails: .ci/run installs buildah.
 func imageBuilder(t *testing.T) string {
-	for _, b := range []string{"buildah", "podman"} {
-		if _, err := exec.LookPath(b); err == nil {
-			return b
-		}
+	if b := Builder(); b != "" {
+		return b
 	}
 	msg := "no image builder: apt-get install -y buildah (or podman)"
 	if os.Getenv("CI") != "" {
@@ -149,12 +142,11 @@ func imageBuilder(t *testing.T) string {
 	return ""
 }
 
-// hackOutput runs a script of hack/ in root with env added and returns its trimmed stdout.
-func hackOutput(t *testing.T, root string, env []string, script string, args ...string) string {
+// hackOutput runs a script of hack/ in root and returns its trimmed stdout.
+func hackOutput(t *testing.T, root, script string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("bash", append([]string{script}, args...)...)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("%s %s: %v", script, strings.Join(args, " "), err)
