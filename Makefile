@@ -39,7 +39,7 @@ codegen: ## Regenerate deepcopy, conversion, defaulting and OpenAPI code (hack/u
 	@bash hack/update-codegen.sh
 
 .PHONY: demo
-demo: testenv ## Run the local demo on real servers: source kube-apiserver, workloads, mapper-apiserver; Ctrl-C stops it.
+demo: testenv ## Run every part locally on real servers (a source, a target per location, kube-controller-manager, mapper-apiserver, mapper-controller, mappers); binaries in bin/; Ctrl-C stops it.
 	@testenv="$$(bash hack/install-testenv.sh | tail -n 1)"; \
 	$(GO) build -o bin/demo ./hack/demo; \
 	CLUSTER_MAPPER_TESTENV="$$testenv" exec bin/demo
