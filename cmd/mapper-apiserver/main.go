@@ -1,6 +1,6 @@
 // Command mapper-apiserver is the aggregated API server that keeps one indexed cache of a
 // source API server and serves each location a view holding only that location's objects
-// (DESIGN.md).
+// (docs/design.md).
 package main
 
 import (

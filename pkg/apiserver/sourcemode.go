@@ -1,6 +1,6 @@
 package apiserver
 
-// Source modes (--source-mode), DESIGN.md "Names" (logical cluster of a source object).
+// Source modes (--source-mode), docs/design.md, "Names" (logical cluster of a source object).
 const (
 	// SourceModePlain is a plain Kubernetes source: one logical cluster, named by
 	// --cluster-name; a kcp.io/cluster annotation a user wrote on an object is ignored.

@@ -37,7 +37,7 @@ type Failure struct {
 // maxFailureMessage bounds the message of one failure in a Customization's status.
 const maxFailureMessage = 256
 
-// StatusWriter keeps the status of every Customization current (issue 14 item 4): the Compiled
+// StatusWriter keeps the status of every Customization current: the Compiled
 // condition from the compile errors of the Follower's snapshot, the Ready condition, the count
 // and the first few (controlv1alpha1.MaxCustomizationFailures) of the failing (object,
 // location) pairs that failures reports, and observedGeneration. A status is written (with

@@ -162,7 +162,7 @@ func (m *Mapper) deleteCopy(ctx context.Context, r *resource, key itemKey, ns st
 }
 
 // goneFromView reads the object of key through the view's path of its logical cluster
-// (DESIGN.md: on the all-clusters path a GET of a name that several clusters hold answers
+// (docs/design.md: on the all-clusters path a GET of a name that several clusters hold answers
 // 400) with a consistent GET and reports whether it is not there (NotFound, another
 // cluster's object of that name, or one the mapper does not map). Any error is returned:
 // then nothing may be deleted.

@@ -15,7 +15,7 @@ import (
 )
 
 // DefaultTolerance is how long a location may be not Ready before a Placement moves its
-// objects when spec.notReadyTolerance is absent (issue 15: 5 minutes).
+// objects when spec.notReadyTolerance is absent (5 minutes).
 const DefaultTolerance = 5 * time.Minute
 
 // Policy is a Placement's spec, compiled.

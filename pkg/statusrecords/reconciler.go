@@ -1,5 +1,5 @@
 // Package statusrecords keeps the per-location status records on source objects in step with
-// the objects' assignments (DESIGN.md "Names"; issue "Status write-back"): a record of a
+// the objects' assignments (docs/design.md, "Names"): a record of a
 // location the object is no longer assigned to is removed, and the source's .status follows
 // the location named by kcp.io/status-location.
 package statusrecords

@@ -8,7 +8,7 @@ import (
 )
 
 // summarizedKinds are the replica kinds whose status the Summarize policy sums over locations
-// (DESIGN.md "Names", kcp.io/status-policy: Summarize; issue 14 item 6).
+// (docs/design.md, "Names", kcp.io/status-policy: Summarize).
 var summarizedKinds = map[schema.GroupKind]bool{
 	{Group: "apps", Kind: "Deployment"}:  true,
 	{Group: "apps", Kind: "StatefulSet"}: true,
@@ -24,8 +24,8 @@ var summedFields = []string{
 	"currentReplicas", "fullyLabeledReplicas", "terminatingReplicas",
 }
 
-// Summarize returns the summary of the per-location statuses of a replica kind (issue 14 item
-// 6), for an object assigned to locations. records maps a
+// Summarize returns the summary of the per-location statuses of a replica kind
+// (docs/status.md, "Summarize"), for an object assigned to locations. records maps a
 // location to its status (its status.kcp.io/<location> record, or the one location's
 // .status); a location without one reports nothing yet.
 //
@@ -148,7 +148,7 @@ func asInt(v interface{}) (int64, bool) {
 	return 0, false
 }
 
-// ObservedGeneration returns the status.observedGeneration of the summary (issue 14 item 6:
+// ObservedGeneration returns the status.observedGeneration of the summary, by the rule
 // "observedGeneration only when every location has observed the source's generation"): the
 // newest generation of the source that every location's target has observed. ok is false
 // when some location reports none yet; the summary then has no observedGeneration.

@@ -34,7 +34,7 @@ const placementTolerance = 30 * time.Second
 // placementNamespace is the namespace of scenario 10's i-th Placement and its objects.
 func placementNamespace(i int) string { return fmt.Sprintf("placed-%03d", i) }
 
-// scenarioPlacement is scenario 10 (issue 15, "Scale"): cfg.Objects unassigned ConfigMaps in
+// scenarioPlacement is scenario 10 ("Scale"): cfg.Objects unassigned ConfigMaps in
 // cfg.Placements namespaces, one Placement per namespace choosing 2 of the cfg.Locations
 // SyncTargets (all Ready, their heartbeats running in this process) per object, placed by the
 // real mapper-controller. Measured: the time until every object is placed, the source's write
@@ -248,13 +248,13 @@ func (e *env) scenarioPlacement(ctx context.Context) *Scenario {
 		"(lastTransitionTime, after the %s grace period) until no Placement lists it is measured.",
 		n, p, perNS, l, l, placementTolerance, apiserverRequests, quiet, grace)
 	s.Comparisons = []Comparison{
-		{Metric: "initial placement", Unit: "s", Ours: initial, Alternative: "issue 15's target", AltValue: 60, LowerIsBetter: true},
+		{Metric: "initial placement", Unit: "s", Ours: initial, Alternative: "target", AltValue: 60, LowerIsBetter: true},
 		{Metric: "server-side applies during initial placement", Unit: "req/s", Ours: applies, AltValue: math.NaN(), LowerIsBetter: false},
 		{Metric: "mapper-controller CPU during initial placement", Unit: "cores", Ours: cpu["mapper-controller"] / initial, AltValue: math.NaN(), LowerIsBetter: true},
 		{Metric: "mapper-controller RSS (after the move)", Unit: "MiB", Ours: float64(last.RSS) / (1 << 20), AltValue: math.NaN(), LowerIsBetter: true},
 		{Metric: "mapper-controller RSS (peak, VmHWM)", Unit: "MiB", Ours: float64(last.HWM) / (1 << 20), AltValue: math.NaN(), LowerIsBetter: true},
 		{Metric: fmt.Sprintf("mapper-controller CPU in the %s quiet window", quiet), Unit: "cores", Ours: quietCPU["mapper-controller"] / quiet.Seconds(), AltValue: math.NaN(), LowerIsBetter: true},
-		{Metric: "initial placement's floor on this machine with a controller that costs nothing (see the notes)", Unit: "s", Ours: floor.seconds, Alternative: "issue 15's target", AltValue: 60, LowerIsBetter: true},
+		{Metric: "initial placement's floor on this machine with a controller that costs nothing (see the notes)", Unit: "s", Ours: floor.seconds, Alternative: "target", AltValue: 60, LowerIsBetter: true},
 		{Metric: "re-placement after Ready left True", Unit: "s", Ours: moved, Alternative: "tolerance + 10 s", AltValue: (placementTolerance + 10*time.Second).Seconds(), LowerIsBetter: true},
 	}
 	s.Targets = []Target{

@@ -52,8 +52,8 @@ func restClient(t *testing.T, cfg *rest.Config) rest.Interface {
 	return c.CoreV1().RESTClient()
 }
 
-// TestViewErrorCodes: a view answers bad requests as kube-apiserver answers the same requests
-// (issue 10 item 7), and a 503 only ever means that the source cannot be reached.
+// TestViewErrorCodes: a view answers bad requests as kube-apiserver answers the same requests,
+// and a 503 only ever means that the source cannot be reached.
 func TestViewErrorCodes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

@@ -70,7 +70,7 @@ func waitAssignment(t *testing.T, ctx context.Context, objects dynamic.ResourceI
 	})
 }
 
-// TestPlacement (issue 15, "Tests") on real servers: four locations with real targets, each
+// TestPlacement ("Tests") on real servers: four locations with real targets, each
 // with kube-controller-manager and a mapper, and mapper-controller.
 //   - A Deployment of 10 replicas divided over the three region=eu|us locations runs 4/3/3 on
 //     their targets, and the source's status sums their deployment controllers' reports.

@@ -40,7 +40,7 @@ type Options struct {
 	ConcurrentPlacementWrites int
 	// PlacementKubeAPIQPS and PlacementKubeAPIBurst limit the placement controller's own
 	// client: placing a new Placement's objects is one write each (50,000 objects placed
-	// within a minute is issue 15's target), which the shared client's limits would stretch
+	// within a minute is the target), which the shared client's limits would stretch
 	// to an hour. The source's API Priority and Fairness still applies.
 	PlacementKubeAPIQPS   float32
 	PlacementKubeAPIBurst int

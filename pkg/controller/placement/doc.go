@@ -1,4 +1,4 @@
-// Package placement is mapper-controller's placement controller (issue 15, docs/placement.md):
+// Package placement is mapper-controller's placement controller (docs/placement.md):
 // it writes kcp.io/assigned-locations (and, to divide replicas, spec-diff.kcp.io/<location>
 // patches of /spec/replicas and kcp.io/status-policy: Summarize) on the objects each Placement
 // selects, with server-side apply under the field manager mapper-controller-placement, and

@@ -7,7 +7,7 @@ import (
 	"sort"
 )
 
-// Invariants are the numbered invariants of DESIGN.md that a Report checks, with the text the
+// Invariants are the numbered invariants of docs/design.md that a Report checks, with the text the
 // report prints for each.
 var Invariants = []struct {
 	Number      int

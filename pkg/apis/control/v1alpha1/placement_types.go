@@ -21,7 +21,7 @@ import (
 )
 
 // Placement says which objects of its namespace (and, with a kcp source, of its logical
-// cluster) go to which locations (DESIGN.md "The control plane objects"; issue 15). The
+// cluster) go to which locations (docs/design.md, "The control plane objects"). The
 // placement controller of mapper-controller writes kcp.io/assigned-locations on the objects it
 // selects, with server-side apply under its own field manager, and records itself in the
 // annotation control.mapper.kcp.io/placement. With replicas: Divide it also writes, per chosen
