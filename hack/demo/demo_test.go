@@ -38,7 +38,9 @@ func TestDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	demo := filepath.Join(work, "demo")
-	if out, err := exec.Command("go", "build", "-o", demo, "./hack/demo").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", demo, "./hack/demo")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./hack/demo: %v\n%s", err, out)
 	}
 	cmd := exec.Command(demo, "-dir", kc, "-bin-dir", bin)

@@ -264,7 +264,7 @@ func TestArtifacts(t *testing.T) {
 func deploymentArgs(t *testing.T, objects []*unstructured.Unstructured) []string {
 	t.Helper()
 	var out []string
-	for _, a := range containerArgs(t, objects, "mapper-apiserver") {
+	for _, a := range containerArgs(t, objects, "mapper-apiserver", "mapper-apiserver") {
 		if strings.HasPrefix(a, "--secure-port") || strings.HasPrefix(a, "--tls-") {
 			continue
 		}

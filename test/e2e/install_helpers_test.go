@@ -16,9 +16,8 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/test/framework"
 )
 
-// containerArgs returns the arguments of the container named like the Deployment name (the
-// manifests' convention) of the Deployment name in objects.
-func containerArgs(t *testing.T, objects []*unstructured.Unstructured, name string) []string {
+// containerArgs returns the arguments of the container of the Deployment name in objects.
+func containerArgs(t *testing.T, objects []*unstructured.Unstructured, name, container string) []string {
 	t.Helper()
 	for _, o := range objects {
 		if o.GetKind() != "Deployment" || o.GetName() != name {
@@ -27,14 +26,14 @@ func containerArgs(t *testing.T, objects []*unstructured.Unstructured, name stri
 		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
 		for _, c := range containers {
 			c := c.(map[string]interface{})
-			if c["name"] != name {
+			if c["name"] != container {
 				continue
 			}
 			args, _, _ := unstructured.NestedStringSlice(c, "args")
 			return args
 		}
 	}
-	t.Fatalf("the manifests have no Deployment %s with a container %s", name, name)
+	t.Fatalf("the manifests have no Deployment %s with a container %s", name, container)
 	return nil
 }
 

@@ -46,8 +46,12 @@ func shippedBinaries(t *testing.T, root string) map[string]string {
 		return bins
 	}
 	repo := "localhost/cluster-mapper-install-test"
+	refs, err := images.Refs(root, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
-		if err := images.Remove(root, out, repo, builder); err != nil {
+		if err := images.Remove(builder, refs); err != nil {
 			t.Log(err)
 		}
 	})
@@ -203,7 +207,7 @@ func TestInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctrl := framework.StartProcess(t, framework.ProcessSpec{Name: "mapper-controller", Path: bins["mapper-controller"], Args: append(
-		withoutArgs(containerArgs(t, objects, "mapper-controller"), ns, "--bind-address"),
+		withoutArgs(containerArgs(t, objects, "mapper-controller", "mapper-controller"), ns, "--bind-address"),
 		"--kubeconfig="+tokenKubeconfig(t, ctx, source, ns, "mapper-controller"), fmt.Sprintf("--bind-address=127.0.0.1:%d", port))})
 	mapperEventually(t, ctx, time.Minute, "mapper-controller leads with the chart's RBAC", func() (bool, string) {
 		l, err := source.Admin().Client(t).CoordinationV1().Leases(contract.ControlNamespace).Get(ctx, "mapper-controller", metav1.GetOptions{})
@@ -254,7 +258,7 @@ func TestInstall(t *testing.T) {
 	}
 	targetKC := tokenKubeconfig(t, ctx, target, targetNS, "mapper-east")
 	m := framework.StartProcess(t, framework.ProcessSpec{Name: "mapper-east", Path: bins["mapper"], Args: append(
-		withoutArgs(containerArgs(t, mobjects, "mapper"), targetNS, "--view-kubeconfig", "--metrics-bind-address"),
+		withoutArgs(containerArgs(t, mobjects, "mapper-east", "mapper"), targetNS, "--view-kubeconfig", "--metrics-bind-address"),
 		"--view-kubeconfig="+kubeconfigFile, "--target-kubeconfig="+targetKC, fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port))})
 
 	tgt, err := dynamic.NewForConfig(target.AdminConfig())

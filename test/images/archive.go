@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"sort"
 	"strings"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -125,6 +126,30 @@ func (img *Image) File(name string) ([]byte, os.FileMode, error) {
 		}
 	}
 	return nil, 0, fmt.Errorf("no layer has %s", name)
+}
+
+// RegularFiles returns the paths (without a leading /) of the regular files of the image's
+// filesystem, over all its layers, sorted.
+func (img *Image) RegularFiles() []string {
+	seen := map[string]bool{}
+	for _, l := range img.Layers {
+		tr := tar.NewReader(bytes.NewReader(l))
+		for {
+			h, err := tr.Next()
+			if err != nil {
+				break
+			}
+			if h.Typeflag == tar.TypeReg {
+				seen[strings.TrimPrefix(path.Clean(h.Name), "/")] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for f := range seen {
+		out = append(out, f)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // readTar returns the regular files of a tar by name.

@@ -39,14 +39,16 @@ func Hack(root, out, repo, builder, arg string) (string, error) {
 	return string(stdout), nil
 }
 
-// Remove deletes the images hack/images.sh save tagged for repo (<version> and latest) from the
-// builder's storage.
-func Remove(root, out, repo, builder string) error {
-	refs, err := Hack(root, out, repo, builder, "list")
-	if err != nil {
-		return err
-	}
-	for _, ref := range strings.Fields(refs) {
+// Refs returns the image references hack/images.sh build tags for repo now (one per command,
+// <repo>/<name>:<version>); take them before building, as the version follows the tree.
+func Refs(root, repo string) ([]string, error) {
+	refs, err := Hack(root, "", repo, "", "list")
+	return strings.Fields(refs), err
+}
+
+// Remove deletes the images refs (from Refs) and their latest tags from the builder's storage.
+func Remove(builder string, refs []string) error {
+	for _, ref := range refs {
 		latest := ref[:strings.LastIndex(ref, ":")] + ":latest"
 		if b, err := exec.Command(builder, "rmi", ref, latest).CombinedOutput(); err != nil {
 			return fmt.Errorf("%s rmi %s: %w\n%s", builder, ref, err, b)
