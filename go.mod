@@ -42,15 +42,15 @@ require (
 	github.com/moby/spdystream v0.5.1 // indirect
 	github.com/mxk/go-flowrate v0.0.0-20140419014527-cca7078d478f // indirect
 	github.com/opencontainers/go-digest v1.0.0 // indirect
-	github.com/opencontainers/image-spec v1.1.1 // indirect
+	github.com/opencontainers/image-spec v1.1.1
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2 // indirect
 	github.com/shopspring/decimal v1.4.0 // indirect
 	github.com/spf13/cast v1.7.0 // indirect
-	helm.sh/helm/v3 v3.21.4 // indirect
+	helm.sh/helm/v3 v3.21.4
 	k8s.io/controller-manager v0.0.0 // indirect
-	k8s.io/kube-aggregator v0.36.3 // indirect
+	k8s.io/kube-aggregator v0.36.3
 	k8s.io/kubelet v0.0.0 // indirect
 )
 
