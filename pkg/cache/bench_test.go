@@ -259,19 +259,69 @@ func ingest(b *testing.B, decode func([]byte) (interface{}, error), raws [][]byt
 }
 
 // BenchmarkIngest measures the decoding of 10,000 objects as the source sent them and their
-// Replace into a store (a first list), per object, for both ingest paths.
+// Replace into a store (a first list), per object, for both ingest paths, and for the bytes
+// path once more with every object carrying the finalizers of its locations, as after their
+// mappers added them (the deletion protocol): objects of several locations stay templates of
+// their bytes with a finalizers hole (template.go), and "templates" reports how many of the
+// objects of several locations are.
 func BenchmarkIngest(b *testing.B) {
 	const total = 10_000
 	raws, _ := benchObjectsJSON(b, total)
-	for _, path := range ingestPaths {
+	paths := append(ingestPaths[:len(ingestPaths):len(ingestPaths)], struct {
+		name   string
+		decode func([]byte) (interface{}, error)
+	}{"bytes-finalized", ingestPaths[1].decode})
+	for _, path := range paths {
+		in := raws
+		if path.name == "bytes-finalized" {
+			in = withLocationFinalizers(b, raws)
+		}
 		b.Run(path.name, func(b *testing.B) {
 			b.ReportAllocs()
+			templates, several := 0, 0
 			for n := 0; n < b.N; n++ {
-				ingest(b, path.decode, raws).Close()
+				s := ingest(b, path.decode, in)
+				if n == 0 {
+					for _, o := range s.objects {
+						if len(o.assigned) > 1 {
+							several++
+							if o.hole.end > 0 {
+								templates++
+							}
+						}
+					}
+				}
+				s.Close()
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*total), "ns/object")
+			b.ReportMetric(float64(templates)/float64(max(several, 1)), "templates")
 		})
 	}
+}
+
+// withLocationFinalizers returns raws with each object carrying the finalizers of its
+// locations (locations.mapper.kcp.io/<location>), after another controller's.
+func withLocationFinalizers(b *testing.B, raws [][]byte) [][]byte {
+	out := make([][]byte, len(raws))
+	for i, raw := range raws {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(raw); err != nil {
+			b.Fatal(err)
+		}
+		locs, err := contract.ParseLocations(u.GetAnnotations()[contract.AssignedLocationsAnnotation])
+		if err != nil {
+			b.Fatal(err)
+		}
+		fins := []string{"example.com/protect"}
+		for _, l := range locs {
+			fins = append(fins, contract.LocationFinalizer(l))
+		}
+		u.SetFinalizers(fins)
+		if out[i], err = u.MarshalJSON(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return out
 }
 
 // collectedHeap returns the live heap (HeapAlloc) and the bytes of the heap's in-use spans
