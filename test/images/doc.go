@@ -5,5 +5,6 @@
 // image's filesystem with --version and --help.
 //
 // The test needs buildah or podman; without either it is skipped, except in CI (CI=true), where
-// .ci/run installs buildah and a missing builder fails the test.
+// .ci/run installs buildah and a missing builder fails the test, unless .ci/run could not
+// install it and said why in CLUSTER_MAPPER_NO_IMAGE_BUILDER (the skip then gives that reason).
 package images
