@@ -144,7 +144,8 @@ next:
 // certificate; a location added with `mapper-apiserver grant` and `mapper-apiserver kubeconfig`,
 // its view served; charts/mapper installed into the target with that kubeconfig, the mapper
 // running as a process with its Deployment's arguments and ServiceAccount: the assigned objects
-// land on the target, the location turns Ready, and `mapper verify` finds every invariant held.
+// land on the target, the location turns Ready, and `mapper verify` finds every invariant held;
+// then the deletion protocol works with the charts' RBAC (installedDeletion).
 func TestInstall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -274,4 +275,7 @@ func TestInstall(t *testing.T) {
 	})
 	waitSyncTarget(t, ctx, src, "east", 2*time.Minute, "Ready=True", readyIs(metav1.ConditionTrue, ""))
 	t.Log(strings.TrimSpace(run("mapper", "verify", "--view-kubeconfig="+kubeconfigFile, "--target-kubeconfig="+target.AdminKubeconfig())))
+
+	// The deletion protocol with the same RBAC (docs/design.md, "Deletion").
+	installedDeletion(t, ctx, src, tgt, "shop", m)
 }
