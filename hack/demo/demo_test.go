@@ -22,8 +22,9 @@ import (
 // TestDemo runs the demo as `make demo` does, in temporary directories, and checks what it
 // promises: the lines scripts read, both locations Ready with their mappers, the mirrored Service
 // and Secret on the targets, the Customization rendered by a view, Deployments' status from the
-// targets' kube-controller-manager written back to the source and summed, a StatusSummary, a
-// deleted namespace going away in the source; then that Ctrl-C (SIGINT) stops every process it
+// targets' kube-controller-manager written back to the source and summed, a StatusSummary,
+// blog's application placed whole on one location, a deleted namespace going away in the source
+// (its objects' copies deleted first, as the locations' finalizers require); then that Ctrl-C (SIGINT) stops every process it
 // started and removes its temporary directory.
 func TestDemo(t *testing.T) {
 	framework.BinDir(t) // the testenv, as make demo builds it
@@ -86,7 +87,7 @@ func TestDemo(t *testing.T) {
 	out := strings.Join(printed, "\n")
 	for _, want := range []string{"cluster-mapper demo is running.", "  east's view:            https://", "  through the aggregator: https://",
 		"  K=" + framework.KubectlPath(t), "--kubeconfig " + kc + "/east.kubeconfig", "mapper of east:", "mapper of west:",
-		"mirrored resources:     configmaps, secrets, services, deployments.apps", "building " + bin + "/mapper"} {
+		"mirrored resources:     configmaps, secrets, services, serviceaccounts, deployments.apps", "building " + bin + "/mapper"} {
 		if !strings.Contains(out+"\n"+stderr.String(), want) {
 			t.Errorf("the demo did not print %q:\n%s", want, out)
 		}
@@ -125,6 +126,16 @@ func TestDemo(t *testing.T) {
 		"get", "deployment", "frontend", "-n", "web", "-o", "jsonpath={.status.replicas}"))
 	eventually("the StatusSummary of replicas by region", equals("replicas-by-region", "source.kubeconfig",
 		"get", "statussummaries", "-n", "web", "-o", "jsonpath={.items[*].metadata.name}"))
+	eventually("blog's application on one location, whole (the Placement selects its Deployment, the rest follows)", func() (bool, string) {
+		got, err := kubectl("source.kubeconfig", "get", "-n", "blog", "deployment/blog", "configmap/blog-config", "secret/blog-db",
+			"serviceaccount/blog", "service/blog", "-o", `jsonpath={range .items[*]}{.metadata.annotations.kcp\.io/assigned-locations} {end}`)
+		f := strings.Fields(got)
+		ok := err == nil && len(f) == 5 && (f[0] == `["east"]` || f[0] == `["west"]`)
+		for _, l := range f {
+			ok = ok && l == f[0]
+		}
+		return ok, fmt.Sprintf("%q %v", got, err)
+	})
 	// docs/mapper.md's command after `make demo`: bin/mapper verify with the demo's kubeconfigs.
 	// It reports per invariant; 1, 2 and 4 hold. (Invariant 3 is left out here: verify compares
 	// the raw .status, while the mapper writes observedGeneration back in view generations.)

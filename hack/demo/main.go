@@ -38,7 +38,7 @@ var locationLabels = map[string]map[string]string{
 // mirrored are the resources mapper-apiserver mirrors (--resources): only these are in the views
 // and so on the targets; everything else in the source (Pods, ReplicaSets, the control objects)
 // is not.
-var mirrored = []string{"configmaps", "secrets", "services", "deployments.apps"}
+var mirrored = []string{"configmaps", "secrets", "services", "serviceaccounts", "deployments.apps"}
 
 func main() {
 	dir := flag.String("dir", ".demo", "Directory for the kubeconfigs the demo writes.")

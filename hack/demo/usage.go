@@ -55,6 +55,9 @@ Placement, Customization, StatusCollector and status (docs/placement.md, docs/cu
       # status written back by the locations' mappers: web's is the sum over east and west
       # (kcp.io/status-policy: Summarize); the targets run no kubelet, so Pods stay Pending
   $K --kubeconfig {{.Dir}}/source.kubeconfig get statussummaries -n web
+  $K --kubeconfig {{.Dir}}/source.kubeconfig get deployments,configmaps,secrets,serviceaccounts,services -n blog -o custom-columns=KIND:.kind,NAME:.metadata.name,LOCATIONS:.metadata.annotations.kcp\.io/assigned-locations
+      # blog's Placement selects only its Deployment; the rest of the application follows it:
+      # every object of the app on the same location (docs/dependencies.md)
   $K --kubeconfig {{.Dir}}/source.kubeconfig delete namespace shop
       # its objects leave the views, the mappers delete their copies, the namespace goes away
 

@@ -42,6 +42,9 @@ type ExtraConfig struct {
 	Rules *customization.Follower
 	// RulesStatus writes the status of Customizations; nil writes none.
 	RulesStatus *customization.StatusWriter
+	// RenderEvents records an Event on each object whose rendering was refused; nil records
+	// none.
+	RenderEvents *customization.EventWriter
 	// View tunes the location views.
 	View view.Options
 	// Registrations follows the source's SyncTargets and location Leases for `locations`;
@@ -113,7 +116,7 @@ func (c completedConfig) New() (*Server, error) {
 	}
 
 	sourceCache, src, registrations := c.ExtraConfig.Cache, c.ExtraConfig.Source, c.ExtraConfig.Registrations
-	rules, rulesStatus, deletionEvents := c.ExtraConfig.Rules, c.ExtraConfig.RulesStatus, c.ExtraConfig.DeletionEvents
+	rules, rulesStatus, deletionEvents, renderEvents := c.ExtraConfig.Rules, c.ExtraConfig.RulesStatus, c.ExtraConfig.DeletionEvents, c.ExtraConfig.RenderEvents
 	s.GenericAPIServer.AddPostStartHookOrDie("start-source-cache", func(ctx genericapiserver.PostStartHookContext) error {
 		if deletionEvents != nil {
 			go deletionEvents.Run(ctx)
@@ -123,6 +126,9 @@ func (c completedConfig) New() (*Server, error) {
 		}
 		if rulesStatus != nil {
 			go rulesStatus.Run(ctx)
+		}
+		if renderEvents != nil {
+			go renderEvents.Run(ctx)
 		}
 		go sourceCache.Run(ctx)
 		go func() {

@@ -32,6 +32,7 @@ import (
 	generatedopenapi "github.com/cluster-mapper/cluster-mapper/pkg/generated/openapi"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/location"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/view"
+	"github.com/cluster-mapper/cluster-mapper/pkg/rendercheck"
 	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
 
@@ -64,9 +65,25 @@ type Options struct {
 	// go there.
 	SourceClusterPath string
 
-	HistorySize       int
-	WatcherBufferSize int
-	BookmarkInterval  time.Duration
+	HistorySize int
+	// HistoryAge bounds the age of the events kept for watch resumption (docs/views.md,
+	// "Event history"); HistoryMemory the memory they keep alive, across resources (bytes);
+	// HistoryMaxObjectSize the size of a version kept in it once superseded (bytes).
+	HistoryAge           time.Duration
+	HistoryMemory        int64
+	HistoryMaxObjectSize int
+	// RenderWorkers, RenderCostPerObject and RenderCostPerSecond configure the Renderer that
+	// makes the renderings of Customizations away from ingest, fairly per namespace
+	// (cache.RendererOptions; docs/customization.md, "Fairness and budgets").
+	RenderWorkers       int
+	RenderCostPerObject int64
+	RenderCostPerSecond int64
+	// MaxCustomizationsPerNamespace and MaxMutationsPerNamespace bound what one namespace's
+	// Customizations may ask of the server (customization.Limits).
+	MaxCustomizationsPerNamespace int
+	MaxMutationsPerNamespace      int
+	WatcherBufferSize             int
+	BookmarkInterval              time.Duration
 	// DeletionEventDelay is --deletion-event-delay: how long a location may hold an object it
 	// is to delete its copy of before an Event on the object names it (pkg/deletionevents).
 	DeletionEventDelay time.Duration
@@ -81,27 +98,54 @@ type Options struct {
 	MinRequestTimeout int
 	// MaxWatchesPerUser bounds one user's concurrent watches on one location's view.
 	MaxWatchesPerUser int
+	// MaxRenderingBytes bounds the size of a rendering (Customizations and spec-diff patches)
+	// in bytes of JSON; a larger one is refused (rendercheck.TooLarge).
+	MaxRenderingBytes int64
 }
+
+// Defaults of the event history's memory bounds (docs/views.md, "Event history").
+const (
+	// DefaultHistoryMemory is --watch-history-memory: 256 MiB for the histories of all
+	// resources together. At the benchmark's ConfigMaps (1.9 KiB of JSON, 2.5 KiB as the
+	// history counts a superseded version) that is about 100,000 superseded versions, ten
+	// times what the count bound (--watch-history-size) keeps of one resource, while a writer
+	// of large objects can no longer grow a replica's memory without bound (150 writes of a
+	// 900 KB ConfigMap used to keep 225 MB).
+	DefaultHistoryMemory = 256 << 20
+	// DefaultHistoryMaxObjectSize is --watch-history-max-object-size: 256 KiB of JSON, a
+	// hundred times a typical object and a sixth of etcd's largest value (1.5 MiB). A version
+	// larger than that is kept only while it is the current one.
+	DefaultHistoryMaxObjectSize = 256 << 10
+)
 
 // NewOptions returns the default options. There is no etcd (the server stores nothing) and no
 // admission (views are read-only).
 func NewOptions() *Options {
 	o := &Options{
-		RecommendedOptions: genericoptions.NewRecommendedOptions("", Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)),
-		SourceQPS:          200,
-		SourceBurst:        400,
-		SourceMode:         SourceModePlain,
-		ClusterName:        "default",
-		SourceClusterPath:  source.DefaultClusterPath,
-		HistorySize:        10000,
-		WatcherBufferSize:  1000,
-		BookmarkInterval:   time.Minute,
-		DeletionEventDelay: 5 * time.Second,
-		DiscoveryInterval:  5 * time.Second,
-		FreshnessTimeout:   3 * time.Second,
-		ConsistentReadWait: 50 * time.Millisecond,
-		MinRequestTimeout:  300,
-		MaxWatchesPerUser:  100,
+		RecommendedOptions:            genericoptions.NewRecommendedOptions("", Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)),
+		SourceQPS:                     200,
+		SourceBurst:                   400,
+		SourceMode:                    SourceModePlain,
+		ClusterName:                   "default",
+		SourceClusterPath:             source.DefaultClusterPath,
+		HistorySize:                   10000,
+		HistoryAge:                    cache.DefaultHistoryMaxAge,
+		HistoryMemory:                 DefaultHistoryMemory,
+		HistoryMaxObjectSize:          DefaultHistoryMaxObjectSize,
+		RenderWorkers:                 cache.DefaultRenderWorkers,
+		RenderCostPerObject:           cache.DefaultRenderCostPerObject,
+		RenderCostPerSecond:           cache.DefaultRenderCostPerSecond,
+		MaxCustomizationsPerNamespace: customization.DefaultMaxCustomizationsPerNamespace,
+		MaxMutationsPerNamespace:      customization.DefaultMaxMutationsPerNamespace,
+		WatcherBufferSize:             1000,
+		BookmarkInterval:              time.Minute,
+		DeletionEventDelay:            5 * time.Second,
+		DiscoveryInterval:             5 * time.Second,
+		FreshnessTimeout:              3 * time.Second,
+		ConsistentReadWait:            50 * time.Millisecond,
+		MinRequestTimeout:             300,
+		MaxWatchesPerUser:             100,
+		MaxRenderingBytes:             rendercheck.DefaultMaxBytes,
 	}
 	o.RecommendedOptions.Etcd = nil
 	o.RecommendedOptions.Admission = nil
@@ -119,6 +163,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "With --source-mode=plain: the logical cluster name of every source object (views show it in kcp.io/cluster).")
 	fs.StringVar(&o.SourceClusterPath, "source-cluster-path", o.SourceClusterPath, "With --source-mode=kcp: the path of one logical cluster on the source's server (the kubeconfig's server with a trailing /clusters/* removed); "+source.ClusterPlaceholder+" is replaced by the cluster. Reads by name and status writes go there.")
 	fs.IntVar(&o.HistorySize, "watch-history-size", o.HistorySize, "Events kept per resource so watches can resume from a resourceVersion; older ones answer 410 Gone.")
+	fs.DurationVar(&o.HistoryAge, "watch-history-age", o.HistoryAge, "How long an event is kept so watches can resume from its resourceVersion, at most (kube-apiserver's watch cache keeps about 75s); older resumes answer 410 Gone.")
+	fs.Int64Var(&o.HistoryMemory, "watch-history-memory", o.HistoryMemory, "Bytes of memory the event histories of all resources may keep alive together (superseded object versions, estimated); past it, the resources that hold more than their share drop their oldest events. 0: no bound.")
+	fs.IntVar(&o.HistoryMaxObjectSize, "watch-history-max-object-size", o.HistoryMaxObjectSize, "Bytes of JSON above which a superseded object version is not kept in the event history; a resume that needs it answers 410 Gone. 0: keep every version.")
+	fs.IntVar(&o.RenderWorkers, "render-workers", o.RenderWorkers, "Renderings by Customizations made at once; one namespace has one at most, so that its slow Customizations never hold another's.")
+	fs.Int64Var(&o.RenderCostPerObject, "render-cost-per-object", o.RenderCostPerObject, "CEL cost units the renderings of one object version (every location and Customization) may spend; past it the Customization is not applied to it (the view keeps its last rendering) and is marked Degraded.")
+	fs.Int64Var(&o.RenderCostPerSecond, "render-cost-per-second", o.RenderCostPerSecond, "CEL cost units per second the renderings of one namespace may spend on average; a namespace that spent more waits (its Customizations report Degraded, reason Throttled).")
+	fs.IntVar(&o.MaxCustomizationsPerNamespace, "max-customizations-per-namespace", o.MaxCustomizationsPerNamespace, "Customizations of one namespace applied at most, the oldest first; the others select objects that then fail to render (views keep their last rendering) and are marked Degraded. 0: no limit.")
+	fs.IntVar(&o.MaxMutationsPerNamespace, "max-mutations-per-namespace", o.MaxMutationsPerNamespace, "Mutations of one namespace's Customizations applied at most, counted the oldest Customization first; a Customization whose mutations go past it is treated as over --max-customizations-per-namespace. 0: no limit.")
 	fs.IntVar(&o.WatcherBufferSize, "watcher-buffer-size", o.WatcherBufferSize, "Events a watcher may fall behind before it is closed (its client re-watches).")
 	fs.DurationVar(&o.DeletionEventDelay, "deletion-event-delay", o.DeletionEventDelay, "How long a location may take to delete its copy of an object that waits for it (its finalizer locations.mapper.kcp.io/<location>) before an Event on the object names the location (one per object and location).")
 	fs.DurationVar(&o.BookmarkInterval, "bookmark-interval", o.BookmarkInterval, "How often watchers that allow bookmarks get one, when the resource moved on since their last event (kube-apiserver sends them about once a minute).")
@@ -126,6 +178,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.FreshnessTimeout, "freshness-timeout", o.FreshnessTimeout, "How long a read waits for the cache to reach a resourceVersion before answering 504.")
 	fs.IntVar(&o.MinRequestTimeout, "min-request-timeout", o.MinRequestTimeout, "Seconds a view watch stays open at least: each watch ends after a random time in [t, 2t) (as kube-apiserver's flag), and a client's larger timeoutSeconds is reduced to it, so a revoked permission ends every open watch within 2t (docs/install.md).")
 	fs.IntVar(&o.MaxWatchesPerUser, "max-watches-per-user", o.MaxWatchesPerUser, "Concurrent watches one user may hold on one location's view; more are answered 429. 0: no limit.")
+	fs.Int64Var(&o.MaxRenderingBytes, "max-rendering-bytes", o.MaxRenderingBytes, "The largest rendering of an object for a location (its Customizations and spec-diff.kcp.io/<location> patch), in bytes of JSON, checked after each mutation: a larger one is refused, reported in the Customization's status and the logs, and the view keeps the last rendering or withholds the object (503). The default is kube-apiserver's request body limit (docs/customization.md).")
 	fs.DurationVar(&o.ConsistentReadWait, "consistent-read-wait", o.ConsistentReadWait, "How long a read with resourceVersion \"\" waits for the cache to prove it reached the source's current resourceVersion before it is served at the cache's own (docs/views.md).")
 }
 
@@ -159,11 +212,23 @@ func (o *Options) Validate() error {
 	if o.HistorySize < 1 {
 		errs = append(errs, "--watch-history-size must be at least 1")
 	}
+	if o.HistoryAge < 0 || o.HistoryMemory < 0 || o.HistoryMaxObjectSize < 0 {
+		errs = append(errs, "--watch-history-age, --watch-history-memory and --watch-history-max-object-size must not be negative")
+	}
+	if o.RenderWorkers < 1 || o.RenderCostPerObject < 1 || o.RenderCostPerSecond < 1 {
+		errs = append(errs, "--render-workers, --render-cost-per-object and --render-cost-per-second must be at least 1")
+	}
+	if o.MaxCustomizationsPerNamespace < 0 || o.MaxMutationsPerNamespace < 0 {
+		errs = append(errs, "--max-customizations-per-namespace and --max-mutations-per-namespace must not be negative")
+	}
 	if o.WatcherBufferSize < 1 {
 		errs = append(errs, "--watcher-buffer-size must be at least 1")
 	}
 	if o.MinRequestTimeout < 1 {
 		errs = append(errs, "--min-request-timeout must be at least 1 (second)")
+	}
+	if o.MaxRenderingBytes < 1024 {
+		errs = append(errs, "--max-rendering-bytes must be at least 1024")
 	}
 	if o.MaxWatchesPerUser < 0 {
 		errs = append(errs, "--max-watches-per-user must not be negative")
@@ -270,6 +335,12 @@ func (o *Options) Config() (*Config, error) {
 		Delay:    o.DeletionEventDelay,
 		Instance: serverIdentity(),
 	})
+	renderer := cache.NewRenderer(cache.RendererOptions{
+		Workers: o.RenderWorkers, CostPerObject: o.RenderCostPerObject, CostPerSecond: o.RenderCostPerSecond})
+	historyAge := o.HistoryAge
+	if historyAge == 0 {
+		historyAge = -1 // no age bound
+	}
 	c, err = cache.New(cache.Config{
 		Source:    src,
 		Resources: resources,
@@ -277,9 +348,14 @@ func (o *Options) Config() (*Config, error) {
 			DefaultCluster:        store.DefaultCluster,
 			ClusterFromAnnotation: store.ClusterFromAnnotation,
 			HistorySize:           o.HistorySize,
+			HistoryMaxAge:         historyAge,
+			HistoryBudget:         cache.NewHistoryBudget(o.HistoryMemory),
+			HistoryMaxObjectSize:  o.HistoryMaxObjectSize,
+			Renderer:              renderer,
 			WatcherBufferSize:     o.WatcherBufferSize,
 			BookmarkInterval:      o.BookmarkInterval,
 			DeletionPending:       pending.Pending,
+			MaxRenderingBytes:     o.MaxRenderingBytes,
 		},
 		DiscoveryInterval: o.DiscoveryInterval,
 		WaitForRules:      true,
@@ -288,7 +364,8 @@ func (o *Options) Config() (*Config, error) {
 		return nil, err
 	}
 	rules := customization.NewFollower(dyn, customization.FollowerOptions{
-		Options: customization.Options{PlainCluster: viewOpts.PlainCluster},
+		Options: customization.Options{PlainCluster: viewOpts.PlainCluster, MaxRenderingBytes: o.MaxRenderingBytes, Limits: customization.Limits{
+			CustomizationsPerNamespace: o.MaxCustomizationsPerNamespace, MutationsPerNamespace: o.MaxMutationsPerNamespace}},
 		OpenAPI: disc.OpenAPIV3(),
 	})
 	rules.OnChange(func(s *customization.Snapshot) { c.SetRules(s) })
@@ -300,7 +377,9 @@ func (o *Options) Config() (*Config, error) {
 			Registrations:  location.NewRegistrations(kube, dyn, LeaseNamespace),
 			DeletionEvents: pending,
 			Rules:          rules,
-			RulesStatus:    customization.NewStatusWriter(rules, customizationFailures(c), writeClient, customizationStatusInterval),
+			RulesStatus: customization.NewStatusWriter(rules, customizationFailures(c), writeClient, customizationStatusInterval).
+				WithThrottled(renderer.Throttled),
+			RenderEvents: customization.NewEventWriter(renderRefusals(c), writeClient, customizationStatusInterval),
 			View: view.Options{
 				PlainCluster:       viewOpts.PlainCluster,
 				FreshnessTimeout:   o.FreshnessTimeout,

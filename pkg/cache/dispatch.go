@@ -87,7 +87,7 @@ func (s *ResourceStore) applyLocked(ev *event, record bool) {
 	s.metrics.recordDispatch(counts)
 
 	if record && (len(oldLocs) > 0 || len(newLocs) > 0) {
-		s.history.add(ev)
+		s.history.add(ev, s.clock.Now())
 	}
 	if ev.rv > s.rv {
 		s.rv = ev.rv
@@ -101,7 +101,7 @@ func (s *ResourceStore) applyLocked(ev *event, record bool) {
 func (s *ResourceStore) dispatchLocked(li *locationIndex, ev *event, inOld, inNew bool, counts *dispatchCounts) {
 	var slow []*watcher
 	for _, w := range li.watchers {
-		e, ok := ev.forWatcher(inOld, inNew, w.pred)
+		e, ok := ev.forWatcher(li.name, inOld, inNew, w.pred)
 		if !ok {
 			continue
 		}

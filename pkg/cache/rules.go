@@ -40,9 +40,15 @@ func (s *ResourceStore) Rules() Rules { return s.rules.load() }
 // locations, as location's view shows it under the store's current rules; when the rendering
 // fails, the view without Customizations or patch (baseView). The status write path answers
 // with it; reads are served by Object.ForLocation, which keeps the last rendering that
-// succeeded instead.
+// succeeded instead. With a Renderer, the rendering may spend its budget per object version
+// (RendererOptions.CostPerObject) at most: a status write does not run more of a tenant's CEL
+// than ingest would.
 func (s *ResourceStore) LocationView(u *unstructured.Unstructured, cluster string, locations []string, location string) *unstructured.Unstructured {
-	if v, err := renderFor(s.rules.load(), s.gvr, cluster, u, locations, location); err == nil {
+	ctx := context.Background()
+	if r := s.opts.Renderer; r != nil {
+		ctx = customization.WithMeter(ctx, customization.NewMeter(r.opts.CostPerObject))
+	}
+	if v, err := renderFor(ctx, s.rules.load(), s.gvr, cluster, u, locations, location, s.opts.MaxRenderingBytes); err == nil {
 		return v
 	}
 	return baseView(u, locations, location)
@@ -73,7 +79,11 @@ func (s *ResourceStore) LocationView(u *unstructured.Unstructured, cluster strin
 //
 // A rendering that fails under the new rules keeps the location's last rendering (never a
 // deletion), as at ingest. The renderings are made before the store's read lock is taken:
-// readers are blocked only while the events are applied.
+// readers are blocked only while the events are applied. With a Renderer
+// (StoreOptions.Renderer) the renderings that run CEL are not made here but deferred, as at
+// ingest: the views keep their renderings until a worker made the new ones, which it applies
+// as re-renderings of their own (applyRenderings); only the others (a location no
+// Customization selects any more) are made and applied here.
 func (s *ResourceStore) SetRules(rules Rules, fresh uint64) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
@@ -117,15 +127,23 @@ func (s *ResourceStore) SetRules(rules Rules, fresh uint64) {
 				changed[loc] = true
 			}
 		}
-		n.visible = rerenderedVisibility(o, n, rv, changed)
-		if n.variants == nil {
-			n.variants = &locationVariants{}
-		}
-		n.compact(o)
 		work = append(work, rerender{prev: o, obj: n, changed: changed})
 	}
 	if len(work) == 0 {
 		return
+	}
+	if !slices.ContainsFunc(work, func(w rerender) bool { return len(w.changed) > 0 }) {
+		// No view changed now (the renderings that run CEL are pending, made by the
+		// Renderer later: applyRenderings): nothing is an event, and the store's
+		// resourceVersion stays.
+		rv, shared = s.rv, true
+	}
+	for _, w := range work {
+		w.obj.visible = rerenderedVisibility(w.prev, w.obj, rv, w.changed)
+		if w.obj.variants == nil {
+			w.obj.variants = &locationVariants{}
+		}
+		w.obj.compact(w.prev)
 	}
 
 	s.mu.Lock()
@@ -140,6 +158,7 @@ func (s *ResourceStore) SetRules(rules Rules, fresh uint64) {
 		}
 		events += len(w.changed)
 		s.applyLocked(&event{typ: watch.Modified, rv: rv, obj: w.obj, prev: w.prev, rerendered: w.changed, sharedRV: shared}, len(w.changed) > 0)
+		s.enqueuePending(w.obj)
 	}
 	s.notifyLocked()
 	klog.V(2).InfoS("Re-rendered the views of a resource after a change of the Customizations or locations",

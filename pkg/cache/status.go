@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -57,10 +58,11 @@ func LocationView(u *unstructured.Unstructured, locations []string, location str
 
 // RenderView returns a copy of u (a source object assigned to locations) as location's view
 // shows it without Customizations: baseView, then location's own patch
-// spec-diff.kcp.io/<location> applied (docs/design.md, "The control plane objects"). The error is a
-// *specdiff.Error when the patch cannot be applied.
+// spec-diff.kcp.io/<location> applied (docs/design.md, "The control plane objects"), within
+// rendercheck.DefaultMaxBytes. The error is a *specdiff.Error when the patch cannot be applied
+// or is refused, a *customization.RenderError when the result is too large.
 func RenderView(u *unstructured.Unstructured, locations []string, location string) (*unstructured.Unstructured, error) {
-	return renderFor(nil, schema.GroupVersionResource{}, "", u, locations, location)
+	return renderFor(context.Background(), nil, schema.GroupVersionResource{}, "", u, locations, location, 0)
 }
 
 // baseView returns a copy of u as location's view shows it before any rendering: the status

@@ -49,9 +49,11 @@ const maxFailureMessage = 256
 type StatusWriter struct {
 	follower *Follower
 	failures func() []Failure
-	client   func(cluster string) (dynamic.Interface, error)
-	interval time.Duration
-	now      func() time.Time
+	// throttled reports whether a namespace spent its CEL budget per second (nil: never).
+	throttled func(cluster, namespace string) bool
+	client    func(cluster string) (dynamic.Interface, error)
+	interval  time.Duration
+	now       func() time.Time
 }
 
 // NewStatusWriter returns a StatusWriter for the Customizations of follower, with the failures
@@ -59,6 +61,14 @@ type StatusWriter struct {
 // source's client of that logical cluster), every interval.
 func NewStatusWriter(follower *Follower, failures func() []Failure, client func(cluster string) (dynamic.Interface, error), interval time.Duration) *StatusWriter {
 	return &StatusWriter{follower: follower, failures: failures, client: client, interval: interval, now: time.Now}
+}
+
+// WithThrottled makes the Degraded condition say Throttled while throttled(cluster,
+// namespace) reports that the Customization's namespace spent its CEL budget per second (the
+// cache's Renderer.Throttled). It returns w.
+func (w *StatusWriter) WithThrottled(throttled func(cluster, namespace string) bool) *StatusWriter {
+	w.throttled = throttled
+	return w
 }
 
 // Run writes statuses every interval until ctx ends, once the follower has synced.
@@ -71,8 +81,10 @@ func (w *StatusWriter) Sync(ctx context.Context) {
 	if !w.follower.HasSynced() {
 		return
 	}
+	snapshot := w.follower.Snapshot()
+	limited := snapshot.Limited()
 	compileErrs := map[RuleKey][]CompileError{}
-	for _, e := range w.follower.Snapshot().CompileErrors() {
+	for _, e := range snapshot.CompileErrors() {
 		k := RuleKey{Cluster: e.Cluster, Namespace: e.Namespace, Name: e.Name}
 		compileErrs[k] = append(compileErrs[k], e)
 	}
@@ -82,7 +94,8 @@ func (w *StatusWriter) Sync(ctx context.Context) {
 	}
 	for _, c := range w.follower.Customizations() {
 		k := w.follower.key(c)
-		status := desiredStatus(c, compileErrs[k], failures[k], metav1.NewTime(w.now()))
+		throttled := w.throttled != nil && w.throttled(k.Cluster, k.Namespace)
+		status := desiredStatus(c, compileErrs[k], failures[k], limited[k], throttled, metav1.NewTime(w.now()))
 		if apiequality.Semantic.DeepEqual(c.Status, status) {
 			continue
 		}
@@ -122,9 +135,10 @@ func tail(s string, max int) string {
 	return "…" + s[i:]
 }
 
-// desiredStatus returns c's status given its compile errors and failures; conditions keep their
-// lastTransitionTime unless their status changes (meta.SetStatusCondition).
-func desiredStatus(c *controlv1alpha1.Customization, compileErrs []CompileError, failures []Failure, now metav1.Time) controlv1alpha1.CustomizationStatus {
+// desiredStatus returns c's status given its compile errors and failures, why the snapshot does
+// not apply it (limited, "" when it does) and whether its namespace is throttled; conditions
+// keep their lastTransitionTime unless their status changes (meta.SetStatusCondition).
+func desiredStatus(c *controlv1alpha1.Customization, compileErrs []CompileError, failures []Failure, limited string, throttled bool, now metav1.Time) controlv1alpha1.CustomizationStatus {
 	s := *c.Status.DeepCopy()
 	s.ObservedGeneration = c.Generation
 	compiled := metav1.Condition{Type: controlv1alpha1.CustomizationCompiled, Status: metav1.ConditionTrue,
@@ -159,5 +173,34 @@ func desiredStatus(c *controlv1alpha1.Customization, compileErrs []CompileError,
 	}
 	meta.SetStatusCondition(&s.Conditions, compiled)
 	meta.SetStatusCondition(&s.Conditions, ready)
+	meta.SetStatusCondition(&s.Conditions, degraded(c.Generation, failures, limited, throttled, now))
 	return s
+}
+
+// degraded returns the Degraded condition of a Customization of generation, given its
+// failures, why it is limited ("" when not) and whether its namespace is throttled.
+func degraded(generation int64, failures []Failure, limited string, throttled bool, now metav1.Time) metav1.Condition {
+	c := metav1.Condition{Type: controlv1alpha1.CustomizationDegraded, Status: metav1.ConditionTrue,
+		ObservedGeneration: generation, LastTransitionTime: now}
+	overBudget := 0
+	for _, f := range failures {
+		if f.Reason == ReasonBudgetExceeded {
+			overBudget++
+		}
+	}
+	switch {
+	case limited != "":
+		c.Reason, c.Message = controlv1alpha1.ReasonLimitExceeded, contract.Truncate(limited, 1024)+
+			"; the objects it selects keep their last rendering, and objects that never rendered are withheld"
+	case overBudget > 0:
+		c.Reason = controlv1alpha1.ReasonBudgetExceeded
+		c.Message = fmt.Sprintf("the CEL cost of rendering %d (object, location) pairs went past the budget per object version (--render-cost-per-object); "+
+			"the Customization is not applied to them: they keep their last rendering, or are withheld if they never rendered", overBudget)
+	case throttled:
+		c.Reason = controlv1alpha1.ReasonThrottled
+		c.Message = "the namespace's Customizations spent their CEL budget per second (--render-cost-per-second): the renderings of its objects wait, and their views show the previous rendering meanwhile"
+	default:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, controlv1alpha1.ReasonWithinBudget, "every rendering is within the namespace's limits and budgets"
+	}
+	return c
 }

@@ -13,6 +13,7 @@ const (
 	outcomeMapped                  // the target copy was applied at the object's latest version
 	outcomeConflict                // an unmanaged target object is in the way
 	outcomeError                   // the apply failed; retried with backoff
+	outcomeRefused                 // the view object's identity is not its source's (confirmIdentity)
 )
 
 // objectStates keeps the outcome of every view object's latest sync, for the

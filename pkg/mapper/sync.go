@@ -57,17 +57,6 @@ func (m *Mapper) sync(ctx context.Context, key itemKey) error {
 func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstructured.Unstructured, ns string) error {
 	logger := klog.FromContext(ctx)
 	src := SourceOf(obj, m.cfg.ClusterName)
-	if r.namespaced {
-		if err := m.namespaces.ensure(ctx, ns, src, m.namespaceMapping()); err != nil {
-			var nc *namespaceConflict
-			if errors.As(err, &nc) {
-				return m.reportConflict(ctx, key, ns, nc.Error())
-			}
-			m.metrics.errors(r.name(), "namespace").Inc()
-			m.states.set(key, outcomeError)
-			return err
-		}
-	}
 
 	// The live copy: from the target informer, or read fresh when the informer does not have
 	// it (it sees only managed objects) or the previous attempt failed (it may be stale).
@@ -88,6 +77,22 @@ func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstr
 			return m.reportConflict(ctx, key, ns, "an object of that name exists on the target without the mapper's label and source annotations")
 		} else if ref != src {
 			return m.reportConflict(ctx, key, ns, "the target object of that name is the copy of "+ref.String())
+		}
+	}
+	// Before anything is written (the namespace included): the object is the source it claims
+	// to be.
+	if err := m.confirmIdentity(ctx, r, key, obj, live); err != nil {
+		return err
+	}
+	if r.namespaced {
+		if err := m.namespaces.ensure(ctx, ns, src, m.namespaceMapping()); err != nil {
+			var nc *namespaceConflict
+			if errors.As(err, &nc) {
+				return m.reportConflict(ctx, key, ns, nc.Error())
+			}
+			m.metrics.errors(r.name(), "namespace").Inc()
+			m.states.set(key, outcomeError)
+			return err
 		}
 	}
 

@@ -18,8 +18,8 @@ import (
 // scenario 6: the mapper maps every object of its location;
 // scenario 8: mapper-controller keeps every heartbeating location Ready and marks a stopped one;
 // scenario 9: every customized ConfigMap shows its location in each view, no other does;
-// scenario 10: every object is placed on 2 locations, none on the one whose heartbeat stopped,
-// and a quiet window writes nothing; scenario 11: every status write of the storm succeeds and
+// scenario 10: every application is placed whole on 2 locations, none on the one whose heartbeat
+// stopped, and a quiet window writes nothing; scenario 11: every status write of the storm succeeds and
 // each location's watch gets the event of each of its own writes),
 // and the report files must be written. It asserts no timings (they belong in bench/RESULTS.md,
 // not in a pass/fail test on a shared CI machine).
@@ -66,7 +66,7 @@ func TestQuickPreset(t *testing.T) {
 	// The scenarios whose figures depend on a correct result carry checks; a run that lost them
 	// would pass without proving anything.
 	for id, name := range map[int]string{1: "lists agree", 2: "view watches get their events", 6: "mapper finished", 8: "locations stay Ready; a stopped one becomes Unknown",
-		9: "customized views show their location", 10: "every object placed, none on the stopped location, no write when nothing changes",
+		9: "customized views show their location", 10: "every application placed whole, none on the stopped location, no write when nothing changes",
 		11: "status writes succeed and reach the writer's own watch"} {
 		if s := r.Scenarios[id-1]; s.Ran && len(s.Checks) == 0 {
 			t.Errorf("scenario %d (%s) recorded no correctness check (%s)", id, s.Title, name)

@@ -3,7 +3,7 @@
 // ConfigMaps and Deployments assigned to locations, runs the seven scenarios of bench/RESULTS.md side by
 // side with kube-apiserver, scenario 8 (location heartbeats against the real
 // mapper-controller), scenario 9 (customized views), scenario 10
-// (placement at scale) and scenario 11 (a status write storm through the views),
+// (placement of applications at scale) and scenario 11 (a status write storm through the views),
 // and writes RESULTS.md and results.json.
 //
 // hack/bench is the command (`make bench`, `make bench-quick`); quick_test.go runs the quick

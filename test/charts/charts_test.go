@@ -179,7 +179,11 @@ func verifyServingCert(t *testing.T, certPEM, caPEM []byte, namespace string) {
 	}
 }
 
-var mirroredByDefault = []string{"configmaps", "services", "serviceaccounts", "deployments.apps", "statefulsets.apps", "daemonsets.apps"}
+// mirroredByDefault is the values' default mirroredResources (docs/install.md, "Choose what is
+// mirrored").
+var mirroredByDefault = []string{"configmaps", "secrets", "services", "serviceaccounts", "persistentvolumeclaims", "pods",
+	"deployments.apps", "replicasets.apps", "statefulsets.apps", "daemonsets.apps", "jobs.batch", "cronjobs.batch",
+	"horizontalpodautoscalers.autoscaling", "poddisruptionbudgets.policy"}
 
 func TestLint(t *testing.T) {
 	for _, c := range []struct {
@@ -246,10 +250,13 @@ func TestClusterMapperDefaults(t *testing.T) {
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps", "services", "serviceaccounts"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
 		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "daemonsets"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
 		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments/status"}, Verbs: []string{"get", "update", "patch"}},
+		rbacv1.PolicyRule{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
 		rbacv1.PolicyRule{APIGroups: []string{"control.mapper.kcp.io"}, Resources: []string{"synctargets", "customizations"}, Verbs: []string{"list", "watch"}},
+		// DeletionPending, and refused renderings.
+		rbacv1.PolicyRule{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create"}},
 	)
-	if ok, _ := validation.Covers(role.Rules, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list"}}}); ok {
-		t.Error("ClusterRole mapper-apiserver may list Secrets, which are not mirrored")
+	if ok, _ := validation.Covers(role.Rules, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"endpoints"}, Verbs: []string{"list"}}}); ok {
+		t.Error("ClusterRole mapper-apiserver may list Endpoints, which are not mirrored")
 	}
 
 	// mapper-controller: leader election, its Role in the Lease namespace.
@@ -264,9 +271,12 @@ func TestClusterMapperDefaults(t *testing.T) {
 	}
 	ccr := get[*rbacv1.ClusterRole](r, "ClusterRole", "cluster-mapper:mapper-controller")
 	wantCovers(t, "mapper-controller's ClusterRole", ccr.Rules,
-		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "daemonsets"}, Verbs: []string{"list", "watch", "patch"}},
-		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"replicasets"}, Verbs: []string{"list", "watch"}},
+		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments", "replicasets", "statefulsets", "daemonsets"}, Verbs: []string{"list", "watch", "patch"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets", "serviceaccounts", "persistentvolumeclaims"}, Verbs: []string{"list", "watch", "patch"}},
 		rbacv1.PolicyRule{APIGroups: []string{"control.mapper.kcp.io"}, Resources: []string{"synctargets/status"}, Verbs: []string{"update", "patch"}},
+		rbacv1.PolicyRule{APIGroups: []string{"control.mapper.kcp.io"}, Resources: []string{"placements/status"}, Verbs: []string{"update", "patch"}},
+		rbacv1.PolicyRule{APIGroups: []string{"control.mapper.kcp.io"}, Resources: []string{"dependencyrules"}, Verbs: []string{"get", "list", "watch"}},
+		rbacv1.PolicyRule{APIGroups: []string{"control.mapper.kcp.io"}, Resources: []string{"dependencyrules/status"}, Verbs: []string{"update"}},
 	)
 
 	// The CRDs are artifacts/crds' (controller-gen's output), byte for byte.

@@ -76,6 +76,14 @@ func startLocationsEnv(t *testing.T, ctx context.Context, locations ...string) *
 // --resources value).
 func startLocationsEnvFor(t *testing.T, ctx context.Context, resources string, locations ...string) *locationsEnv {
 	t.Helper()
+	return startLocationsEnvWith(t, ctx, resources, nil, locations...)
+}
+
+// startLocationsEnvWith is startLocationsEnvFor with setup, when not nil, run on the source
+// (with its admin's dynamic client) and on every target before mapper-apiserver starts: the
+// CRDs of mirrored custom resources.
+func startLocationsEnvWith(t *testing.T, ctx context.Context, resources string, setup func(dyn dynamic.Interface), locations ...string) *locationsEnv {
+	t.Helper()
 	opts := []framework.ControlPlaneOptions{{Name: "source"}}
 	shared := framework.StartEtcd(t)
 	for _, l := range locations {
@@ -90,6 +98,12 @@ func startLocationsEnvFor(t *testing.T, ctx context.Context, resources string, l
 	env.src = dynamicClientFor(t, env.source)
 	env.dyn = env.src
 	installControlCRDs(t, ctx, env.source, env.dyn)
+	if setup != nil {
+		setup(env.src)
+		for _, cp := range cps[1:] {
+			setup(dynamicClientFor(t, cp))
+		}
+	}
 	env.api = framework.StartAggregatedMapperAPIServer(t, env.source, "--resources="+resources, "--source-discovery-interval=1s", "--bookmark-interval=1s")
 	env.server = env.api.Server
 	apiserverBin := framework.BuildBinary(t, "./cmd/mapper-apiserver")

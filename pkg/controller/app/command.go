@@ -32,10 +32,13 @@ import (
 	"k8s.io/klog/v2"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/dependencies"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/informers"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/location"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/managedfields"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/placement"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/push"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/served"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/statuscollector"
 	"github.com/cluster-mapper/cluster-mapper/pkg/healthserver"
 )
@@ -52,7 +55,9 @@ func NewCommand() *cobra.Command {
 			"lifecycle controller sets a SyncTarget's Ready condition to Unknown when the location's mapper has not renewed " +
 			"its Lease (cluster-mapper-system/<location>) for --location-grace-period, and records Events when Ready " +
 			"changes. Its push mode controller runs a mapper in-process for every SyncTarget with spec.kubeconfigSecretRef " +
-			"(the --push-mapper-* flags are cmd/mapper's). See docs/locations.md.",
+			"(the --push-mapper-* flags are cmd/mapper's). See docs/locations.md. Its placement controller places the objects " +
+			"Placements select (docs/placement.md), and its dependency controller assigns what assigned workloads reference " +
+			"to their locations (docs/dependencies.md).",
 		SilenceUsage: true,
 		Args:         cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -123,7 +128,8 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	// Kinds of placed resources: discovery once, again when a resource is not known.
+	// Kinds of placed and referenced resources: discovery once, again when a resource is not
+	// known (served.Resolver, at most every 10 s).
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
 	var watchdog *leaderelection.HealthzAdaptor
 	var live []healthz.HealthChecker
@@ -146,17 +152,25 @@ func Run(ctx context.Context, o *Options) error {
 		defer broadcaster.Shutdown()
 		recorder := broadcaster.NewRecorder(scheme, "mapper-controller")
 		o.Push.Complete(o.LeaseNamespace)
-		shared := informers.NewSet(dyn, metadataClient, placement.TrimManagedFields)
+		// The placement and dependency controllers read their own managedFields entries only.
+		shared := informers.NewSet(dyn, metadataClient, managedfields.Keep(placement.FieldManager, dependencies.FieldManager))
 		defer shared.Shutdown()
+		resolver := served.New(mapper)
 		var wg sync.WaitGroup
-		wg.Add(3)
+		wg.Add(4)
 		go func() {
 			defer wg.Done()
-			statuscollector.New(statuscollector.Config{Dynamic: dyn, Informers: shared}).Run(ctx)
+			statuscollector.New(statuscollector.Config{Dynamic: dyn, Informers: shared, Workers: o.StatusCollectorWorkers,
+				CostPerSummary: o.StatusCollectorCostPerSummary, CostPerSecond: o.StatusCollectorCostPerSecond,
+				MaxPerNamespace: o.MaxStatusCollectorsPerNamespace}).Run(ctx)
 		}()
 		go func() {
 			defer wg.Done()
-			placement.New(placement.Config{Dynamic: placementDyn, Metadata: placementMetadata, Informers: shared, Mapper: mapper, Workers: o.ConcurrentPlacementSyncs, ConcurrentWrites: o.ConcurrentPlacementWrites, Recorder: recorder}).Run(ctx)
+			placement.New(placement.Config{Dynamic: placementDyn, Metadata: placementMetadata, Informers: shared, Resolver: resolver, Workers: o.ConcurrentPlacementSyncs, ConcurrentWrites: o.ConcurrentPlacementWrites, Recorder: recorder}).Run(ctx)
+		}()
+		go func() {
+			defer wg.Done()
+			dependencies.New(dependencies.Config{Dynamic: placementDyn, Metadata: placementMetadata, Informers: shared, Resolver: resolver, Workers: o.ConcurrentDependencySyncs, ConcurrentWrites: o.ConcurrentDependencyWrites, Recorder: recorder}).Run(ctx)
 		}()
 		go func() {
 			defer wg.Done()

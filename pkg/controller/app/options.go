@@ -1,6 +1,7 @@
 // Package app is the command line of mapper-controller (cmd/mapper-controller): flags,
 // logs, metrics and health endpoints from component-base and k8s.io/apiserver, leader
-// election in the source, and the controllers it runs: the location lifecycle and push mode.
+// election in the source, and the controllers it runs: the location lifecycle, push mode,
+// placement, dependencies and status summaries.
 package app
 
 import (
@@ -14,7 +15,9 @@ import (
 	"k8s.io/component-base/config/options"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/dependencies"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/placement"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/statuscollector"
 )
 
 // Options are mapper-controller's flags.
@@ -38,12 +41,26 @@ type Options struct {
 	// ConcurrentPlacementWrites is how many server-side applies of placed objects the
 	// placement controller has in flight at once, over all its namespaces.
 	ConcurrentPlacementWrites int
-	// PlacementKubeAPIQPS and PlacementKubeAPIBurst limit the placement controller's own
-	// client: placing a new Placement's objects is one write each (50,000 objects placed
-	// within a minute is the target), which the shared client's limits would stretch
-	// to an hour. The source's API Priority and Fairness still applies.
+	// ConcurrentDependencySyncs is how many namespaces the dependency controller reconciles
+	// at once.
+	ConcurrentDependencySyncs int
+	// ConcurrentDependencyWrites is how many patches of dependencies the dependency
+	// controller has in flight at once, over all its namespaces.
+	ConcurrentDependencyWrites int
+	// PlacementKubeAPIQPS and PlacementKubeAPIBurst limit the own client of the placement and
+	// dependency controllers: placing a new Placement's objects is one write each, and
+	// assigning their dependencies one more per dependency, which the shared client's limits
+	// would stretch to an hour for 50,000 objects. The source's API Priority and Fairness
+	// still applies.
 	PlacementKubeAPIQPS   float32
 	PlacementKubeAPIBurst int
+	// StatusCollectorWorkers, StatusCollectorCostPerSummary, StatusCollectorCostPerSecond and
+	// MaxStatusCollectorsPerNamespace configure the fair computation of StatusSummaries
+	// (statuscollector.Config; docs/status.md, "Fairness and budgets").
+	StatusCollectorWorkers          int
+	StatusCollectorCostPerSummary   int64
+	StatusCollectorCostPerSecond    int64
+	MaxStatusCollectorsPerNamespace int
 	// BindAddress serves /metrics, /healthz and /readyz ("0": nowhere).
 	BindAddress string
 	// Profiling serves Go's /debug/pprof on BindAddress (unauthenticated, so off by default;
@@ -60,17 +77,23 @@ type Options struct {
 // cluster-mapper-system/mapper-controller with kube-controller-manager's timings.
 func NewOptions() *Options {
 	return &Options{
-		LocationGracePeriod:       40 * time.Second,
-		LeaseNamespace:            contract.ControlNamespace,
-		Workers:                   2,
-		KubeAPIQPS:                20,
-		KubeAPIBurst:              30,
-		ConcurrentPlacementSyncs:  8,
-		ConcurrentPlacementWrites: placement.DefaultConcurrentWrites,
-		PlacementKubeAPIQPS:       1000,
-		PlacementKubeAPIBurst:     2000,
-		BindAddress:               ":8081",
-		Push:                      NewPushOptions(),
+		LocationGracePeriod:             40 * time.Second,
+		LeaseNamespace:                  contract.ControlNamespace,
+		Workers:                         2,
+		KubeAPIQPS:                      20,
+		KubeAPIBurst:                    30,
+		ConcurrentPlacementSyncs:        8,
+		ConcurrentPlacementWrites:       placement.DefaultConcurrentWrites,
+		ConcurrentDependencySyncs:       8,
+		ConcurrentDependencyWrites:      dependencies.DefaultConcurrentWrites,
+		PlacementKubeAPIQPS:             1000,
+		PlacementKubeAPIBurst:           2000,
+		StatusCollectorWorkers:          statuscollector.DefaultWorkers,
+		StatusCollectorCostPerSummary:   statuscollector.DefaultCostPerSummary,
+		StatusCollectorCostPerSecond:    statuscollector.DefaultCostPerSecond,
+		MaxStatusCollectorsPerNamespace: statuscollector.DefaultMaxPerNamespace,
+		BindAddress:                     ":8081",
+		Push:                            NewPushOptions(),
 		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
 			LeaderElect:       true,
 			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
@@ -93,8 +116,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests to the source above --kube-api-qps, per client.")
 	fs.IntVar(&o.ConcurrentPlacementSyncs, "concurrent-placement-syncs", o.ConcurrentPlacementSyncs, "Namespaces whose Placements are reconciled at once.")
 	fs.IntVar(&o.ConcurrentPlacementWrites, "concurrent-placement-writes", o.ConcurrentPlacementWrites, "Server-side applies of placed objects in flight at once, over all namespaces.")
-	fs.Float32Var(&o.PlacementKubeAPIQPS, "placement-kube-api-qps", o.PlacementKubeAPIQPS, "Requests per second of the placement controller's own client to the source (its writes of assignments). A value below zero turns client-side limiting off.")
-	fs.IntVar(&o.PlacementKubeAPIBurst, "placement-kube-api-burst", o.PlacementKubeAPIBurst, "Burst of the placement controller's requests above --placement-kube-api-qps.")
+	fs.IntVar(&o.ConcurrentDependencySyncs, "concurrent-dependency-syncs", o.ConcurrentDependencySyncs, "Namespaces whose dependencies are reconciled at once.")
+	fs.IntVar(&o.ConcurrentDependencyWrites, "concurrent-dependency-writes", o.ConcurrentDependencyWrites, "Patches of dependencies' assignments in flight at once, over all namespaces.")
+	fs.Float32Var(&o.PlacementKubeAPIQPS, "placement-kube-api-qps", o.PlacementKubeAPIQPS, "Requests per second of the own client of the placement and dependency controllers to the source (their writes of assignments). A value below zero turns client-side limiting off.")
+	fs.IntVar(&o.PlacementKubeAPIBurst, "placement-kube-api-burst", o.PlacementKubeAPIBurst, "Burst of the placement and dependency controllers' requests above --placement-kube-api-qps.")
+	fs.IntVar(&o.StatusCollectorWorkers, "status-collector-workers", o.StatusCollectorWorkers, "StatusSummaries computed at once; one namespace has one at most, so that its expensive StatusCollectors never hold another's.")
+	fs.Int64Var(&o.StatusCollectorCostPerSummary, "status-collector-cost-per-summary", o.StatusCollectorCostPerSummary, "CEL cost units one StatusSummary may spend; past it the summary keeps its last results and the StatusCollector is marked Degraded.")
+	fs.Int64Var(&o.StatusCollectorCostPerSecond, "status-collector-cost-per-second", o.StatusCollectorCostPerSecond, "CEL cost units per second the StatusCollectors of one namespace may spend on average; a namespace that spent more waits (Degraded, reason Throttled).")
+	fs.IntVar(&o.MaxStatusCollectorsPerNamespace, "max-status-collectors-per-namespace", o.MaxStatusCollectorsPerNamespace, "StatusCollectors of one namespace computed, the oldest first; the others are marked Degraded and their StatusSummaries left as they are.")
 	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "Address serving /metrics, /healthz and /readyz; \"0\" turns it off.")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's profiles at /debug/pprof on --bind-address (without authentication).")
 	options.BindLeaderElectionFlags(&o.LeaderElection, fs)
@@ -110,6 +139,9 @@ func (o *Options) Validate() error {
 	if o.Workers < 1 {
 		errs = append(errs, errors.New("--workers must be at least 1"))
 	}
+	if o.StatusCollectorWorkers < 1 || o.StatusCollectorCostPerSummary < 1 || o.StatusCollectorCostPerSecond < 1 || o.MaxStatusCollectorsPerNamespace < 1 {
+		errs = append(errs, errors.New("--status-collector-workers, --status-collector-cost-per-summary, --status-collector-cost-per-second and --max-status-collectors-per-namespace must be at least 1"))
+	}
 	if o.KubeAPIQPS >= 0 && o.KubeAPIBurst < 1 {
 		errs = append(errs, errors.New("--kube-api-burst must be at least 1 when --kube-api-qps is not negative"))
 	}
@@ -118,6 +150,12 @@ func (o *Options) Validate() error {
 	}
 	if o.ConcurrentPlacementWrites < 1 {
 		errs = append(errs, errors.New("--concurrent-placement-writes must be at least 1"))
+	}
+	if o.ConcurrentDependencySyncs < 1 {
+		errs = append(errs, errors.New("--concurrent-dependency-syncs must be at least 1"))
+	}
+	if o.ConcurrentDependencyWrites < 1 {
+		errs = append(errs, errors.New("--concurrent-dependency-writes must be at least 1"))
 	}
 	if o.PlacementKubeAPIQPS >= 0 && o.PlacementKubeAPIBurst < 1 {
 		errs = append(errs, errors.New("--placement-kube-api-burst must be at least 1 when --placement-kube-api-qps is not negative"))

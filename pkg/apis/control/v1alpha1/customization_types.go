@@ -152,6 +152,27 @@ const (
 	// selects for every selected location (reason AllObjectsRendered), False otherwise
 	// (CompilationFailed, RenderFailed).
 	CustomizationReady = "Ready"
+	// CustomizationDegraded is True when the server skips some of the Customization's work
+	// for its namespace's limits or budgets (reasons LimitExceeded, BudgetExceeded, Throttled;
+	// the objects it selects keep their last rendering, never shown without it), False
+	// (reason WithinBudget) otherwise.
+	CustomizationDegraded = "Degraded"
+)
+
+// Reasons of the Degraded condition of Customizations and StatusCollectors
+// (docs/customization.md and docs/status.md, "Fairness and budgets").
+const (
+	// ReasonLimitExceeded: the namespace has more Customizations (or mutations, or
+	// StatusCollectors) than the server applies per namespace; this one, among the newest, is
+	// not applied.
+	ReasonLimitExceeded = "LimitExceeded"
+	// ReasonBudgetExceeded: the CEL cost of one object version's renderings (or of one
+	// summary) went past the server's budget; the work was not finished.
+	ReasonBudgetExceeded = "BudgetExceeded"
+	// ReasonThrottled: the namespace spent its CEL budget per second; its work waits.
+	ReasonThrottled = "Throttled"
+	// ReasonWithinBudget: nothing is skipped.
+	ReasonWithinBudget = "WithinBudget"
 )
 
 // Reasons of Customization conditions.
@@ -176,7 +197,7 @@ type CustomizationStatus struct {
 	// observedGeneration is the metadata.generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// conditions are Compiled and Ready.
+	// conditions are Compiled, Ready and Degraded.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -205,7 +226,7 @@ type CustomizationFailure struct {
 	// +kubebuilder:validation:MaxLength=63
 	Location string `json:"location"`
 	// reason is a CamelCase word: CompilationFailed, MatchConditionFailed, MutationFailed,
-	// ProtectedFieldChanged, InternalError.
+	// ProtectedFieldChanged, BudgetExceeded, LimitExceeded, InternalError.
 	// +kubebuilder:validation:MaxLength=128
 	Reason string `json:"reason"`
 	// message says what failed (truncated).
