@@ -34,6 +34,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/view"
 	"github.com/cluster-mapper/cluster-mapper/pkg/rendercheck"
 	"github.com/cluster-mapper/cluster-mapper/pkg/source"
+	"github.com/cluster-mapper/cluster-mapper/pkg/sourcecluster"
 )
 
 // Options are the command-line options of mapper-apiserver: the generic aggregated-server
@@ -53,17 +54,9 @@ type Options struct {
 	// group, "deployments.apps"); empty mirrors every namespaced resource the source serves with
 	// list and watch, minus events and leases.
 	Resources []string
-	// SourceMode is SourceModePlain (default) or SourceModeKCP.
-	SourceMode string
-	// ClusterName is the logical cluster of every object of a plain source (a plain
-	// Kubernetes source is one logical cluster; a kcp.io/cluster annotation a user wrote is
-	// ignored). Unused in kcp mode.
-	ClusterName string
-	// SourceClusterPath is, in kcp mode, the path of one logical cluster on the source's
-	// server (the kubeconfig's server with a trailing /clusters/* removed); ClusterPlaceholder
-	// is replaced by the cluster. Reads by name and writes (status write-back, status records)
-	// go there.
-	SourceClusterPath string
+	// Clusters are --source-mode, --cluster-name and --source-cluster-path: how an object's
+	// logical cluster is found, and where reads by name and status write-back go.
+	Clusters *sourcecluster.Options
 
 	HistorySize int
 	// HistoryAge bounds the age of the events kept for watch resumption (docs/views.md,
@@ -125,9 +118,7 @@ func NewOptions() *Options {
 		RecommendedOptions:            genericoptions.NewRecommendedOptions("", Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)),
 		SourceQPS:                     200,
 		SourceBurst:                   400,
-		SourceMode:                    SourceModePlain,
-		ClusterName:                   "default",
-		SourceClusterPath:             source.DefaultClusterPath,
+		Clusters:                      sourcecluster.NewOptions(),
 		HistorySize:                   10000,
 		HistoryAge:                    cache.DefaultHistoryMaxAge,
 		HistoryMemory:                 DefaultHistoryMemory,
@@ -159,9 +150,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.SourceQPS, "source-qps", o.SourceQPS, "Queries per second of the server's own requests to the source.")
 	fs.IntVar(&o.SourceBurst, "source-burst", o.SourceBurst, "Burst of the server's own requests to the source.")
 	fs.StringSliceVar(&o.Resources, "resources", o.Resources, "Mirrored resources as resource.group (e.g. configmaps,deployments.apps,widgets.example.com). Empty: every namespaced resource the source serves with list and watch, minus events and leases.")
-	fs.StringVar(&o.SourceMode, "source-mode", o.SourceMode, "How logical clusters are found: \"plain\" (a Kubernetes source, one logical cluster named by --cluster-name; a kcp.io/cluster annotation on an object is ignored) or \"kcp\" (the source kubeconfig points at kcp's wildcard endpoint .../clusters/*; each object's cluster is its kcp.io/cluster annotation, and objects without a valid one are not served).")
-	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "With --source-mode=plain: the logical cluster name of every source object (views show it in kcp.io/cluster).")
-	fs.StringVar(&o.SourceClusterPath, "source-cluster-path", o.SourceClusterPath, "With --source-mode=kcp: the path of one logical cluster on the source's server (the kubeconfig's server with a trailing /clusters/* removed); "+source.ClusterPlaceholder+" is replaced by the cluster. Reads by name and status writes go there.")
+	o.Clusters.AddFlags(fs)
 	fs.IntVar(&o.HistorySize, "watch-history-size", o.HistorySize, "Events kept per resource so watches can resume from a resourceVersion; older ones answer 410 Gone.")
 	fs.DurationVar(&o.HistoryAge, "watch-history-age", o.HistoryAge, "How long an event is kept so watches can resume from its resourceVersion, at most (kube-apiserver's watch cache keeps about 75s); older resumes answer 410 Gone.")
 	fs.Int64Var(&o.HistoryMemory, "watch-history-memory", o.HistoryMemory, "Bytes of memory the event histories of all resources may keep alive together (superseded object versions, estimated); past it, the resources that hold more than their share drop their oldest events. 0: no bound.")
@@ -197,17 +186,8 @@ func (o *Options) Validate() error {
 	if _, err := ParseResources(o.Resources); err != nil {
 		errs = append(errs, err.Error())
 	}
-	switch o.SourceMode {
-	case SourceModePlain:
-		if err := contract.ValidateClusterName(o.ClusterName); err != nil {
-			errs = append(errs, "--cluster-name: "+err.Error())
-		}
-	case SourceModeKCP:
-		if !strings.Contains(o.SourceClusterPath, source.ClusterPlaceholder) || !strings.HasPrefix(o.SourceClusterPath, "/") {
-			errs = append(errs, fmt.Sprintf("--source-cluster-path %q must start with / and contain %s", o.SourceClusterPath, source.ClusterPlaceholder))
-		}
-	default:
-		errs = append(errs, fmt.Sprintf("--source-mode %q is not %q or %q", o.SourceMode, SourceModePlain, SourceModeKCP))
+	if err := o.Clusters.Validate(); err != nil {
+		errs = append(errs, err.Error())
 	}
 	if o.HistorySize < 1 {
 		errs = append(errs, "--watch-history-size must be at least 1")
@@ -296,23 +276,19 @@ func (o *Options) Config() (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	store := cache.StoreOptions{DefaultCluster: o.ClusterName}
-	viewOpts := view.Options{PlainCluster: o.ClusterName}
+	store := cache.StoreOptions{DefaultCluster: o.Clusters.ClusterName}
 	var clusterDynamic func(string) (dynamic.Interface, error)
-	if o.SourceMode == SourceModeKCP {
-		clients, err := source.NewClusterClients(sourceConfig, o.SourceClusterPath)
-		if err != nil {
+	if o.Clusters.KCP() {
+		if clusterDynamic, err = o.Clusters.Writers(sourceConfig); err != nil {
 			return nil, err
 		}
-		clusterDynamic = clients.For
 		store = cache.StoreOptions{ClusterFromAnnotation: true}
-		viewOpts.PlainCluster = ""
 	}
 	// On a plain source, every object the cache stores carries kcp.io/cluster (docs/design.md,
 	// "Names"): the object client writes it into the bytes it reads.
 	var add source.Annotation
-	if o.SourceMode != SourceModeKCP {
-		add = source.Annotation{Key: contract.ClusterAnnotation, Value: o.ClusterName}
+	if !o.Clusters.KCP() {
+		add = source.Annotation{Key: contract.ClusterAnnotation, Value: o.Clusters.ClusterName}
 	}
 	objects, err := source.NewObjectClient(sourceConfig, nil, add)
 	if err != nil {
@@ -364,7 +340,7 @@ func (o *Options) Config() (*Config, error) {
 		return nil, err
 	}
 	rules := customization.NewFollower(dyn, customization.FollowerOptions{
-		Options: customization.Options{PlainCluster: viewOpts.PlainCluster, MaxRenderingBytes: o.MaxRenderingBytes, Limits: customization.Limits{
+		Options: customization.Options{PlainCluster: o.Clusters.PlainCluster(), MaxRenderingBytes: o.MaxRenderingBytes, Limits: customization.Limits{
 			CustomizationsPerNamespace: o.MaxCustomizationsPerNamespace, MutationsPerNamespace: o.MaxMutationsPerNamespace}},
 		OpenAPI: disc.OpenAPIV3(),
 	})
@@ -377,11 +353,9 @@ func (o *Options) Config() (*Config, error) {
 			Registrations:  location.NewRegistrations(kube, dyn, LeaseNamespace),
 			DeletionEvents: pending,
 			Rules:          rules,
-			RulesStatus: customization.NewStatusWriter(rules, customizationFailures(c), writeClient, customizationStatusInterval).
-				WithThrottled(renderer.Throttled),
-			RenderEvents: customization.NewEventWriter(renderRefusals(c), writeClient, customizationStatusInterval),
+			RenderEvents:   customization.NewEventWriter(renderRefusals(c), writeClient, customizationStatusInterval),
 			View: view.Options{
-				PlainCluster:       viewOpts.PlainCluster,
+				PlainCluster:       o.Clusters.PlainCluster(),
 				FreshnessTimeout:   o.FreshnessTimeout,
 				ConsistentReadWait: o.ConsistentReadWait,
 				MinRequestTimeout:  time.Duration(o.MinRequestTimeout) * time.Second,

@@ -75,8 +75,10 @@ type Cache struct {
 	// ready latches HasSynced once it held.
 	ready bool
 
-	// rules are the rules new stores start with (SetRules); rulesMu serializes SetRules.
+	// rules are the rules new stores start with (SetRules), rulesSeq counts the SetRules calls
+	// (both guarded by mu); rulesMu serializes the re-renderings of SetRules.
 	rules     storeRules
+	rulesSeq  uint64
 	rulesMu   sync.Mutex
 	rulesOnce sync.Once
 	// rulesSet is closed by the first SetRules.

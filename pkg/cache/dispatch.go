@@ -18,7 +18,6 @@ func (s *ResourceStore) applyLocked(ev *event, record bool) {
 	if ev.prev != nil {
 		oldLocs = ev.prev.locations
 	}
-	delete(s.statusObjects, ev.obj.key)
 	delete(s.failingObjects, ev.obj.key)
 	if ev.typ == watch.Deleted {
 		delete(s.objects, ev.obj.key)
@@ -33,9 +32,6 @@ func (s *ResourceStore) applyLocked(ev *event, record bool) {
 		s.objects[ev.obj.key] = ev.obj
 		if uid := ev.obj.uid; s.opts.ClusterFromAnnotation && uid != "" {
 			s.byUID[uid] = ev.obj.key
-		}
-		if ev.obj.statusDiffers {
-			s.statusObjects[ev.obj.key] = ev.obj
 		}
 		if len(ev.obj.failed) > 0 {
 			s.failingObjects[ev.obj.key] = ev.obj

@@ -122,8 +122,7 @@ type Object struct {
 	// keep (header, history.go): it is never sent to a client.
 	dropped bool
 	// statusDiffers: the object's .status differs per location (status records, or status
-	// reflection across several locations); the status record reconciler visits these only
-	// (ResourceStore.StatusObjects).
+	// reflection across several locations): its views cannot share one template.
 	statusDiffers bool
 	// visible, when not nil, holds the visible resourceVersions of the locations whose view
 	// did not change at this version (see VisibleResourceVersion); set by setVisibility before
@@ -214,9 +213,8 @@ func newObject(key contract.Key, cluster, namespace, name string, locations []st
 
 // compact turns o, the version after prev (nil for a new object or none to share with), into
 // its stored form before it is published (called once, by the store's writer, while no reader
-// has o), and drops the decoded tree unless the status record reconciler needs it
-// (statusDiffers). On an encoding error the tree is kept, and encoders report the error when
-// they run.
+// has o), and drops the decoded tree. On an encoding error the tree is kept, and encoders
+// report the error when they run.
 //
 //   - An object whose views differ in the assignment only (templatable) keeps its JSON; its
 //     views are made from it when read, without copies (templateView, template.go).
@@ -251,9 +249,6 @@ func (o *Object) compact(prev *Object) {
 				}
 			}
 			o.ForLocation(loc)
-		}
-		if o.statusDiffers {
-			return
 		}
 	}
 	if _, err := o.MarshalJSON(); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
@@ -199,14 +200,19 @@ func rerenderedVisibility(prev *Object, obj *Object, rv uint64, changed map[stri
 
 // SetRules makes every store of the cache, and every store created later, render with rules
 // (ResourceStore.SetRules, with the source's current resourceVersion of the store's resource
-// read first, within rulesProbeTimeout). The first call also releases Run when
-// Config.WaitForRules is set. Calls are serialized; each store is re-rendered in turn, without
-// holding the cache's lock.
+// read first, each read within rulesProbeTimeout). The first call also releases Run when
+// Config.WaitForRules is set.
+//
+// The reads of the source run concurrently (at most rulesProbeWorkers at once) and hold no
+// lock: a slow or unreachable source delays this call, never another one. The stores are then
+// re-rendered in turn, under rulesMu; a call whose rules were superseded by a later call
+// meanwhile re-renders nothing (the later call re-renders every store with its newer rules),
+// so the stores never go back to older rules.
 func (c *Cache) SetRules(rules Rules) {
-	c.rulesMu.Lock()
-	defer c.rulesMu.Unlock()
 	c.mu.Lock()
 	c.rules.p.Store(&rulesHolder{rules: rules})
+	c.rulesSeq++
+	seq := c.rulesSeq
 	stores := make([]*ResourceStore, 0, len(c.mirrors))
 	for _, m := range c.mirrors {
 		stores = append(stores, m.store)
@@ -214,21 +220,37 @@ func (c *Cache) SetRules(rules Rules) {
 	c.mu.Unlock()
 	c.rulesOnce.Do(func() { close(c.rulesSet) })
 	slices.SortFunc(stores, func(a, b *ResourceStore) int { return strings.Compare(a.gvr.String(), b.gvr.String()) })
-	for _, s := range stores {
-		var fresh uint64
-		if s.HasSynced() {
-			ctx, cancel := context.WithTimeout(context.Background(), rulesProbeTimeout)
-			rv, err := c.cfg.Source.ResourceVersion(ctx, s.gvr)
-			cancel()
-			if err != nil {
-				klog.InfoS("Reading the source's resourceVersion for a re-rendering failed; re-rendering at the store's resourceVersion",
-					"resource", s.gvr.GroupResource().String(), "err", contract.Truncate(err.Error(), maxLoggedValue))
-			}
-			fresh = rv
+	fresh := make([]uint64, len(stores))
+	workqueue.ParallelizeUntil(context.Background(), rulesProbeWorkers, len(stores), func(i int) {
+		s := stores[i]
+		if !s.HasSynced() {
+			return
 		}
-		s.SetRules(rules, fresh)
+		ctx, cancel := context.WithTimeout(context.Background(), rulesProbeTimeout)
+		defer cancel()
+		rv, err := c.cfg.Source.ResourceVersion(ctx, s.gvr)
+		if err != nil {
+			klog.InfoS("Reading the source's resourceVersion for a re-rendering failed; re-rendering at the store's resourceVersion",
+				"resource", s.gvr.GroupResource().String(), "err", contract.Truncate(err.Error(), maxLoggedValue))
+		}
+		fresh[i] = rv
+	})
+
+	c.rulesMu.Lock()
+	defer c.rulesMu.Unlock()
+	c.mu.RLock()
+	superseded := c.rulesSeq != seq
+	c.mu.RUnlock()
+	if superseded {
+		return
+	}
+	for i, s := range stores {
+		s.SetRules(rules, fresh[i])
 	}
 }
+
+// rulesProbeWorkers is how many reads of the source's resourceVersion SetRules has in flight.
+const rulesProbeWorkers = 8
 
 // rulesProbeTimeout bounds the read of the source's resourceVersion before a re-rendering.
 const rulesProbeTimeout = 10 * time.Second

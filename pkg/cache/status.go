@@ -13,37 +13,6 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
-// StatusRecord returns the status recorded for location on u (the JSON of
-// status.kcp.io/<location>), whether there is such a record, and an error when it is not a
-// JSON object.
-func StatusRecord(u *unstructured.Unstructured, location string) (map[string]interface{}, bool, error) {
-	raw, ok := u.GetAnnotations()[contract.StatusRecordAnnotationPrefix+location]
-	if !ok {
-		return nil, false, nil
-	}
-	var status map[string]interface{}
-	if err := json.Unmarshal([]byte(raw), &status); err != nil {
-		return nil, true, err
-	}
-	return status, true, nil
-}
-
-// StatusRecordLocations returns the locations that have a status record on u.
-func StatusRecordLocations(u *unstructured.Unstructured) []string {
-	var out []string
-	for k := range u.GetAnnotations() {
-		if loc, ok := strings.CutPrefix(k, contract.StatusRecordAnnotationPrefix); ok {
-			out = append(out, loc)
-		}
-	}
-	return out
-}
-
-// ReflectsStatus reports whether u opted in to status write-back (contract.ReflectsStatus).
-func ReflectsStatus(u *unstructured.Unstructured) bool {
-	return contract.ReflectsStatus(u.GetAnnotations())
-}
-
 // LocationView returns a copy of u (a source object assigned to locations) as location's view
 // shows it without Customizations: RenderView, or when location's spec-diff.kcp.io/ patch
 // cannot be applied, the view without it. ResourceStore.LocationView adds the store's
@@ -75,8 +44,8 @@ func baseView(u *unstructured.Unstructured, locations []string, location string)
 // keepOwnPatch is set (the input of a rendering, which applies and then removes it).
 func viewOf(u *unstructured.Unstructured, locations []string, location string, keepOwnPatch bool) *unstructured.Unstructured {
 	u = u.DeepCopy()
-	if ReflectsStatus(u) || len(StatusRecordLocations(u)) > 0 {
-		status, ok, err := StatusRecord(u, location)
+	if ann := u.GetAnnotations(); contract.ReflectsStatus(ann) || contract.HasStatusRecords(ann) {
+		status, ok, err := contract.StatusRecord(ann, location)
 		switch {
 		case ok && err == nil:
 			u.Object["status"] = status
@@ -203,7 +172,8 @@ func needsVariants(u *unstructured.Unstructured, locations []string, marks *dele
 // records, or reflects status while assigned to several locations (then .status is some
 // location's, or nobody's).
 func statusDiffers(u *unstructured.Unstructured, locations []string) bool {
-	return len(StatusRecordLocations(u)) > 0 || (ReflectsStatus(u) && len(locations) > 1)
+	ann := u.GetAnnotations()
+	return contract.HasStatusRecords(ann) || (contract.ReflectsStatus(ann) && len(locations) > 1)
 }
 
 // ForLocation returns the object as location's view shows it (docs/design.md, "The location view";
@@ -275,18 +245,4 @@ func (o *Object) render(location string) *Object {
 	v.variants, v.statusDiffers = nil, false
 	v.compact(nil) // bytes only
 	return v
-}
-
-// StatusObjects returns the objects whose .status differs per location: those carrying status
-// records (status.kcp.io/<location>) or reflecting status while assigned to several
-// locations. The status record reconciler visits only these; their number does not grow with
-// the cache's total.
-func (s *ResourceStore) StatusObjects() []*Object {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make([]*Object, 0, len(s.statusObjects))
-	for _, o := range s.statusObjects {
-		out = append(out, o)
-	}
-	return out
 }

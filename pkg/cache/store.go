@@ -151,10 +151,6 @@ type ResourceStore struct {
 	// the resourceVersion last rejected, so that each version is counted and logged once.
 	// Guarded by writeMu.
 	rejected map[types.UID]string
-	// statusObjects are the objects whose .status differs per location (status records or
-	// status reflection across several locations; see Object.ForLocation), for the status
-	// record reconciler, which so visits only them.
-	statusObjects map[contract.Key]*Object
 	// failingObjects are the objects whose rendering fails, or is pending, for some location
 	// (render.go): a GET of one withheld from the view answers 503 rather than 404, and
 	// RenderFailures reports the failures, without scanning the store.
@@ -217,7 +213,6 @@ func NewResourceStore(gvr schema.GroupVersionResource, gvk schema.GroupVersionKi
 		objects:        map[contract.Key]*Object{},
 		byUID:          map[types.UID]contract.Key{},
 		rejected:       map[types.UID]string{},
-		statusObjects:  map[contract.Key]*Object{},
 		failingObjects: map[contract.Key]*Object{},
 		locs:           map[string]*locationIndex{},
 		history: history{size: opts.HistorySize, maxAge: opts.HistoryMaxAge, maxObjectSize: opts.HistoryMaxObjectSize,
@@ -351,7 +346,6 @@ func (s *ResourceStore) Close() {
 	s.metrics.objects.Add(-float64(len(s.objects)))
 	s.objects = map[contract.Key]*Object{}
 	s.byUID = map[types.UID]contract.Key{}
-	s.statusObjects = map[contract.Key]*Object{}
 	s.failingObjects = map[contract.Key]*Object{}
 	s.locs = map[string]*locationIndex{}
 	s.history.reset(s.rv)

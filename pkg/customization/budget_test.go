@@ -116,7 +116,7 @@ func TestDegradedCondition(t *testing.T) {
 		{over, "", true, metav1.ConditionTrue, controlv1alpha1.ReasonBudgetExceeded},
 		{over, "too many", true, metav1.ConditionTrue, controlv1alpha1.ReasonLimitExceeded},
 	} {
-		st := desiredStatus(c, nil, tc.failures, tc.limited, tc.throttled, now)
+		st := desiredStatus(c, nil, Failures{Count: int64(len(tc.failures)), Some: tc.failures}, 1, tc.limited, tc.throttled, now)
 		d := meta.FindStatusCondition(st.Conditions, controlv1alpha1.CustomizationDegraded)
 		if d == nil || d.Status != tc.status || d.Reason != tc.reason {
 			t.Errorf("failures %v, limited %q, throttled %v: Degraded %+v, want %s (%s)", tc.failures, tc.limited, tc.throttled, d, tc.status, tc.reason)

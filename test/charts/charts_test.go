@@ -261,7 +261,7 @@ func TestClusterMapperDefaults(t *testing.T) {
 
 	// mapper-controller: leader election, its Role in the Lease namespace.
 	cd := get[*appsv1.Deployment](r, "Deployment", "mapper-system/mapper-controller")
-	wantArgs(t, container(t, cd), []string{"--leader-elect=true", "--location-grace-period=40s"}, "--kubeconfig")
+	wantArgs(t, container(t, cd), []string{"--leader-elect=true", "--location-grace-period=40s", "--source-mode=plain", "--cluster-name=default"}, "--kubeconfig")
 	wantNonRoot(t, cd)
 	get[*corev1.Namespace](r, "Namespace", "cluster-mapper-system")
 	cr := get[*rbacv1.Role](r, "Role", "cluster-mapper-system/cluster-mapper:mapper-controller")
@@ -277,6 +277,12 @@ func TestClusterMapperDefaults(t *testing.T) {
 		rbacv1.PolicyRule{APIGroups: []string{"control.mapper.kcp.io"}, Resources: []string{"placements/status"}, Verbs: []string{"update", "patch"}},
 		rbacv1.PolicyRule{APIGroups: []string{"control.mapper.kcp.io"}, Resources: []string{"dependencyrules"}, Verbs: []string{"get", "list", "watch"}},
 		rbacv1.PolicyRule{APIGroups: []string{"control.mapper.kcp.io"}, Resources: []string{"dependencyrules/status"}, Verbs: []string{"update"}},
+		// Status records folded into .status; the status of Customizations from `locations`.
+		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "update"}},
+		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments/status"}, Verbs: []string{"update"}},
+		rbacv1.PolicyRule{APIGroups: []string{"control.mapper.kcp.io"}, Resources: []string{"customizations/status"}, Verbs: []string{"update"}},
+		rbacv1.PolicyRule{APIGroups: []string{"mapper.kcp.io"}, Resources: []string{"locations"}, Verbs: []string{"get", "list", "watch"}},
+		rbacv1.PolicyRule{APIGroups: []string{"mapper.kcp.io"}, Resources: []string{"locations/proxy"}, Verbs: []string{"get"}},
 	)
 
 	// The CRDs are artifacts/crds' (controller-gen's output), byte for byte.

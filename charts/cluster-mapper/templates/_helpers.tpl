@@ -126,3 +126,16 @@ tolerations:
 {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end }}
+
+{{/*
+The flags saying how the source is read (--source-mode, --cluster-name, --source-cluster-path),
+the same for mapper-apiserver and mapper-controller, which must agree on them.
+*/}}
+{{- define "cluster-mapper.sourceModeFlags" -}}
+- --source-mode={{ .Values.source.mode }}
+{{- if eq .Values.source.mode "plain" }}
+- --cluster-name={{ .Values.source.clusterName }}
+{{- else if .Values.source.clusterPath }}
+- --source-cluster-path={{ .Values.source.clusterPath }}
+{{- end }}
+{{- end }}

@@ -57,7 +57,9 @@ func NewCommand() *cobra.Command {
 			"changes. Its push mode controller runs a mapper in-process for every SyncTarget with spec.kubeconfigSecretRef " +
 			"(the --push-mapper-* flags are cmd/mapper's). See docs/locations.md. Its placement controller places the objects " +
 			"Placements select (docs/placement.md), and its dependency controller assigns what assigned workloads reference " +
-			"to their locations (docs/dependencies.md).",
+			"to their locations (docs/dependencies.md). It keeps the per-location status records of source objects in step " +
+			"with their assignments and writes the status of Customizations, from what mapper-apiserver's views and locations " +
+			"report (docs/status.md, docs/customization.md).",
 		SilenceUsage: true,
 		Args:         cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -130,7 +132,12 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	// Kinds of placed and referenced resources: discovery once, again when a resource is not
 	// known (served.Resolver, at most every 10 s).
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
+	cachedDiscovery := memory.NewMemCacheClient(disco)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cachedDiscovery)
+	views, err := newViewControllers(o, cfg, dyn, metadataClient, cachedDiscovery)
+	if err != nil {
+		return err
+	}
 	var watchdog *leaderelection.HealthzAdaptor
 	var live []healthz.HealthChecker
 	if o.LeaderElection.LeaderElect {
@@ -156,34 +163,46 @@ func Run(ctx context.Context, o *Options) error {
 		shared := informers.NewSet(dyn, metadataClient, managedfields.Keep(placement.FieldManager, dependencies.FieldManager))
 		defer shared.Shutdown()
 		resolver := served.New(mapper)
+		controllers := map[string]func(context.Context){
+			StatusCollectorController: func(ctx context.Context) {
+				statuscollector.New(statuscollector.Config{Dynamic: dyn, Informers: shared, Workers: o.StatusCollectorWorkers,
+					CostPerSummary: o.StatusCollectorCostPerSummary, CostPerSecond: o.StatusCollectorCostPerSecond,
+					MaxPerNamespace: o.MaxStatusCollectorsPerNamespace}).Run(ctx)
+			},
+			PlacementController: func(ctx context.Context) {
+				placement.New(placement.Config{Dynamic: placementDyn, Metadata: placementMetadata, Informers: shared, Resolver: resolver, Workers: o.ConcurrentPlacementSyncs, ConcurrentWrites: o.ConcurrentPlacementWrites, Recorder: recorder}).Run(ctx)
+			},
+			DependencyController: func(ctx context.Context) {
+				dependencies.New(dependencies.Config{Dynamic: placementDyn, Metadata: placementMetadata, Informers: shared, Resolver: resolver, Workers: o.ConcurrentDependencySyncs, ConcurrentWrites: o.ConcurrentDependencyWrites, Recorder: recorder}).Run(ctx)
+			},
+			PushController: func(ctx context.Context) {
+				push.New(push.Config{
+					Kube: kube, Dynamic: dyn, Source: cfg, SecretNamespace: o.Push.SecretNamespace,
+					Connection: o.Push.Connection, RunOptions: o.Push.Run, Heartbeat: o.Push.Heartbeat,
+					Workers: o.Workers, Recorder: recorder,
+				}).Run(ctx)
+			},
+			LocationController: func(ctx context.Context) {
+				location.New(location.Config{
+					Kube: kube, Dynamic: dyn, LeaseNamespace: o.LeaseNamespace, GracePeriod: o.LocationGracePeriod,
+					Workers: o.Workers, Recorder: recorder, Metadata: metadataClient, Discovery: kube.Discovery(),
+				}).Run(ctx)
+			},
+			viewControllersName: func(ctx context.Context) {
+				views.run(ctx, o.Enabled(StatusRecordsController), o.Enabled(CustomizationStatusController))
+			},
+		}
 		var wg sync.WaitGroup
-		wg.Add(4)
-		go func() {
-			defer wg.Done()
-			statuscollector.New(statuscollector.Config{Dynamic: dyn, Informers: shared, Workers: o.StatusCollectorWorkers,
-				CostPerSummary: o.StatusCollectorCostPerSummary, CostPerSecond: o.StatusCollectorCostPerSecond,
-				MaxPerNamespace: o.MaxStatusCollectorsPerNamespace}).Run(ctx)
-		}()
-		go func() {
-			defer wg.Done()
-			placement.New(placement.Config{Dynamic: placementDyn, Metadata: placementMetadata, Informers: shared, Resolver: resolver, Workers: o.ConcurrentPlacementSyncs, ConcurrentWrites: o.ConcurrentPlacementWrites, Recorder: recorder}).Run(ctx)
-		}()
-		go func() {
-			defer wg.Done()
-			dependencies.New(dependencies.Config{Dynamic: placementDyn, Metadata: placementMetadata, Informers: shared, Resolver: resolver, Workers: o.ConcurrentDependencySyncs, ConcurrentWrites: o.ConcurrentDependencyWrites, Recorder: recorder}).Run(ctx)
-		}()
-		go func() {
-			defer wg.Done()
-			push.New(push.Config{
-				Kube: kube, Dynamic: dyn, Source: cfg, SecretNamespace: o.Push.SecretNamespace,
-				Connection: o.Push.Connection, RunOptions: o.Push.Run, Heartbeat: o.Push.Heartbeat,
-				Workers: o.Workers, Recorder: recorder,
-			}).Run(ctx)
-		}()
-		location.New(location.Config{
-			Kube: kube, Dynamic: dyn, LeaseNamespace: o.LeaseNamespace, GracePeriod: o.LocationGracePeriod,
-			Workers: o.Workers, Recorder: recorder, Metadata: metadataClient, Discovery: kube.Discovery(),
-		}).Run(ctx)
+		for name, run := range controllers {
+			if name != viewControllersName && !o.Enabled(name) {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				run(ctx)
+			}()
+		}
 		wg.Wait()
 	}
 	if !o.LeaderElection.LeaderElect {

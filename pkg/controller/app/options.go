@@ -1,11 +1,12 @@
 // Package app is the command line of mapper-controller (cmd/mapper-controller): flags,
 // logs, metrics and health endpoints from component-base and k8s.io/apiserver, leader
 // election in the source, and the controllers it runs: the location lifecycle, push mode,
-// placement, dependencies and status summaries.
+// placement, dependencies, StatusCollectors, status records and the status of Customizations.
 package app
 
 import (
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -18,6 +19,8 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/dependencies"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/placement"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/statuscollector"
+	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
+	"github.com/cluster-mapper/cluster-mapper/pkg/sourcecluster"
 )
 
 // Options are mapper-controller's flags.
@@ -61,6 +64,10 @@ type Options struct {
 	StatusCollectorCostPerSummary   int64
 	StatusCollectorCostPerSecond    int64
 	MaxStatusCollectorsPerNamespace int
+	// MaxCustomizationsPerNamespace and MaxMutationsPerNamespace are mapper-apiserver's flags
+	// of the same names: the status of Customizations reports those past them (LimitExceeded).
+	MaxCustomizationsPerNamespace int
+	MaxMutationsPerNamespace      int
 	// BindAddress serves /metrics, /healthz and /readyz ("0": nowhere).
 	BindAddress string
 	// Profiling serves Go's /debug/pprof on BindAddress (unauthenticated, so off by default;
@@ -70,6 +77,19 @@ type Options struct {
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
 	// Push configures push mode's in-process mappers.
 	Push *PushOptions
+	// Clusters are --source-mode, --cluster-name and --source-cluster-path, as
+	// mapper-apiserver's: how a source object's logical cluster is found and where writes to
+	// it go (status records, Customizations' status). They must be mapper-apiserver's.
+	Clusters *sourcecluster.Options
+	// MapperAPIKubeconfig reaches mapper-apiserver's mapper.kcp.io API (`locations` and the
+	// location views); empty: the source's server (its aggregator) without a trailing
+	// /clusters/*, with the source's credentials.
+	MapperAPIKubeconfig string
+	// Controllers are --controllers: the controllers to run (Enabled).
+	Controllers []string
+	// ViewDiscoveryInterval is how often the views' discovery (the resources mapper-apiserver
+	// mirrors, whose objects' metadata mapper-controller follows) is re-read.
+	ViewDiscoveryInterval time.Duration
 }
 
 // NewOptions returns the defaults: a 40s grace period (node lifecycle's
@@ -92,8 +112,13 @@ func NewOptions() *Options {
 		StatusCollectorCostPerSummary:   statuscollector.DefaultCostPerSummary,
 		StatusCollectorCostPerSecond:    statuscollector.DefaultCostPerSecond,
 		MaxStatusCollectorsPerNamespace: statuscollector.DefaultMaxPerNamespace,
+		MaxCustomizationsPerNamespace:   customization.DefaultMaxCustomizationsPerNamespace,
+		MaxMutationsPerNamespace:        customization.DefaultMaxMutationsPerNamespace,
 		BindAddress:                     ":8081",
 		Push:                            NewPushOptions(),
+		Clusters:                        sourcecluster.NewOptions(),
+		ViewDiscoveryInterval:           10 * time.Second,
+		Controllers:                     []string{"*"},
 		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
 			LeaderElect:       true,
 			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
@@ -123,11 +148,17 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.StatusCollectorWorkers, "status-collector-workers", o.StatusCollectorWorkers, "StatusSummaries computed at once; one namespace has one at most, so that its expensive StatusCollectors never hold another's.")
 	fs.Int64Var(&o.StatusCollectorCostPerSummary, "status-collector-cost-per-summary", o.StatusCollectorCostPerSummary, "CEL cost units one StatusSummary may spend; past it the summary keeps its last results and the StatusCollector is marked Degraded.")
 	fs.Int64Var(&o.StatusCollectorCostPerSecond, "status-collector-cost-per-second", o.StatusCollectorCostPerSecond, "CEL cost units per second the StatusCollectors of one namespace may spend on average; a namespace that spent more waits (Degraded, reason Throttled).")
+	fs.IntVar(&o.MaxCustomizationsPerNamespace, "max-customizations-per-namespace", o.MaxCustomizationsPerNamespace, "mapper-apiserver's flag of the same name (keep them equal): the Customizations of a namespace past it are reported Degraded (LimitExceeded). 0: no limit.")
+	fs.IntVar(&o.MaxMutationsPerNamespace, "max-mutations-per-namespace", o.MaxMutationsPerNamespace, "mapper-apiserver's flag of the same name (keep them equal): the Customizations whose mutations go past it are reported Degraded (LimitExceeded). 0: no limit.")
 	fs.IntVar(&o.MaxStatusCollectorsPerNamespace, "max-status-collectors-per-namespace", o.MaxStatusCollectorsPerNamespace, "StatusCollectors of one namespace computed, the oldest first; the others are marked Degraded and their StatusSummaries left as they are.")
 	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "Address serving /metrics, /healthz and /readyz; \"0\" turns it off.")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's profiles at /debug/pprof on --bind-address (without authentication).")
 	options.BindLeaderElectionFlags(&o.LeaderElection, fs)
 	o.Push.AddFlags(fs)
+	o.Clusters.AddFlags(fs)
+	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, "The controllers to run, as kube-controller-manager's flag: '*' runs every controller, 'foo' runs foo, '-foo' does not run foo. Controllers: "+strings.Join(AllControllers, ", ")+".")
+	fs.StringVar(&o.MapperAPIKubeconfig, "mapper-apiserver-kubeconfig", o.MapperAPIKubeconfig, "Kubeconfig reaching mapper-apiserver's mapper.kcp.io API (locations and location views), directly or through an aggregator. Empty: the source's server (its aggregator), without a trailing /clusters/*, with --kubeconfig's credentials.")
+	fs.DurationVar(&o.ViewDiscoveryInterval, "view-discovery-interval", o.ViewDiscoveryInterval, "How often the location views' discovery (the resources mapper-apiserver mirrors, whose objects' metadata the status record and Customization status controllers follow) is re-read.")
 }
 
 // Validate returns every invalid value.
@@ -170,6 +201,9 @@ func (o *Options) Validate() error {
 	if le.LeaderElect && le.ResourceLock != resourcelock.LeasesResourceLock {
 		errs = append(errs, errors.New("--leader-elect-resource-lock must be leases"))
 	}
-	errs = append(errs, o.Push.Validate())
+	if o.ViewDiscoveryInterval < time.Second {
+		errs = append(errs, errors.New("--view-discovery-interval must be at least 1s"))
+	}
+	errs = append(errs, o.Push.Validate(), o.Clusters.Validate(), o.validateControllers())
 	return errors.Join(errs...)
 }

@@ -35,7 +35,6 @@ import (
 	"k8s.io/klog/v2"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
-	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/informers"
 	"github.com/cluster-mapper/cluster-mapper/pkg/fairqueue"
@@ -343,7 +342,7 @@ func rowsOf(u *unstructured.Unstructured, locs map[string]*unstructured.Unstruct
 	}
 	var out []statuscollector.Row
 	for _, loc := range assigned {
-		status, recorded, err := cache.StatusRecord(u, loc)
+		status, recorded, err := contract.StatusRecord(u.GetAnnotations(), loc)
 		if err != nil {
 			continue
 		}

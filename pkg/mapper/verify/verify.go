@@ -377,10 +377,11 @@ func (c *checker) object(ctx context.Context, gvr schema.GroupVersionResource, n
 		}
 	}
 	if mapper.Reflects(obj) {
-		status, _ := live.Object["status"].(map[string]interface{})
-		if len(status) > 0 && !equality.Semantic.DeepEqual(obj.Object["status"], live.Object["status"]) {
+		// What the mapper writes back (docs/status.md): the copy's status with its
+		// observedGeneration counted in view generations, not the copy's raw .status.
+		if reported := mapper.ReportedStatus(live, obj); len(reported) > 0 && !equality.Semantic.DeepEqual(obj.Object["status"], reported) {
 			c.add(Violation{Invariant: 3, Resource: name, Cluster: src.Cluster, Source: src.String(), Target: tkey,
-				Message: "the source's status differs from the target's"})
+				Message: "the view's status differs from the status the target's copy reports"})
 		}
 	}
 	return nil

@@ -200,3 +200,56 @@ func TestCheckerIdentity(t *testing.T) {
 	}
 	t.Log(got)
 }
+
+// TestCheckerStatusInViewGenerations (invariant 3): a Deployment that reflects status, whose
+// view shows generation 3 while its copy on the target has generation 1 (changes the view
+// shows were applied to the copy as one create). The copy's controller observed generation 1,
+// which the mapper reports as the view generation 3 the copy was applied from
+// (mapper.ReportedStatus); verify compares that, not the copy's raw .status, and reports
+// nothing. A copy whose status differs otherwise is reported.
+func TestCheckerStatusInViewGenerations(t *testing.T) {
+	gvr := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	status := func(observed int64, ready int64) map[string]interface{} {
+		return map[string]interface{}{"observedGeneration": observed, "readyReplicas": ready}
+	}
+	view := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]interface{}{"namespace": "ns", "name": "web", "generation": int64(3), "uid": "uid-web",
+			"annotations": map[string]interface{}{contract.ClusterAnnotation: "default", contract.StatusPolicyAnnotation: contract.StatusPolicyReflect}},
+		"status": status(3, 2),
+	}}
+	copyWith := func(ready int64) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]interface{}{"namespace": "ns", "name": "web", "generation": int64(1),
+				"labels": map[string]interface{}{contract.LocationLabel: "east"},
+				"annotations": map[string]interface{}{
+					contract.SourceClusterAnnotation: "default", contract.SourceNamespaceAnnotation: "ns", contract.SourceNameAnnotation: "web",
+					contract.SourceGenerationAnnotation: "3", contract.SourceUIDAnnotation: "uid-web",
+				}},
+			"status": status(1, ready),
+		}}
+	}
+	for _, c := range []struct {
+		name       string
+		ready      int64
+		violations int
+	}{
+		{"the copy reports what the view shows", 2, 0},
+		{"the copy reports other replicas", 1, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			target := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "DeploymentList"})
+			ch := &checker{cfg: Config{Location: "east", NamespaceMapping: mapper.NamespaceMappingSame, ClusterName: "default", SkipContent: true},
+				target: target, report: &Report{Location: "east"}, clusters: map[string]*ClusterReport{}}
+			l := &resourceLists{gvr: gvr, namespaced: true, served: true, view: []*unstructured.Unstructured{view}, managed: []*unstructured.Unstructured{copyWith(c.ready)}}
+			if err := ch.resource(context.Background(), l); err != nil {
+				t.Fatal(err)
+			}
+			ch.report.finish(ch.clusters)
+			if ch.report.Total != c.violations || ch.report.Count(3) != c.violations {
+				t.Fatalf("%d violations, want %d under invariant 3: %+v", ch.report.Total, c.violations, ch.report.Violations)
+			}
+		})
+	}
+}

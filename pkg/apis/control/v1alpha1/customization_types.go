@@ -38,6 +38,7 @@ import (
 // +kubebuilder:printcolumn:name="Compiled",type=string,JSONPath=".status.conditions[?(@.type==\"Compiled\")].status"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=".status.conditions[?(@.type==\"Ready\")].reason",priority=1
+// +kubebuilder:printcolumn:name="Selected",type=integer,JSONPath=".status.selectedObjects"
 // +kubebuilder:printcolumn:name="Failing",type=integer,JSONPath=".status.failingObjects"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
 type Customization struct {
@@ -149,8 +150,8 @@ const (
 	// selects fails to render for the selected locations (never silently unchanged).
 	CustomizationCompiled = "Compiled"
 	// CustomizationReady is True when the Customization compiled and rendered every object it
-	// selects for every selected location (reason AllObjectsRendered), False otherwise
-	// (CompilationFailed, RenderFailed).
+	// selects for every selected location (reason AllObjectsRendered, or NoObjectsSelected
+	// when it selects none), False otherwise (CompilationFailed, RenderFailed).
 	CustomizationReady = "Ready"
 	// CustomizationDegraded is True when the server skips some of the Customization's work
 	// for its namespace's limits or budgets (reasons LimitExceeded, BudgetExceeded, Throttled;
@@ -181,8 +182,14 @@ const (
 	ReasonCompiled = "Compiled"
 	// ReasonCompilationFailed: an expression does not compile; the message names it.
 	ReasonCompilationFailed = "CompilationFailed"
-	// ReasonAllObjectsRendered: every selected object rendered for every selected location.
+	// ReasonAllObjectsRendered: every selected object rendered for every selected location
+	// (status.selectedObjects pairs, at least one).
 	ReasonAllObjectsRendered = "AllObjectsRendered"
+	// ReasonNoObjectsSelected: the Customization compiled and selects no (object, location)
+	// pair: no object of its namespace, of the resources it names, with labels its
+	// objectSelector selects, is assigned to a location it selects. Nothing failed, and
+	// nothing is changed (often a selector that does not say what was meant).
+	ReasonNoObjectsSelected = "NoObjectsSelected"
 	// ReasonRenderFailed: some objects failed to render (see status.failures); their views
 	// keep the last rendering that succeeded, or withhold an object that never rendered.
 	ReasonRenderFailed = "RenderFailed"
@@ -203,6 +210,13 @@ type CustomizationStatus struct {
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// selectedObjects is the number of (object, location) pairs this Customization's
+	// selectors select (resources, objectSelector, locationSelector, locationNames; the
+	// matchConditions are evaluated when an object is rendered): each object of its namespace
+	// it selects, once for every location the object is assigned to that it selects. 0 when it
+	// selects none (Ready's reason is then NoObjectsSelected); absent until counted.
+	// +optional
+	SelectedObjects *int64 `json:"selectedObjects,omitempty"`
 	// failingObjects is the number of (object, location) pairs whose rendering failed
 	// because of this Customization.
 	// +optional

@@ -186,6 +186,11 @@ func (in *CustomizationStatus) DeepCopyInto(out *CustomizationStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.SelectedObjects != nil {
+		in, out := &in.SelectedObjects, &out.SelectedObjects
+		*out = new(int64)
+		**out = **in
+	}
 	if in.Failures != nil {
 		in, out := &in.Failures, &out.Failures
 		*out = make([]CustomizationFailure, len(*in))
