@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"context"
 	"errors"
 	"sync"
 	"testing"
@@ -54,10 +53,7 @@ func TestReadinessCoversStartupResourcesOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	runDone := make(chan struct{})
-	go func() { defer close(runDone); c.Run(ctx) }()
-	defer func() { cancel(); <-runDone }()
+	runCache(t, c)
 
 	// Pods cannot be reached: not ready, although deployments are only refused.
 	waitFor(t, "deployments refused", func() bool {

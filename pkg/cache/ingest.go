@@ -555,7 +555,11 @@ func (s *ResourceStore) Replace(list []interface{}, resourceVersion string) erro
 		}
 		prev := s.objects[id.key]
 		o := s.build(id, prev)
-		s.settle(prev, o)
+		if s.synced {
+			s.settle(prev, o)
+		} else {
+			s.settleFirstListed(o, listRV)
+		}
 		changed = append(changed, o)
 	}
 	var vanished []*Object

@@ -280,10 +280,16 @@ func (o *Object) Withheld(location string) error { return o.withheld(location) }
 // WithheldError returns, when the object namespace/name assigned to location (in the logical
 // cluster cluster, or in any when cluster is "") is withheld from location's view, the 503 a
 // GET answers instead of 404: the object exists and is assigned, but cannot be shown as it
-// would land on the target. nil otherwise.
+// would land on the target. On a closed store (the resource left the source, or the server is
+// shutting down and its cache stopped) it returns the store's 503 for every object: a GET that
+// found the store open and missed the object once Close emptied it must not answer 404, which
+// a mapper takes for "gone" (mapper.GoneFromView). nil otherwise.
 func (s *ResourceStore) WithheldError(location, cluster, namespace, name string) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if s.closed {
+		return s.closedError()
+	}
 	for _, o := range s.failingObjects {
 		if o.namespace != namespace || o.name != name || (cluster != "" && o.cluster != cluster) {
 			continue

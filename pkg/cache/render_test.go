@@ -208,3 +208,21 @@ func BenchmarkForLocation(b *testing.B) {
 		})
 	}
 }
+
+// TestClosedStoreWithholdsEveryObject: once a store is closed (the resource left the source, or
+// the server is shutting down), an object its Get misses is withheld with a 503, not absent: a
+// GET that found the store open must not answer 404, which a mapper takes for "gone".
+func TestClosedStoreWithholdsEveryObject(t *testing.T) {
+	s := newTestStore(t, StoreOptions{})
+	mustReplace(t, s, 10, cm("ns", "o", 5, locs("east")))
+	if err := s.WithheldError("east", "", "ns", "missing"); err != nil {
+		t.Fatalf("an open store withholds a missing object: %v", err)
+	}
+	s.Close()
+	if _, _, ok := s.Get("east", "ns", "o"); ok {
+		t.Fatal("a closed store still shows o")
+	}
+	if err := s.WithheldError("east", "", "ns", "o"); !apierrors.IsServiceUnavailable(err) {
+		t.Errorf("WithheldError on a closed store = %v, want a 503", err)
+	}
+}

@@ -1,8 +1,10 @@
 package cache
 
 import (
+	"encoding/json"
 	"reflect"
 	"slices"
+	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -186,6 +188,86 @@ func setVisibility(prev, obj *Object) {
 		// A view whose resourceVersion or generation is not the object's own is a copy.
 		obj.variants = &locationVariants{}
 	}
+}
+
+// One resourceVersion, one content, across restarts and replicas. A view's generation is not
+// a function of the source object version it shows: after a location's own status write, its
+// view shows the write's resourceVersion with the generation it showed before (the source's
+// moved with the status record), and which generation that is depends on the versions the
+// server saw. A server that starts afresh knows none of them and shows the source's. So the
+// first list of a store could show an object at the very resourceVersion a previous run of the
+// server showed with another generation (a client that skips updates whose resourceVersion
+// did not change, as the mapper does, then never sees the change). settleFirstListed avoids it:
+// an object whose view may show another generation than the source's, one whose generation has
+// moved at all (2 or more), is shown at the list's resourceVersion, which the cache makes sure
+// no previous run handed out (Cache.fence); every other object shows its own, with the content
+// every run shows there. docs/views.md, "Restarts and replicas", gives the limits.
+
+// settleFirstListed finishes o, an object version of the first list of the store, listed at
+// listRV, before it is published, as settle does for later versions: when o's generation is 2
+// or more and listRV is above o's resourceVersion, every location of o sees o at listRV, with
+// o's own generation (freshVisibility); then its stored form, its views made now so that LIST
+// and watch never render: from its bytes when it came as bytes (a template with a
+// resourceVersion hole, or a copy), else rendered and encoded (Object.compact). Called with
+// writeMu held.
+func (s *ResourceStore) settleFirstListed(o *Object, listRV uint64) {
+	if !freshVisibility(o, listRV) {
+		s.settle(nil, o)
+		return
+	}
+	if o.u == nil {
+		// Built from the source's bytes (buildFromJSON): without decoding it, a template
+		// fills a resourceVersion hole too (template.go), and an object shown as it is gets
+		// its view as a copy of its bytes with the resourceVersion replaced.
+		raw, err := o.MarshalJSON()
+		if err == nil && o.hole.end > 0 {
+			if more, ok := o.findMoreHoles(raw); ok {
+				o.more = more
+				return
+			}
+		}
+		if err == nil && o.hole.end == 0 && o.viewFromOwnJSON(raw, listRV) {
+			return
+		}
+		o.u, o.hole, o.more = o.content(), assignmentHole{}, nil
+	}
+	o.compact(nil)
+}
+
+// viewFromOwnJSON makes every view of o, built from the source's bytes raw and shown as it is
+// (buildFromJSON without a template), from raw with the value of metadata.resourceVersion
+// replaced by rv: one copy of the bytes, shared by o's locations, no decoding, rendering or
+// encoding (BenchmarkFirstListMovedGenerations). It reports false, doing nothing, when the
+// resourceVersion is not found exactly once in raw.
+func (o *Object) viewFromOwnJSON(raw []byte, rv uint64) bool {
+	at, ok := findStringMember(resourceVersionKey, o.rvString, raw)
+	if !ok {
+		return false
+	}
+	rvString := strconv.FormatUint(rv, 10)
+	value, _ := json.Marshal(rvString)
+	view := make([]byte, 0, len(raw)-(at.end-at.start)+len(value))
+	view = append(append(append(view, raw[:at.start]...), value...), raw[at.end:]...)
+	v := o.viewFromJSON(view, rv, rvString, o.generation)
+	o.variants.m = make(map[string]*Object, len(o.locations))
+	for _, loc := range o.locations {
+		o.variants.m[loc] = v
+	}
+	return true
+}
+
+// freshVisibility makes every location of o (a version without predecessor) see it at listRV
+// when o's generation is 2 or more and listRV is above o's own resourceVersion, and reports
+// whether it did. See settleFirstListed.
+func freshVisibility(o *Object, listRV uint64) bool {
+	if o.generation < 2 || len(o.locations) == 0 || listRV <= o.rv {
+		return false
+	}
+	o.visible = &visibleVersions{base: listRV, baseGeneration: o.generation}
+	if o.variants == nil {
+		o.variants = &locationVariants{}
+	}
+	return true
 }
 
 // viewChanges classifies the locations of both prev and obj by how the view (LocationView) of

@@ -28,7 +28,7 @@ type Mapper struct {
 	cfg Config
 
 	view            dynamic.Interface
-	clusterViews    *clusterViews
+	clusterViews    *ClusterViews
 	viewDiscovery   discovery.DiscoveryInterface
 	target          dynamic.Interface
 	targetMetadata  metadata.Interface
@@ -74,7 +74,7 @@ func New(cfg Config) (*Mapper, error) {
 	if err != nil {
 		return nil, fmt.Errorf("view client: %w", err)
 	}
-	clusterViews, err := newClusterViews(cfg.View)
+	clusterViews, err := NewClusterViews(cfg.View)
 	if err != nil {
 		return nil, fmt.Errorf("view client: %w", err)
 	}

@@ -202,14 +202,25 @@ func StartMapperAPIServer(t TB, source *ControlPlane, extraArgs ...string) *Mapp
 // another replica. It fails the test if the server does not come back.
 func (m *MapperAPIServer) Restart(t TB) {
 	t.Helper()
-	if err := m.Process.Stop(); err != nil {
-		t.Logf("stopping mapper-apiserver: %v", err)
-	}
-	m.Process = StartProcess(t, ProcessSpec{Name: "mapper-apiserver", Path: m.Process.Args[0], Args: m.args})
+	m.StopAndStart(t)
 	if err := m.waitReady(); err != nil {
 		t.Fatalf("mapper-apiserver did not come back: %v", err)
 	}
 }
+
+// StopAndStart stops the server and starts it again with the same command line without
+// waiting for it (see Restart): a test can send requests while it starts. WaitReady waits.
+func (m *MapperAPIServer) StopAndStart(t TB) {
+	t.Helper()
+	if err := m.Process.Stop(); err != nil {
+		t.Logf("stopping mapper-apiserver: %v", err)
+	}
+	m.Process = StartProcess(t, ProcessSpec{Name: "mapper-apiserver", Path: m.Process.Args[0], Args: m.args})
+}
+
+// WaitReady waits until /readyz answers 200 (at most MapperAPIServerStartTimeout) and returns
+// an error with the log's tail otherwise.
+func (m *MapperAPIServer) WaitReady() error { return m.waitReady() }
 
 // waitReady polls /readyz until it answers 200, the process exits, or the timeout passes.
 func (m *MapperAPIServer) waitReady() error {

@@ -31,6 +31,8 @@ type clusterTestCache struct {
 	sources map[string]*dynamicfake.FakeDynamicClient
 }
 
+func (c *clusterTestCache) Discovered() bool { return true }
+
 func (c *clusterTestCache) Resources() []source.ResourceInfo {
 	return []source.ResourceInfo{{GVR: cmGVR, Kind: "ConfigMap", ListKind: "ConfigMapList", SingularName: "configmap", Namespaced: true,
 		Verbs: []string{"get", "list", "watch", "update", "patch"}}}

@@ -23,6 +23,8 @@ type oneStoreCache struct {
 	store *cache.ResourceStore
 }
 
+func (c *oneStoreCache) Discovered() bool { return true }
+
 func (c *oneStoreCache) Resources() []source.ResourceInfo { return []source.ResourceInfo{c.info} }
 func (c *oneStoreCache) Store(gvr schema.GroupVersionResource) (Store, bool) {
 	return c.store, gvr == c.info.GVR

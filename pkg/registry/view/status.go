@@ -228,10 +228,15 @@ func checkStatusRecordSize(gr schema.GroupResource, name, location string, statu
 
 // write stores status on the source object current (see statusStorage for the rules), each
 // write with current's resourceVersion (or the previous write's) as precondition and with
-// fieldValidation. A status kept only as a record (an annotation, whose content the source
-// does not validate) is first validated by a dry-run write of it as .status when
-// fieldValidation is Strict.
+// fieldValidation. The source's warnings (unknown fields, with Warn) become the answer's
+// (source.RelayWarnings). A status kept only as a record (an annotation, whose content the
+// source does not validate) is first written as .status in a dry run when fieldValidation is
+// Strict (an unknown field fails the write, as on kube-apiserver) or Warn (the dry run's
+// warnings are the answer's, and the record keeps the status the dry run would have stored:
+// without the unknown fields, as kube-apiserver drops them). Without fieldValidation (the
+// source's default, Warn) a record is written as sent, to spare a request per write.
 func (s *statusStorage) write(ctx context.Context, client dynamic.ResourceInterface, current *unstructured.Unstructured, locations []string, location string, status interface{}, hasStatus bool, fieldValidation string) (*unstructured.Unstructured, error) {
+	ctx = source.RelayWarnings(ctx)
 	setStatus := func(u *unstructured.Unstructured) {
 		if hasStatus {
 			u.Object["status"] = status
@@ -247,13 +252,17 @@ func (s *statusStorage) write(ctx context.Context, client dynamic.ResourceInterf
 		return client.UpdateStatus(ctx, target, opts)
 	}
 	if len(locations) > 1 {
-		if fieldValidation == metav1.FieldValidationStrict && hasStatus {
+		if (fieldValidation == metav1.FieldValidationStrict || fieldValidation == metav1.FieldValidationWarn) && hasStatus {
 			probe := current.DeepCopy()
 			setStatus(probe)
 			dry := opts
 			dry.DryRun = []string{metav1.DryRunAll}
-			if _, err := writeStatus(probe, dry); err != nil {
+			checked, err := writeStatus(probe, dry)
+			if err != nil {
 				return nil, err
+			}
+			if st, ok := checked.Object["status"]; ok {
+				status = st
 			}
 		}
 		record, err := json.Marshal(status)

@@ -36,9 +36,16 @@ func (s *statusStorage) visibleView(ctx context.Context, location, cluster, name
 	return obj, true
 }
 
-// preconditionHolds reports whether a status write carrying resourceVersion want may be applied
-// to current, the source object as just read: want is current's resourceVersion, or this
-// location's view has not changed since want (its visible resourceVersion is at most want).
+// preconditionHolds reports whether a write through a view (status, or a location's finalizer)
+// carrying resourceVersion want may be applied to current, the source object as just read:
+// want is current's resourceVersion, or this location's view has not changed since want (its
+// visible resourceVersion is at most want, and want is at most current's or is the visible
+// resourceVersion itself). The visible resourceVersion exceeds current's after a re-rendering
+// (a Customization that changed, or a rendering the Renderer made after ingest, shows the
+// object at the resourceVersion of that re-rendering event, which is the store's, not the
+// object's: docs/views.md, "Customizations and resourceVersions", "Deferred renderings"), and
+// after a restart (the first list shows an object whose generation has moved at the list's
+// resourceVersion: docs/views.md, "Restarts and replicas").
 // The cache's view may be of a newer source version than current (the object changed after
 // the read): its visible resourceVersion is then an upper bound of current's, and the source
 // write, made with current's resourceVersion, conflicts and is retried on a fresh read.
@@ -48,11 +55,15 @@ func (s *statusStorage) preconditionHolds(ctx context.Context, location, cluster
 	}
 	v, err1 := strconv.ParseUint(want, 10, 64)
 	r, err2 := strconv.ParseUint(current.GetResourceVersion(), 10, 64)
-	if err1 != nil || err2 != nil || v > r {
+	if err1 != nil || err2 != nil {
 		return false
 	}
 	obj, ok := s.visibleView(ctx, location, cluster, current.GetNamespace(), current.GetName(), r)
-	return ok && obj.ResourceVersion() <= v
+	if !ok {
+		return false
+	}
+	visible := obj.ResourceVersion()
+	return visible <= v && (v <= r || v == visible)
 }
 
 // answerResourceVersion sets on answer, the location's view of the written object, the
