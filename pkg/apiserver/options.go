@@ -263,7 +263,7 @@ func (o *Options) Config() (*Config, error) {
 	if err := o.RecommendedOptions.ApplyTo(serverConfig); err != nil {
 		return nil, err
 	}
-	// Per-location authorization of views on top of the delegated authorizer (DESIGN.md).
+	// Per-location authorization of views on top of the delegated authorizer (docs/design.md).
 	locationauthorizer.Install(&serverConfig.Config)
 	// Outside every filter: the long-running check, the authorizer and the view share one parse
 	// of a view request.
@@ -293,7 +293,7 @@ func (o *Options) Config() (*Config, error) {
 		}
 		store = cache.StoreOptions{ClusterFromAnnotation: true}
 	}
-	// On a plain source, every object the cache stores carries kcp.io/cluster (DESIGN.md,
+	// On a plain source, every object the cache stores carries kcp.io/cluster (docs/design.md,
 	// "Names"): the object client writes it into the bytes it reads.
 	var add source.Annotation
 	if !o.Clusters.KCP() {

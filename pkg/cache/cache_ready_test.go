@@ -17,7 +17,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/source/sourcetest"
 )
 
-// TestReadinessCoversStartupResourcesOnly is issue 10 item 2: HasSynced (readyz) waits for the
+// TestReadinessCoversStartupResourcesOnly: HasSynced (readyz) waits for the
 // resources of the first discovery, except one the source refuses to list (403), which is
 // reported by its store instead; a resource discovered later that never syncs does not make
 // the server unready. A resource whose source cannot be reached does block readiness.
@@ -82,7 +82,7 @@ func TestReadinessCoversStartupResourcesOnly(t *testing.T) {
 	}
 }
 
-// TestSourceBackoffBound checks the retry pacing of issue 10 item 5: no retry of a failed list
+// TestSourceBackoffBound checks the retry pacing of a failing source: no retry of a failed list
 // or watch of the source waits more than 1.5 s (client-go's default waits up to 60 s).
 func TestSourceBackoffBound(t *testing.T) {
 	delay := sourceBackoff.DelayFunc()

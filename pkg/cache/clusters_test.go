@@ -31,7 +31,7 @@ func listKeys(t *testing.T, s *ResourceStore, location, cluster string) string {
 	return strings.Join(keys, " ")
 }
 
-// TestPlainSourceIgnoresClusterAnnotation is the regression test of issue 10 item 4 (ghost
+// TestPlainSourceIgnoresClusterAnnotation (ghost
 // objects): on a plain source, changing kcp.io/cluster on an object used to leave a copy under
 // the old key, still listed after the source object was deleted.
 func TestPlainSourceIgnoresClusterAnnotation(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 // its assignment value replaced (a template, template.go): the cache then keeps the source's
 // JSON (with kcp.io/cluster inserted on a plain source, by the object client as it reads the
 // bytes, else here) and the metadata the source's decoder read. This is the common case, and the whole first list of a resource takes this path, so
-// start-up builds no tree of maps per object (issue 12 item 2: "decode metadata only, from the
+// start-up builds no tree of maps per object ("decode metadata only, from the
 // bytes the source sent"). Every other version is decoded (identity.tree) and takes the
 // rendering path (newObject, settleRendering, compact), exactly as a decoded object does.
 

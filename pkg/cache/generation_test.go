@@ -89,7 +89,7 @@ func expectView(t *testing.T, s *ResourceStore, location, rv string, generation 
 	return raw
 }
 
-// TestStatusRecordWithGenerationBumpIsNoEventElsewhere (issue 12 target 7): on a Deployment
+// TestStatusRecordWithGenerationBumpIsNoEventElsewhere: on a Deployment
 // every status record written bumps metadata.generation, which every view shows. A view shows
 // the generation of its last visible change outside .status, so a location's record (and the
 // bump it brings) is an event in its own view only, which shows the new status at the

@@ -93,7 +93,7 @@ func toVersion(obj interface{}) (metav1.Object, error) {
 }
 
 // identify computes the logical cluster and the contract.Key of v, an *unstructured.Unstructured
-// or a *source.Object (toVersion), from its metadata (DESIGN.md, "Names"):
+// or a *source.Object (toVersion), from its metadata (docs/design.md, "Names"):
 //   - a plain source (StoreOptions.DefaultCluster): every object belongs to the configured
 //     cluster; a kcp.io/cluster annotation written by a user is ignored, and the object views
 //     show has kcp.io/cluster set to the configured cluster (edit; for a decoded object, a
@@ -327,7 +327,7 @@ func (s *ResourceStore) build(id identity, prev *Object) (*Object, error) {
 			locs = nil
 			s.metrics.malformed.Inc()
 			// Every value that comes from the object is truncated: a hostile 200 KB annotation
-			// must not become a 200 KB log line per object version (issue 10).
+			// must not become a 200 KB log line per object version.
 			klog.InfoS("Ignoring malformed location assignment; the object is assigned to no location",
 				"resource", s.gvr.GroupResource().String(), "object", contract.Truncate(string(id.key), maxLoggedValue),
 				"resourceVersion", contract.Truncate(id.rvString, maxLoggedValue),

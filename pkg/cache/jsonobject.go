@@ -15,7 +15,7 @@ import (
 //
 // The JSON, pretty JSON and YAML encoders of k8s.io/apimachinery's json serializer write an
 // object through encoding/json, which calls MarshalJSON: so encoding an Object copies its
-// bytes and never walks a decoded tree (issue 12: no decoding on the LIST or watch path). The
+// bytes and never walks a decoded tree (no decoding on the LIST or watch path). The
 // conversions of the apiserver's watch handler that need the content (as=Table,
 // as=PartialObjectMetadata) reach it through runtime.Unstructured or
 // metav1.ObjectMetaAccessor, which decode the bytes once per jsonObject. A jsonObject is made

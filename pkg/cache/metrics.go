@@ -89,7 +89,7 @@ var (
 
 	// objectEncodings counts the encoder runs of Object.CacheEncode: one per object version,
 	// location and wire format (a watch frame per event type, a GET's JSON), however many
-	// watchers and readers share it (issue 12: encode once).
+	// watchers and readers share it (encode once).
 	objectEncodings = metrics.NewCounter(&metrics.CounterOpts{
 		Name:           "mapper_apiserver_object_encodings_total",
 		Help:           "Encodings of a cached object version (per location view and wire format: watch frames, GET responses); readers and watchers of the same view share one.",

@@ -22,8 +22,8 @@ import (
 // Object is one immutable cached object version.
 //
 // An Object is never mutated after it was stored: every List, Get and watch event that shows
-// this version of the source object shares the same *Object. Its representation is bytes
-// (issue 12): the JSON the views serve, encoded once when the version is stored, plus the
+// this version of the source object shares the same *Object. Its representation is bytes:
+// the JSON the views serve, encoded once when the version is stored, plus the
 // parsed metadata the index and the selectors read (key, cluster, namespace, name, uid,
 // labels, resourceVersion, locations). The decoded tree is kept only where a reader needs it
 // again and again: for an object whose .status differs per location (the status record
@@ -501,7 +501,7 @@ func (o *Object) Unstructured() *unstructured.Unstructured {
 func (o *Object) Labels() labels.Labels { return o.labels }
 
 // Fields returns the object's selectable fields, "metadata.name" and "metadata.namespace"
-// (the field selectors a location view supports, DESIGN.md), without building a map.
+// (the field selectors a location view supports, docs/design.md), without building a map.
 func (o *Object) Fields() fields.Fields { return objectFields{o} }
 
 // objectFields is the fields.Fields of an Object.

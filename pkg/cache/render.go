@@ -19,8 +19,8 @@ import (
 
 // A location's view shows an object rendered for it: the view without what belongs to other
 // locations (baseView), then the Customizations that select the object and the location, in
-// name order, then the object's own spec-diff.kcp.io/<location> patch (DESIGN.md, "The control
-// plane objects"; issue 14 items 1-3). The rendering of each (object version, location) that a
+// name order, then the object's own spec-diff.kcp.io/<location> patch (docs/design.md, "The
+// control plane objects"; docs/customization.md). The rendering of each (object version, location) that a
 // rule touches is made once and kept (Object.rendered); a location no rule touches shares the
 // base view.
 //
@@ -37,7 +37,7 @@ import (
 // 503 with the reason.
 //
 // A rendering can fail (a CEL error or cost limit, a result the schema rejects, a malformed
-// patch). A failure never removes anything (issue 14 item 4, the safety rule of DESIGN.md):
+// patch). A failure never removes anything (the safety rule of docs/design.md):
 //   - a version whose rendering fails for a location that showed the previous version keeps
 //     showing that location the previous rendering (lastGood): no event, the location's visible
 //     resourceVersion does not move;

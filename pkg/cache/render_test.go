@@ -46,7 +46,7 @@ func replicasIn(t *testing.T, s *ResourceStore, location, name string) (string, 
 	return r, false
 }
 
-// TestViewAppliesItsSpecDiff: DESIGN.md "Per object, spec-diff.kcp.io/<location> is applied by
+// TestViewAppliesItsSpecDiff: docs/design.md, "Per object, spec-diff.kcp.io/<location> is applied by
 // that location's view": each location sees its own patch applied and no patch annotation; a
 // location without a patch sees the object as it is.
 func TestViewAppliesItsSpecDiff(t *testing.T) {
@@ -77,7 +77,7 @@ func TestViewAppliesItsSpecDiff(t *testing.T) {
 	}
 }
 
-// TestFailedSpecDiffKeepsLastRendering (issue 14 item 4): a patch that stops applying never
+// TestFailedSpecDiffKeepsLastRendering: a patch that stops applying never
 // removes the object from the view: the location keeps the last version that rendered, with no
 // event and its visible resourceVersion unchanged, while other locations follow; fixing the
 // patch is the next event. Fails without render.go: east's view showed the failed version
@@ -126,7 +126,7 @@ func TestFailedSpecDiffKeepsLastRendering(t *testing.T) {
 	expect(t, resumed, "MODIFIED o@13")
 }
 
-// TestNeverRenderedIsWithheld (issue 14 item 4): a new object whose patch fails for a location
+// TestNeverRenderedIsWithheld: a new object whose patch fails for a location
 // is withheld from that location's view: no ADDED, not listed, and a GET answers 503 (not 404,
 // which a mapper would take as "gone" and delete its copy after a restart of the server); other
 // locations see it. When the patch is fixed it is ADDED; deleting a withheld object is no

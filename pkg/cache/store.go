@@ -43,7 +43,7 @@ const (
 
 // StoreOptions configures a ResourceStore. Zero values select the defaults.
 type StoreOptions struct {
-	// DefaultCluster is the logical cluster of every object of a plain source (DESIGN.md,
+	// DefaultCluster is the logical cluster of every object of a plain source (docs/design.md,
 	// "Names": a plain Kubernetes source is one logical cluster, named by configuration; a
 	// kcp.io/cluster annotation a user wrote on an object is ignored). Unused when
 	// ClusterFromAnnotation is set.
@@ -158,7 +158,7 @@ type ResourceStore struct {
 	failingObjects map[contract.Key]*Object
 	// locs has an entry for every location that holds objects or watchers of this resource.
 	// An entry is freed as soon as it holds neither (releaseLocked), so location names seen
-	// once (in an annotation or a URL) do not stay in memory (issue 10).
+	// once (in an annotation or a URL) do not stay in memory.
 	locs map[string]*locationIndex
 	// freedChangeRV is the highest lastChangeRV of a freed location entry: a location without
 	// an entry has not changed since, at the latest, that RV (List with SnapshotRV).

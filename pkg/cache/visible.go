@@ -10,13 +10,13 @@ import (
 )
 
 // A location sees an object through its view (Object.ForLocation), which hides what belongs to
-// other locations (DESIGN.md "a view never shows another location"). A source event that
+// other locations (docs/design.md, "The location view"). A source event that
 // changes only what a location cannot see (another location's status record, the assignment of
 // other locations, kubectl's last-applied-configuration, ...) is not a change of that location's
 // view: the location gets no watch event for it, live or replayed from the history, and its
 // view keeps showing the object at the resourceVersion of the last change it could see (its
 // "visible resourceVersion"). docs/views.md, "Status writes of other locations", gives the
-// reasons (issue 10 item 11: L locations writing status on one object made L² events and a
+// reasons (L locations writing status on one object made L² events and a
 // timing side channel).
 //
 // metadata.generation is treated like metadata.resourceVersion: kube-apiserver bumps it on
@@ -24,7 +24,7 @@ import (
 // annotations, k8s.io/kubernetes pkg/registry/apps/deployment/strategy.go, so on every status
 // record written), so the comparisons leave it out, and a view shows the generation of its
 // last visible change (VisibleGeneration). Otherwise every status write of a location would
-// be an event in every view (issue 12 target 7).
+// be an event in every view.
 
 // visibleVersions records, for an object version whose views did not all change at its own
 // resourceVersion, the visible resourceVersion of each location: byLocation[location] when

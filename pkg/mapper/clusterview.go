@@ -11,7 +11,7 @@ import (
 )
 
 // ClusterViews builds and keeps the dynamic clients of the per-cluster paths of a location's
-// view (<view>/clusters/<cluster>, DESIGN.md "The location view"). Status is written through
+// view (<view>/clusters/<cluster>, docs/design.md, "The location view"). Status is written through
 // them: on the view's all-clusters path a write by namespace/name that several logical clusters
 // hold answers 400, and the per-cluster path lets the view write the right source object. All
 // clients share the view client's HTTP client (connections, TLS). The mapper writes status and

@@ -14,7 +14,7 @@ import (
 )
 
 // Annotation is an annotation the object client adds to every object that lacks it
-// (NewObjectClient): a plain source's kcp.io/cluster (DESIGN.md, "Names").
+// (NewObjectClient): a plain source's kcp.io/cluster (docs/design.md, "Names").
 type Annotation struct {
 	// Key is the annotation's key; "" adds nothing.
 	Key string
@@ -23,8 +23,8 @@ type Annotation struct {
 }
 
 // Object is one object of the source as the source sent it: its JSON bytes, without
-// metadata.managedFields (views never show them, DESIGN.md "The location view"), and the
-// metadata the cache indexes, read from those bytes without decoding the rest (issue 12: a
+// metadata.managedFields (views never show them, docs/design.md, "The location view"), and the
+// metadata the cache indexes, read from those bytes without decoding the rest (a
 // cached object is bytes). List and Watch hand the cache Objects when the Source has an
 // object client (Config.Objects).
 //
@@ -38,7 +38,7 @@ type Annotation struct {
 // costs one allocation that lives, and the garbage of a first list is one large block (its
 // body) or one reused buffer (a streaming list's frames): no short-lived copy of each object
 // is interleaved with the kept ones, which fragmented the heap and kept the start-up peak
-// resident (issue 12 target 2).
+// resident.
 type Object struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta

@@ -16,7 +16,7 @@ import (
 // The object client lists and watches the source like client-go's dynamic client does (the
 // same paths and parameters), but its decoder reads each object into an Object (its bytes and
 // metadata) instead of a tree of maps: the cache keeps the bytes, so the tree would be garbage
-// right away (issue 12 item 2: "decoding the source's watch stream is 19% of ingest").
+// right away ("decoding the source's watch stream is 19% of ingest").
 
 // versionV1 is the version of the meta types (list options, Status, WatchEvent).
 var versionV1 = schema.GroupVersion{Version: "v1"}

@@ -57,7 +57,7 @@ func restClient(t *testing.T, cfg *rest.Config) rest.Interface {
 }
 
 // TestViewErrorCodes: a view answers bad requests as kube-apiserver answers the same requests
-// (issue 10 item 7), and a 503 only ever means that the source cannot be reached. A status
+// (docs/views.md, "Errors"), and a 503 only ever means that the source cannot be reached. A status
 // write's fieldValidation is answered as kube-apiserver answers it: Strict refuses an unknown
 // field, Warn warns of it in the same words (fails without source.RelayWarnings: no Warning
 // header), Ignore says nothing.

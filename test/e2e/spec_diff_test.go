@@ -16,8 +16,8 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
-// TestSpecDiff: DESIGN.md "Per object, spec-diff.kcp.io/<location> (an RFC 6902 JSON patch) is
-// applied by that location's view" and issue 14 item 4 "Failures never delete", on real
+// TestSpecDiff: docs/design.md, "Per object, spec-diff.kcp.io/<location> (an RFC 6902 JSON patch) is
+// applied by that location's view" and docs/customization.md's "failures never delete", on real
 // servers with two mappers:
 //   - east's view and east's target show east's patch applied, west's the object as it is, and
 //     neither shows a spec-diff.kcp.io/ annotation;

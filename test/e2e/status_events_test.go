@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// TestStatusWritesOfOtherLocationsAreNoEvents (issue 10 item 11): several locations write the
+// TestStatusWritesOfOtherLocationsAreNoEvents: several locations write the
 // status of the same objects through their views. Each location's watch gets an event for each
 // of its own writes and none for the other locations' (which change nothing it can see), a
 // resume from the list's resourceVersion replays exactly the same events, and every write made

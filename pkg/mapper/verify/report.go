@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// Invariants are the numbered invariants of DESIGN.md that a Report checks, with the text the
+// Invariants are the numbered invariants of docs/design.md that a Report checks, with the text the
 // report prints for each.
 var Invariants = []struct {
 	Number      int

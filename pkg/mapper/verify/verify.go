@@ -1,5 +1,5 @@
 // Package verify compares a location view with a target cluster and reports, per invariant of
-// DESIGN.md, every violation it finds. It is the engine of `mapper verify`; it reads both sides
+// docs/design.md, every violation it finds. It is the engine of `mapper verify`; it reads both sides
 // and writes nothing (content is checked with server-side dry-run applies).
 package verify
 

@@ -180,7 +180,7 @@ func TestClusterPaths(t *testing.T) {
 }
 
 // TestAmbiguousNameOnBasePath checks the 400 of a GET and a status write by name on the
-// all-clusters path that match objects of several clusters (DESIGN.md), and that the
+// all-clusters path that match objects of several clusters (docs/design.md), and that the
 // per-cluster path writes the right cluster's source object.
 func TestAmbiguousNameOnBasePath(t *testing.T) {
 	v, c := newClusterViews(t)

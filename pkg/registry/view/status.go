@@ -26,7 +26,7 @@ import (
 const maxWriteAttempts = 5
 
 // statusStorage writes `<resource>/<name>/status` through a location view onto the source
-// (DESIGN.md; issue "Status write-back"): rest.Getter and rest.Updater, so that
+// (docs/design.md): rest.Getter and rest.Updater, so that
 // k8s.io/apiserver's UpdateResource and PatchResource handlers (PUT, JSON/merge/strategic merge
 // patches, server-side apply) compute the new object from the location's view of the current
 // source object, and this storage writes only its .status to the source:
@@ -193,7 +193,7 @@ func (s *statusStorage) updateOnce(ctx context.Context, client dynamic.ResourceI
 }
 
 // withClusterAnnotation sets kcp.io/cluster on u, a copy the caller owns, as a view shows every object
-// (DESIGN.md, "Names").
+// (docs/design.md, "Names").
 func withClusterAnnotation(u *unstructured.Unstructured, cluster string) *unstructured.Unstructured {
 	ann := u.GetAnnotations()
 	if ann == nil {
@@ -207,7 +207,7 @@ func withClusterAnnotation(u *unstructured.Unstructured, cluster string) *unstru
 // checkStatusRecordSize refuses a status whose JSON (the status record of location,
 // status.kcp.io/<location>, when the object has several locations) is larger than
 // contract.MaxStatusRecordBytes: 413 RequestEntityTooLarge with a Status that names the limit,
-// the size and the location (DESIGN.md "Status records": no location may use up the object's
+// the size and the location (docs/design.md, "Status records": no location may use up the object's
 // 256 KiB annotation budget and block its peers). The cap holds for every status write, also of
 // an object assigned to this location alone, whose status would become a record as soon as a
 // second location is assigned. Nothing is written to the source.

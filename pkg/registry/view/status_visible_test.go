@@ -14,7 +14,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
-// TestStatusWriteAtVisibleResourceVersion (issue 10 item 11): east's view shows a shared object
+// TestStatusWriteAtVisibleResourceVersion: east's view shows a shared object
 // at the resourceVersion of the last change east can see. A status write carrying that
 // resourceVersion succeeds when only other locations' status records changed since (also when
 // such a write races with it), and is a 409 when something east can see changed. Fails on main

@@ -34,7 +34,7 @@ type Options struct {
 	// so a revoked permission ends every open watch within 2*MinRequestTimeout (default 1800s).
 	MinRequestTimeout time.Duration
 	// PlainCluster is the one logical cluster of a plain source (--cluster-name); "" for a kcp
-	// source, whose objects name their cluster in kcp.io/cluster (DESIGN.md, "Names"). It
+	// source, whose objects name their cluster in kcp.io/cluster (docs/design.md, "Names"). It
 	// decides which cluster a request by name on the all-clusters path reads and writes.
 	PlainCluster string
 	// MaxWatchesPerUser bounds the concurrent watches of one user on one location's view; past
@@ -128,7 +128,7 @@ func (v *Views) ServeView(w http.ResponseWriter, req *http.Request, location, in
 		v.writeError(w, req, err)
 		return
 	}
-	// The cluster only narrows what the location's view shows (DESIGN.md): every read and write
+	// The cluster only narrows what the location's view shows (docs/design.md): every read and write
 	// below still goes through the location's index, so a cluster path never leaves the location.
 	ctx := withCluster(withLocation(req.Context(), location), string(inner.Cluster))
 	if !info.IsResourceRequest && v.openapi != nil && isOpenAPIPath(info.Path) {
