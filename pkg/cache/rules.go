@@ -16,7 +16,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
 )
 
-// Rules are the Customizations and locations the views render with (issue 14):
+// Rules are the Customizations and locations the views render with:
 // customization.Rules, whose snapshots the customization.Follower delivers.
 type Rules = customization.Rules
 
@@ -56,8 +56,8 @@ func (s *ResourceStore) LocationView(u *unstructured.Unstructured, cluster strin
 }
 
 // SetRules makes the store render with rules from now on and re-renders the stored objects
-// whose rendering may differ (customization.Rules.Differs) for one of their locations (issue 14
-// item 3: a change of a Customization or of a SyncTarget's labels).
+// whose rendering may differ (customization.Rules.Differs) for one of their locations (a
+// change of a Customization or of a SyncTarget's labels).
 //
 // resourceVersion semantics (docs/views.md, "Customizations and resourceVersions"): a
 // re-rendering is not a change of the resource in the source, so it has no resourceVersion of
@@ -113,8 +113,14 @@ func (s *ResourceStore) SetRules(rules Rules, fresh uint64) {
 		if len(affected) == 0 {
 			continue
 		}
-		u := o.content() // decoded only for the objects the change affects
-		n := s.build(identityOf(o, u), o)
+		u, err := o.Content() // decoded only for the objects the change affects
+		if err != nil {
+			continue // logged by Content: the views stay as they are
+		}
+		n, err := s.build(identityOf(o, u), o)
+		if err != nil {
+			continue // impossible: a decoded identity (identity.tree)
+		}
 		changed := map[string]bool{}
 		for _, loc := range affected {
 			switch {

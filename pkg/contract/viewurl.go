@@ -2,7 +2,7 @@ package contract
 
 import "strings"
 
-// Names of the aggregated API and of the location view (DESIGN.md, "The location view").
+// Names of the aggregated API and of the location view (docs/design.md, "The location view").
 const (
 	// GroupName is the aggregated API group that mapper-apiserver serves.
 	GroupName = "mapper.kcp.io"

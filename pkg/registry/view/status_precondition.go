@@ -40,10 +40,12 @@ func (s *statusStorage) visibleView(ctx context.Context, location, cluster, name
 // carrying resourceVersion want may be applied to current, the source object as just read:
 // want is current's resourceVersion, or this location's view has not changed since want (its
 // visible resourceVersion is at most want, and want is at most current's or is the visible
-// resourceVersion itself). The visible resourceVersion exceeds current's after a re-rendering:
-// a Customization that changed, or a rendering the Renderer made after ingest, shows the
+// resourceVersion itself). The visible resourceVersion exceeds current's after a re-rendering
+// (a Customization that changed, or a rendering the Renderer made after ingest, shows the
 // object at the resourceVersion of that re-rendering event, which is the store's, not the
-// object's (docs/views.md, "Customizations and resourceVersions", "Deferred renderings").
+// object's: docs/views.md, "Customizations and resourceVersions", "Deferred renderings"), and
+// after a restart (the first list shows an object whose generation has moved at the list's
+// resourceVersion: docs/views.md, "Restarts and replicas").
 // The cache's view may be of a newer source version than current (the object changed after
 // the read): its visible resourceVersion is then an upper bound of current's, and the source
 // write, made with current's resourceVersion, conflicts and is retried on a fresh read.
