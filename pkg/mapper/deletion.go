@@ -65,6 +65,9 @@ func (m *Mapper) ensureFinalizer(ctx context.Context, r *resource, key itemKey, 
 	if apierrors.IsInvalid(err) {
 		return errDeletingAtSource
 	}
+	if err == nil {
+		crashAt(CrashAfterFinalizerAdded)
+	}
 	return err
 }
 
@@ -152,6 +155,7 @@ func (m *Mapper) release(ctx context.Context, r *resource, key itemKey, obj *uns
 	}
 	// Precondition: no copy of obj is on the target (none, deleted, orphaned, or the object
 	// there is not ours). The finalizer goes; the object then leaves the view.
+	crashAt(CrashAfterCopyDeleted)
 	if err := m.writeFinalizer(ctx, r, key, obj, false); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil // gone from the view meanwhile: released by someone else
