@@ -206,13 +206,17 @@ func TestDeletionProtocol(t *testing.T) {
 			t.Errorf("location east's status.deleting = %d, want 1", n)
 		}
 		env.targets["east"].StartAPIServerAgain(env.owner) // outlives the subtest
-		if !mapperEast.proc.Running() {
-			// Its leader-election Lease is in the target: a mapper whose target was down
-			// longer than the lease exits (lost the leader lease), and its Deployment starts
-			// it again.
-			mapperEast.restart()
-		}
-		env.awaitSourceGone(t, ctx, deploymentsGVR, "web")
+		// Its leader-election Lease is in the target: a mapper whose target was down past the
+		// lease's renew deadline exits (lost the leader lease), possibly a moment after the
+		// target is back, and its Deployment starts it again. Do what the kubelet would until
+		// east has released the object.
+		await(t, ctx, time.Minute, "the source object web to be gone", func(ctx context.Context) (bool, error) {
+			if !mapperEast.proc.Running() {
+				t.Logf("east's mapper exited (%v); restarting it as its Deployment would", mapperEast.proc.ExitError())
+				mapperEast.restart()
+			}
+			return env.sourceObject(t, ctx, deploymentsGVR, deletionNamespace, "web") == nil, nil
+		})
 		env.awaitCopy(t, ctx, "east", deploymentsGVR, "web", false)
 	})
 
