@@ -91,13 +91,13 @@ func (m *Mapper) writeFinalizer(ctx context.Context, r *resource, key itemKey, o
 		return err
 	}
 	_, err = view.Resource(r.gvr).Namespace(key.Namespace).Update(ctx, u, metav1.UpdateOptions{FieldManager: m.cfg.FieldManager})
-	op := "remove"
+	op, doing := "remove", "removing"
 	if add {
-		op = "add"
+		op, doing = "add", "adding"
 	}
 	if err != nil {
 		m.metrics.finalizerWrites(r.name(), op, "error").Inc()
-		return fmt.Errorf("%s the finalizer %s on %s %s through the view: %w", op+"ing", own, r.name(), key.source().String(), err)
+		return fmt.Errorf("%s the finalizer %s on %s %s through the view: %w", doing, own, r.name(), key.source().String(), err)
 	}
 	m.metrics.finalizerWrites(r.name(), op, "success").Inc()
 	return nil
@@ -160,6 +160,7 @@ func (m *Mapper) release(ctx context.Context, r *resource, key itemKey, obj *uns
 		if apierrors.IsNotFound(err) {
 			return nil // gone from the view meanwhile: released by someone else
 		}
+		logger.V(2).Info("Removing the location's finalizer failed; retrying with backoff", "resource", r.name(), "source", key.source().String(), "err", err.Error())
 		return err
 	}
 	m.states.set(key, outcomeNone)
