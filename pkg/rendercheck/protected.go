@@ -66,23 +66,40 @@ func Changed(before, after *unstructured.Unstructured) (string, bool) {
 		}
 	}
 	for _, m := range markMaps {
-		bm := stringMap(before, m)
-		am := stringMap(after, m)
-		for k, bv := range bm {
-			if !IsMark(k) || (m == "annotations" && strings.HasPrefix(k, specDiffPrefix)) {
-				continue
-			}
-			if av, ok := am[k]; !ok || !sameScalar(av, bv) {
-				return pointer("metadata", m, k), true
-			}
-		}
-		for k := range am {
-			if _, ok := bm[k]; !ok && IsMark(k) && !(m == "annotations" && strings.HasPrefix(k, specDiffPrefix)) {
-				return pointer("metadata", m, k), true
-			}
+		if k, ok := firstChangedMark(stringMap(before, m), stringMap(after, m), m == "annotations"); ok {
+			return pointer("metadata", m, k), true
 		}
 	}
 	return "", false
+}
+
+// firstChangedMark returns the smallest key (in byte order, so that the answer does not depend
+// on map iteration order) of a mark (IsMark) added, removed or changed between bm and am, and
+// whether there is one. With annotations, the spec-diff.kcp.io/ keys are not compared.
+func firstChangedMark(bm, am map[string]interface{}, annotations bool) (string, bool) {
+	compared := func(k string) bool {
+		return IsMark(k) && !(annotations && strings.HasPrefix(k, specDiffPrefix))
+	}
+	first, found := "", false
+	note := func(k string) {
+		if !found || k < first {
+			first, found = k, true
+		}
+	}
+	for k, bv := range bm {
+		if !compared(k) {
+			continue
+		}
+		if av, ok := am[k]; !ok || !sameScalar(av, bv) {
+			note(k)
+		}
+	}
+	for k := range am {
+		if _, ok := bm[k]; !ok && compared(k) {
+			note(k)
+		}
+	}
+	return first, found
 }
 
 // stringMap returns u's metadata.<field> in place, nil when absent or not a map.

@@ -144,7 +144,8 @@ func TestChanged(t *testing.T) {
 		{"/metadata/labels/new.kcp.io~1x", func(_, meta map[string]interface{}) {
 			meta["labels"].(map[string]interface{})["new.kcp.io/x"] = "1"
 		}},
-		{"/metadata/annotations/kcp.io~1cluster", func(_, meta map[string]interface{}) { meta["annotations"] = "garbage" }},
+		// Every mark is dropped: the smallest key is named, whatever the map order.
+		{"/metadata/annotations/kcp.io~1assigned-locations", func(_, meta map[string]interface{}) { meta["annotations"] = "garbage" }},
 		{"/metadata/annotations/status.kcp.io~1west", func(_, meta map[string]interface{}) {
 			meta["annotations"].(map[string]interface{})["status.kcp.io/west"] = "{}"
 		}},
