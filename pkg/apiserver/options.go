@@ -28,6 +28,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
+	"github.com/cluster-mapper/cluster-mapper/pkg/locationbinding"
 	generatedopenapi "github.com/cluster-mapper/cluster-mapper/pkg/generated/openapi"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/location"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/view"
@@ -77,6 +78,10 @@ type Options struct {
 	MinRequestTimeout int
 	// MaxWatchesPerUser bounds one user's concurrent watches on one location's view.
 	MaxWatchesPerUser int
+	// LocationAccess is the location-access mode (locationbinding.ModeBound or ModeOpen;
+	// docs/tenancy.md): in Bound a view shows an object only when a LocationBinding binds its
+	// namespace to the location.
+	LocationAccess string
 }
 
 // NewOptions returns the default options. There is no etcd (the server stores nothing) and no
@@ -97,6 +102,7 @@ func NewOptions() *Options {
 		ConsistentReadWait: 50 * time.Millisecond,
 		MinRequestTimeout:  300,
 		MaxWatchesPerUser:  100,
+		LocationAccess:     string(locationbinding.ModeBound),
 	}
 	o.RecommendedOptions.Etcd = nil
 	o.RecommendedOptions.Admission = nil
@@ -120,6 +126,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.FreshnessTimeout, "freshness-timeout", o.FreshnessTimeout, "How long a read waits for the cache to reach a resourceVersion before answering 504.")
 	fs.IntVar(&o.MinRequestTimeout, "min-request-timeout", o.MinRequestTimeout, "Seconds a view watch stays open at least: each watch ends after a random time in [t, 2t) (as kube-apiserver's flag), and a client's larger timeoutSeconds is reduced to it, so a revoked permission ends every open watch within 2t (docs/install.md).")
 	fs.IntVar(&o.MaxWatchesPerUser, "max-watches-per-user", o.MaxWatchesPerUser, "Concurrent watches one user may hold on one location's view; more are answered 429. 0: no limit.")
+	fs.StringVar(&o.LocationAccess, "location-access", o.LocationAccess, "Which locations may see an object: \"Bound\" (a location's view shows an object only when a LocationBinding of the object's namespace, kcp: of its logical cluster and namespace, binds the location; cluster-scoped objects are bound by the LocationBindings of cluster-mapper-system) or \"Open\" (every location an object is assigned to, whoever wrote the assignment: for a source with a single tenant). See docs/tenancy.md.")
 	fs.DurationVar(&o.ConsistentReadWait, "consistent-read-wait", o.ConsistentReadWait, "How long a read with resourceVersion \"\" waits for the cache to prove it reached the source's current resourceVersion before it is served at the cache's own (docs/views.md).")
 }
 
@@ -149,6 +156,9 @@ func (o *Options) Validate() error {
 		}
 	default:
 		errs = append(errs, fmt.Sprintf("--source-mode %q is not %q or %q", o.SourceMode, SourceModePlain, SourceModeKCP))
+	}
+	if _, err := locationbinding.ParseMode(o.LocationAccess); err != nil {
+		errs = append(errs, "--location-access: "+err.Error())
 	}
 	if o.HistorySize < 1 {
 		errs = append(errs, "--watch-history-size must be at least 1")
@@ -267,9 +277,11 @@ func (o *Options) Config() (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	access, _ := locationbinding.ParseMode(o.LocationAccess)
 	rules := customization.NewFollower(dyn, customization.FollowerOptions{
 		Options: customization.Options{PlainCluster: viewOpts.PlainCluster},
 		OpenAPI: disc.OpenAPIV3(),
+		Access:  access,
 	})
 	rules.OnChange(func(s *customization.Snapshot) { c.SetRules(s) })
 	writeClient := func(string) (dynamic.Interface, error) { return dyn, nil }

@@ -49,8 +49,9 @@ type FollowerOptions struct {
 	Access locationbinding.Mode
 }
 
-// Follower keeps a Snapshot of the source's Customizations and SyncTargets current with two
-// informers, and delivers every new snapshot to its OnChange functions in resourceVersion order.
+// Follower keeps a Snapshot of the source's Customizations and SyncTargets (and, in the Bound
+// location-access mode, LocationBindings: bindings.go) current with informers, and delivers
+// every new snapshot to its OnChange functions in resourceVersion order.
 //
 // The informers are clusterinformer.Informers: on a kcp source (read through its wildcard
 // endpoint) they key objects by logical cluster, namespace and name, so Customizations with the
