@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
@@ -32,12 +34,14 @@ import (
 	"k8s.io/klog/v2"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/binding"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/informers"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/location"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/placement"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/push"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/statuscollector"
 	"github.com/cluster-mapper/cluster-mapper/pkg/healthserver"
+	"github.com/cluster-mapper/cluster-mapper/pkg/locationbinding"
 )
 
 // NewCommand returns the mapper-controller command: it runs the control plane controllers
@@ -149,14 +153,35 @@ func Run(ctx context.Context, o *Options) error {
 		shared := informers.NewSet(dyn, metadataClient, placement.TrimManagedFields)
 		defer shared.Shutdown()
 		var wg sync.WaitGroup
+		// The Bound mode (docs/tenancy.md): the bindings every controller reads, their status,
+		// and the Events on objects assigned to unbound locations.
+		var bindings *binding.Tracker
+		if access, _ := locationbinding.ParseMode(o.LocationAccess); access == locationbinding.ModeBound {
+			bindings = binding.NewTracker(shared)
+			statuses := binding.New(dyn, bindings, o.Workers)
+			var resources []schema.GroupResource
+			for _, r := range o.UnboundReportResources {
+				resources = append(resources, schema.ParseGroupResource(strings.TrimSpace(r)))
+			}
+			reporter := binding.NewReporter(bindings, shared, mapper, recorder, resources)
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				statuses.Run(ctx)
+			}()
+			go func() {
+				defer wg.Done()
+				reporter.Run(ctx)
+			}()
+		}
 		wg.Add(3)
 		go func() {
 			defer wg.Done()
-			statuscollector.New(statuscollector.Config{Dynamic: dyn, Informers: shared}).Run(ctx)
+			statuscollector.New(statuscollector.Config{Dynamic: dyn, Informers: shared, Bindings: bindings}).Run(ctx)
 		}()
 		go func() {
 			defer wg.Done()
-			placement.New(placement.Config{Dynamic: placementDyn, Metadata: placementMetadata, Informers: shared, Mapper: mapper, Workers: o.ConcurrentPlacementSyncs, ConcurrentWrites: o.ConcurrentPlacementWrites, Recorder: recorder}).Run(ctx)
+			placement.New(placement.Config{Dynamic: placementDyn, Metadata: placementMetadata, Informers: shared, Mapper: mapper, Workers: o.ConcurrentPlacementSyncs, ConcurrentWrites: o.ConcurrentPlacementWrites, Recorder: recorder, Bindings: bindings}).Run(ctx)
 		}()
 		go func() {
 			defer wg.Done()

@@ -20,6 +20,7 @@ import (
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/binding"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/informers"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/worker"
 	"github.com/cluster-mapper/cluster-mapper/pkg/placement"
@@ -60,6 +61,9 @@ type Config struct {
 	Recorder events.EventRecorder
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// Bindings are the LocationBindings (the Bound mode): Placements choose only the
+	// locations bound to their namespace (bound.go). nil: the Open mode, every location.
+	Bindings *binding.Tracker
 }
 
 // Controller places the objects that Placements select.
@@ -71,6 +75,7 @@ type Controller struct {
 	workers   int
 	recorder  events.EventRecorder
 	now       func() time.Time
+	bindings  *binding.Tracker
 	queue     workqueue.TypedRateLimitingInterface[string]
 	// slots bounds the object writes in flight (Config.ConcurrentWrites).
 	slots chan struct{}
@@ -122,7 +127,7 @@ func New(cfg Config) *Controller {
 		cfg.ConcurrentWrites = DefaultConcurrentWrites
 	}
 	c := &Controller{
-		dyn: cfg.Dynamic, metadata: cfg.Metadata, informers: cfg.Informers, mapper: cfg.Mapper, workers: cfg.Workers, recorder: cfg.Recorder, now: cfg.Now,
+		dyn: cfg.Dynamic, metadata: cfg.Metadata, informers: cfg.Informers, mapper: cfg.Mapper, workers: cfg.Workers, recorder: cfg.Recorder, now: cfg.Now, bindings: cfg.Bindings,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "placement"}),
 		placements: cfg.Informers.Informer(Resource),
@@ -134,6 +139,10 @@ func New(cfg Config) *Controller {
 		return apply(ctx, c.metadata, w.gvr, w.gvk, w.obj, w.annotations)
 	}
 	_, _ = c.placements.AddEventHandler(c.namespaceEvents())
+	if cfg.Bindings != nil {
+		// A namespace's bound locations are its Placements' choices.
+		cfg.Bindings.AddBindingHandler(c.namespaceEvents())
+	}
 	// A location's labels, readiness, schedulability or capacity can change any Placement's
 	// choices; its other status (object counts, every minute per location) cannot.
 	// The informer stores an object before it calls the handlers, so a reader that loads
@@ -156,7 +165,7 @@ func New(cfg Config) *Controller {
 // Run runs the informers and the workers until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
 	c.informers.Start(ctx)
-	if !toolscache.WaitForCacheSync(ctx.Done(), c.placements.HasSynced, c.targets.HasSynced) {
+	if !toolscache.WaitForCacheSync(ctx.Done(), c.placements.HasSynced, c.targets.HasSynced, c.bindings.HasSynced) {
 		return
 	}
 	worker.Run(ctx, c.queue, c.workers, "the Placements of a namespace", c.reconcile)

@@ -29,6 +29,9 @@ type entry struct {
 	err    error // the spec does not compile
 	pool   placement.Pool
 	live   bool // not being deleted
+	// unbound are the locations the Placement selects that are not bound to its namespace
+	// (bound.go), sorted.
+	unbound []string
 
 	placed    int64
 	locations sets.Set[string]
@@ -160,7 +163,7 @@ func (c *Controller) entries(cluster, namespace string, now time.Time) []*entry 
 		// Most object events come from namespaces without Placements.
 		return nil
 	}
-	locs := c.locations()
+	locs, unbound := c.boundOnly(cluster, namespace, c.locations())
 	var out []*entry
 	for _, obj := range objs {
 		u, ok := obj.(*unstructured.Unstructured)
@@ -176,6 +179,12 @@ func (c *Controller) entries(cluster, namespace string, now time.Time) []*entry 
 				evictions[ev.Location] = ev.Time.Time
 			}
 			e.pool = e.policy.Pool(locs, evictions, now)
+			for _, l := range unbound {
+				if e.policy.MatchesLocation(l) {
+					e.unbound = append(e.unbound, l.Name)
+				}
+			}
+			slices.Sort(e.unbound)
 		}
 		out = append(out, e)
 	}

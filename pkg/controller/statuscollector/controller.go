@@ -28,7 +28,9 @@ import (
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/binding"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/informers"
+	"github.com/cluster-mapper/cluster-mapper/pkg/locationbinding"
 	"github.com/cluster-mapper/cluster-mapper/pkg/statuscollector"
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
 )
@@ -52,6 +54,9 @@ type Config struct {
 	Informers *informers.Set
 	// Interval is how often every summary is recomputed; default 2s.
 	Interval time.Duration
+	// Bindings are the LocationBindings (the Bound mode): a collector sees the rows of the
+	// locations bound to its namespace only (docs/tenancy.md). nil: the Open mode.
+	Bindings *binding.Tracker
 }
 
 // Controller keeps the StatusSummaries of the source's StatusCollectors.
@@ -59,6 +64,7 @@ type Controller struct {
 	dyn       dynamic.Interface
 	interval  time.Duration
 	informers *informers.Set
+	bindings  *binding.Tracker
 
 	collectors, targets toolscache.SharedIndexInformer
 
@@ -81,7 +87,7 @@ func New(cfg Config) *Controller {
 		cfg.Interval = 2 * time.Second
 	}
 	return &Controller{
-		dyn: cfg.Dynamic, interval: cfg.Interval, informers: cfg.Informers,
+		dyn: cfg.Dynamic, interval: cfg.Interval, informers: cfg.Informers, bindings: cfg.Bindings,
 		collectors: cfg.Informers.Informer(CollectorsResource),
 		targets:    cfg.Informers.Informer(synctarget.Resource),
 		written:    map[string]controlv1alpha1.StatusSummaryResults{},
@@ -93,7 +99,7 @@ func New(cfg Config) *Controller {
 // the StatusCollector CRD it waits (the informer retries).
 func (c *Controller) Run(ctx context.Context) {
 	c.informers.Start(ctx)
-	if !toolscache.WaitForCacheSync(ctx.Done(), c.collectors.HasSynced, c.targets.HasSynced) {
+	if !toolscache.WaitForCacheSync(ctx.Done(), c.collectors.HasSynced, c.targets.HasSynced, c.bindings.HasSynced) {
 		return
 	}
 	wait.UntilWithContext(ctx, c.syncAll, c.interval)
@@ -153,6 +159,7 @@ func (c *Controller) sync(ctx context.Context, sc *controlv1alpha1.StatusCollect
 		}
 	}
 	var rows []statuscollector.Row
+	bound := c.bindings.Index().Scope(cluster, sc.Namespace)
 	for _, gvr := range gvrs {
 		inf := c.informers.Informer(gvr)
 		if !inf.HasSynced() {
@@ -164,7 +171,7 @@ func (c *Controller) sync(ctx context.Context, sc *controlv1alpha1.StatusCollect
 			if !ok || !selector.Matches(labels.Set(u.GetLabels())) || u.GetAnnotations()[contract.ClusterAnnotation] != cluster {
 				continue
 			}
-			rows = append(rows, rowsOf(u, locs)...)
+			rows = append(rows, rowsOf(u, locs, bound)...)
 		}
 	}
 	slices.SortFunc(rows, func(a, b statuscollector.Row) int {
@@ -185,16 +192,21 @@ func (c *Controller) sync(ctx context.Context, sc *controlv1alpha1.StatusCollect
 	return c.writeStatus(ctx, sc, metav1.ConditionTrue, controlv1alpha1.ReasonSummarized, fmt.Sprintf("%d rows summarized", res.Rows))
 }
 
-// rowsOf returns the rows of one source object: each assigned location with a status (its
-// status.kcp.io/<location> record, or the object's .status when it is assigned to that
-// location alone).
-func rowsOf(u *unstructured.Unstructured, locs map[string]*unstructured.Unstructured) []statuscollector.Row {
+// rowsOf returns the rows of one source object: each assigned location bound to the
+// object's namespace (bound) with a status (its status.kcp.io/<location> record, or the
+// object's .status when it is assigned to that location alone). A location not bound to the
+// namespace never shows the object, so a status record of it can only have been written by
+// hand: it is no row, and nothing of that location (its labels) reaches the collector's CEL.
+func rowsOf(u *unstructured.Unstructured, locs map[string]*unstructured.Unstructured, bound locationbinding.Scope) []statuscollector.Row {
 	assigned, err := contract.ParseLocations(u.GetAnnotations()[contract.AssignedLocationsAnnotation])
 	if err != nil {
 		return nil
 	}
 	var out []statuscollector.Row
 	for _, loc := range assigned {
+		if !bound.Binds(loc) {
+			continue
+		}
 		status, recorded, err := cache.StatusRecord(u, loc)
 		if err != nil {
 			continue
@@ -207,7 +219,7 @@ func rowsOf(u *unstructured.Unstructured, locs map[string]*unstructured.Unstruct
 		}
 		row := statuscollector.Row{Object: u.GetNamespace() + "/" + u.GetName(), Location: loc, Obj: u.Object, Status: status}
 		if st := locs[loc]; st != nil {
-			row.LocationLabels, row.LocationAnnotations = st.GetLabels(), st.GetAnnotations()
+			row.LocationLabels = st.GetLabels()
 		}
 		out = append(out, row)
 	}
