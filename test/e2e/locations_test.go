@@ -76,6 +76,13 @@ func startLocationsEnv(t *testing.T, ctx context.Context, locations ...string) *
 // --resources value).
 func startLocationsEnvFor(t *testing.T, ctx context.Context, resources string, locations ...string) *locationsEnv {
 	t.Helper()
+	return startLocationsEnvWith(t, ctx, resources, nil, locations...)
+}
+
+// startLocationsEnvWith is startLocationsEnvFor with serverArgs added to mapper-apiserver's
+// command line (e.g. "--location-access=Bound"; the CRDs are installed before it starts).
+func startLocationsEnvWith(t *testing.T, ctx context.Context, resources string, serverArgs []string, locations ...string) *locationsEnv {
+	t.Helper()
 	opts := []framework.ControlPlaneOptions{{Name: "source"}}
 	shared := framework.StartEtcd(t)
 	for _, l := range locations {
@@ -90,7 +97,7 @@ func startLocationsEnvFor(t *testing.T, ctx context.Context, resources string, l
 	env.src = dynamicClientFor(t, env.source)
 	env.dyn = env.src
 	installControlCRDs(t, ctx, env.source, env.dyn)
-	env.api = framework.StartAggregatedMapperAPIServer(t, env.source, "--resources="+resources, "--source-discovery-interval=1s", "--bookmark-interval=1s")
+	env.api = framework.StartAggregatedMapperAPIServer(t, env.source, append([]string{"--resources=" + resources, "--source-discovery-interval=1s", "--bookmark-interval=1s"}, serverArgs...)...)
 	env.server = env.api.Server
 	apiserverBin := framework.BuildBinary(t, "./cmd/mapper-apiserver")
 	for i, l := range locations {

@@ -194,7 +194,7 @@ func (c *Controller) sync(ctx context.Context, sc *controlv1alpha1.StatusCollect
 
 // rowsOf returns the rows of one source object: each assigned location bound to the
 // object's namespace (bound) with a status (its status.kcp.io/<location> record, or the
-// object's .status when it is assigned to that location alone). A location not bound to the
+// object's .status when that is its only bound location). A location not bound to the
 // namespace never shows the object, so a status record of it can only have been written by
 // hand: it is no row, and nothing of that location (its labels) reaches the collector's CEL.
 func rowsOf(u *unstructured.Unstructured, locs map[string]*unstructured.Unstructured, bound locationbinding.Scope) []statuscollector.Row {
@@ -202,11 +202,10 @@ func rowsOf(u *unstructured.Unstructured, locs map[string]*unstructured.Unstruct
 	if err != nil {
 		return nil
 	}
+	// The object is assigned to its bound locations only, as the views see it.
+	assigned = slices.DeleteFunc(assigned, func(loc string) bool { return !bound.Binds(loc) })
 	var out []statuscollector.Row
 	for _, loc := range assigned {
-		if !bound.Binds(loc) {
-			continue
-		}
 		status, recorded, err := cache.StatusRecord(u, loc)
 		if err != nil {
 			continue
