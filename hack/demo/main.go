@@ -42,6 +42,7 @@ func main() {
 	dir := flag.String("dir", ".demo", "Directory for the kubeconfigs the demo writes.")
 	workloads := flag.String("workloads", "hack/demo/workloads.yaml", "Manifests applied to the source cluster.")
 	placements := flag.String("placements", "hack/demo/placements.yaml", "Placements applied to the source cluster once the CRDs are installed.")
+	bindings := flag.String("bindings", "hack/demo/bindings.yaml", "LocationBindings applied to the source cluster once the CRDs are installed (docs/tenancy.md).")
 	flag.Parse()
 
 	tb, err := programtb.New("")
@@ -67,12 +68,12 @@ func main() {
 	ctx := context.Background()
 	tb.Logf("registering the locations as SyncTargets, starting mapper-controller ...")
 	registerLocations(tb, ctx, source)
-	framework.StartMapperController(tb, ctx, source, locationGracePeriod)
-	if _, err := framework.RunKubectl(tb, source.AdminKubeconfig(), "apply", "-f", *placements); err != nil {
+	framework.StartMapperController(tb, ctx, source, locationGracePeriod, "--location-access=Bound", "--unbound-report-resources=configmaps,deployments.apps")
+	if _, err := framework.RunKubectl(tb, source.AdminKubeconfig(), "apply", "-f", *bindings, "-f", *placements); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Logf("building and starting mapper-apiserver, registering the APIService ...")
-	api := framework.StartAggregatedMapperAPIServer(tb, source, "--resources=configmaps,deployments.apps")
+	api := framework.StartAggregatedMapperAPIServer(tb, source, "--resources=configmaps,deployments.apps", "--location-access=Bound")
 	server := api.Server
 
 	admin := source.Admin()
@@ -106,6 +107,8 @@ Try (kubectl from the testenv):
       # and in another shell, re-assign an object in the source:
   $K --kubeconfig %[6]s/source.kubeconfig annotate -n shop deployment checkout --overwrite kcp.io/assigned-locations='["west"]'
   $K --kubeconfig %[6]s/mapper-apiserver.kubeconfig get locations
+  $K --kubeconfig %[6]s/source.kubeconfig get locationbindings -A
+      # which locations each namespace may use (hack/demo/bindings.yaml, docs/tenancy.md)
   $K --kubeconfig %[6]s/source.kubeconfig get synctargets -o wide -w
       # and stop east's mapper (kill -9 its pid): Ready=Unknown within the grace period (%[10]s)
   $K --kubeconfig %[6]s/source.kubeconfig get placements -n web -w
