@@ -55,7 +55,7 @@ func (f *Follower) newBindingInformer(dyn dynamic.Interface, clusters clusterinf
 		UpdateFunc: f.setBinding,
 		DeleteFunc: f.deleteBinding,
 	}, clusterinformer.Options{Clusters: clusters, Transform: decodeLocationBinding,
-		WatchErrorHandler: f.watchErrors(locationbinding.Resource, "LocationBindings", "the views stay unready (the Bound location-access mode needs them)")})
+		WatchErrorHandler: f.watchErrors(locationbinding.Resource, "LocationBindings", "the Bound location-access mode keeps the views unready until they are listed once, and the bindings last listed afterwards")})
 }
 
 // setBinding records an added LocationBinding, or an updated one whose spec or deletion
@@ -70,6 +70,7 @@ func (f *Follower) setBinding(old, obj interface{}) {
 	}
 	f.mu.Lock()
 	f.bindings[f.bindingKey(b)] = compileBinding(f.bindingKey(b), b)
+	f.indexStale = true
 	f.advance(b)
 	f.mu.Unlock()
 	f.signal()
@@ -84,6 +85,7 @@ func (f *Follower) deleteBinding(obj interface{}) {
 	}
 	f.mu.Lock()
 	delete(f.bindings, f.bindingKey(b))
+	f.indexStale = true
 	f.advanceTo(rv)
 	f.mu.Unlock()
 	f.signal()
@@ -94,12 +96,21 @@ func (f *Follower) bindingKey(b *controlv1alpha1.LocationBinding) locationbindin
 	return locationbinding.Key{Cluster: f.cluster(b), Namespace: b.Namespace, Name: b.Name}
 }
 
-// bindingIndex returns the Index of the bindings over locs, nil in the Open mode. Called with
-// mu held.
-func (f *Follower) bindingIndex(locs []Location) *locationbinding.Index {
+// currentBindings returns the Index of the bindings over locs (the current locations), nil in
+// the Open mode: the previous one unless a binding or a SyncTarget's labels changed since.
+// Called with mu held.
+func (f *Follower) currentBindings(locs []Location) *locationbinding.Index {
 	if f.locationBindings == nil {
 		return nil
 	}
+	if f.index == nil || f.indexStale {
+		f.index, f.indexStale = f.bindingIndex(locs), false
+	}
+	return f.index
+}
+
+// bindingIndex returns the Index of the bindings over locs. Called with mu held.
+func (f *Follower) bindingIndex(locs []Location) *locationbinding.Index {
 	bindings := make([]*locationbinding.Binding, 0, len(f.bindings))
 	for _, b := range f.bindings {
 		bindings = append(bindings, b)

@@ -79,8 +79,13 @@ type Follower struct {
 	// items are the live Customizations by key, locs the SyncTargets' locations by name.
 	items map[RuleKey]*controlv1alpha1.Customization
 	locs  map[string]Location
-	// bindings are the compiled LocationBindings by key (the Bound mode).
-	bindings map[locationbinding.Key]*locationbinding.Binding
+	// bindings are the compiled LocationBindings by key (the Bound mode); index is their Index
+	// over locs, built again (currentBindings) only when indexStale says a binding or a
+	// SyncTarget's labels changed, so that a change of a Customization keeps the Index and
+	// the views compare no bindings (locationbinding.Index.Changed of an Index with itself).
+	bindings   map[locationbinding.Key]*locationbinding.Binding
+	index      *locationbinding.Index
+	indexStale bool
 	// rv is the newest resourceVersion applied to items and locs.
 	rv uint64
 	// unavailable holds the informers whose resource cannot be listed (not found, forbidden).
@@ -146,13 +151,14 @@ func (f *Follower) HasSynced() bool {
 	// The informers' HasSynced wait for their queue, which is locked while a handler runs and
 	// takes mu: ask them without holding mu.
 	customizations, targets := f.customizations.HasSynced(), f.targets.HasSynced()
+	bindings := f.locationBindings == nil || f.locationBindings.HasSynced()
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.locationBindings != nil {
 		// The Bound mode binds with SyncTargets and LocationBindings: without either it would
 		// bind too little, and the views would lose objects (bindings.go).
-		return customizations && targets && f.locationBindings.HasSynced()
+		return (customizations || f.unavailable[Resource]) && targets && bindings
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	return (customizations || f.unavailable[Resource]) && (targets || f.unavailable[synctarget.Resource])
 }
 
@@ -195,7 +201,7 @@ func (f *Follower) deliver(ctx context.Context) {
 	for _, l := range f.locs {
 		locs = append(locs, l)
 	}
-	bindings := f.bindingIndex(locs)
+	bindings := f.currentBindings(locs)
 	f.mu.Unlock()
 
 	s, errs := f.compiler.Snapshot(rv, items, locs)
@@ -303,6 +309,7 @@ func (f *Follower) setTarget(old, obj interface{}) {
 	}
 	f.mu.Lock()
 	f.setLocation(st.Name)
+	f.indexStale = true
 	f.advance(st)
 	f.mu.Unlock()
 	f.signal()
@@ -318,6 +325,7 @@ func (f *Follower) deleteTarget(obj interface{}) {
 	}
 	f.mu.Lock()
 	f.setLocation(st.Name)
+	f.indexStale = true
 	f.advanceTo(rv)
 	f.mu.Unlock()
 	f.signal()

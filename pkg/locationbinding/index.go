@@ -161,7 +161,12 @@ func (x *Index) Changed(old *Index) Changes {
 		return Changes{}
 	}
 	c := Changes{scopes: map[scope]bool{}}
+	// The same locations known to both: their bit sets compare word by word.
+	sameNames := slices.Equal(x.ordered, old.ordered)
 	for sc, set := range x.scopes {
+		if sameNames && slices.Equal(set, old.scopes[sc]) || (sameNames && old.scopes[sc] == nil && set.empty()) {
+			continue
+		}
 		if !slices.Equal(x.namesOf(set), old.namesOf(old.scopes[sc])) {
 			c.scopes[sc] = true
 		}
