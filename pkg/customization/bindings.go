@@ -69,7 +69,7 @@ func (f *Follower) setBinding(old, obj interface{}) {
 		return
 	}
 	f.mu.Lock()
-	f.bindings[f.bindingKey(b)] = compileBinding(f.bindingKey(b), b)
+	f.bindings[f.bindingKey(b)] = locationbinding.CompileObject(f.bindingKey(b), b)
 	f.indexStale = true
 	f.advance(b)
 	f.mu.Unlock()
@@ -120,15 +120,6 @@ func (f *Follower) bindingIndex(locs []Location) *locationbinding.Index {
 		registered[i] = locationbinding.Location{Name: l.Name, Labels: l.Labels}
 	}
 	return locationbinding.NewIndex(bindings, registered)
-}
-
-// compileBinding compiles b; a LocationBinding marked for deletion binds nothing (an
-// administrator deleting it means to take the access away).
-func compileBinding(key locationbinding.Key, b *controlv1alpha1.LocationBinding) *locationbinding.Binding {
-	if b.DeletionTimestamp != nil {
-		return locationbinding.Compile(key, &controlv1alpha1.LocationBindingSpec{})
-	}
-	return locationbinding.Compile(key, &b.Spec)
 }
 
 // sameBindingInput reports whether a and b bind alike: the same spec, both or neither being

@@ -91,6 +91,17 @@ func Compile(key Key, spec *controlv1alpha1.LocationBindingSpec) *Binding {
 	return b
 }
 
+// CompileObject returns the Binding of the LocationBinding lb, whose key is key: Compile of
+// its spec, or, for a LocationBinding marked for deletion (a deletionTimestamp), a Binding that
+// binds nothing (an administrator deleting it means to take the access away; a finalizer must
+// not keep it).
+func CompileObject(key Key, lb *controlv1alpha1.LocationBinding) *Binding {
+	if lb.DeletionTimestamp != nil {
+		return &Binding{Key: key, err: fmt.Errorf("the LocationBinding is being deleted")}
+	}
+	return Compile(key, &lb.Spec)
+}
+
 // Err returns why the binding's spec is invalid (it then binds nothing); nil when valid.
 func (b *Binding) Err() error { return b.err }
 

@@ -101,8 +101,11 @@ func (t *Tracker) Index() *locationbinding.Index {
 	}
 	var bindings []*locationbinding.Binding
 	for _, obj := range t.bindings.GetStore().List() {
-		if key, spec, ok := decodeBinding(obj); ok {
-			bindings = append(bindings, locationbinding.Compile(key, spec))
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			var lb controlv1alpha1.LocationBinding
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &lb); err == nil {
+				bindings = append(bindings, locationbinding.CompileObject(keyOf(u), &lb))
+			}
 		}
 	}
 	var locs []locationbinding.Location
@@ -130,24 +133,6 @@ func (t *Tracker) Bindings() []*unstructured.Unstructured {
 // the other controllers of mapper-controller name clusters).
 func keyOf(u *unstructured.Unstructured) locationbinding.Key {
 	return locationbinding.Key{Cluster: u.GetAnnotations()[contract.ClusterAnnotation], Namespace: u.GetNamespace(), Name: u.GetName()}
-}
-
-// decodeBinding returns the key and spec of a stored LocationBinding; one marked for deletion
-// has an empty spec (it binds nothing: the administrator takes the access away). ok is false
-// for an object that is not one or does not decode.
-func decodeBinding(obj interface{}) (locationbinding.Key, *controlv1alpha1.LocationBindingSpec, bool) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return locationbinding.Key{}, nil, false
-	}
-	var b controlv1alpha1.LocationBinding
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &b); err != nil {
-		return locationbinding.Key{}, nil, false
-	}
-	if b.DeletionTimestamp != nil {
-		return keyOf(u), &controlv1alpha1.LocationBindingSpec{}, true
-	}
-	return keyOf(u), &b.Spec, true
 }
 
 // sameBinding reports whether two versions of a LocationBinding bind alike: the same spec,
