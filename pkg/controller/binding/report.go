@@ -176,8 +176,8 @@ func (r *Reporter) check(gvr schema.GroupVersionResource, obj interface{}) {
 	}
 	ref := &corev1.ObjectReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: ns, Name: o.GetName(), UID: o.GetUID(), ResourceVersion: o.GetResourceVersion()}
 	r.recorder.Eventf(ref, nil, corev1.EventTypeWarning, ReasonUnboundLocation, actionIgnore,
-		"%s names %s, not bound to %s by a LocationBinding: ignored, no view of %s shows the object (docs/tenancy.md)",
-		contract.AssignedLocationsAnnotation, contract.Truncate(joined, 512), where, pluralThem(len(unbound)))
+		"%s names %s, which no LocationBinding binds to %s: ignored, the object is not in %s (docs/tenancy.md)",
+		contract.AssignedLocationsAnnotation, contract.Truncate(joined, 512), where, theirViews(len(unbound)))
 }
 
 // forget drops what was reported for a deleted object (or one whose assignment is bound now).
@@ -194,10 +194,10 @@ func (r *Reporter) forget(obj interface{}) {
 	r.mu.Unlock()
 }
 
-// pluralThem is "it" or "them".
-func pluralThem(n int) string {
+// theirViews is "its view" or "their views".
+func theirViews(n int) string {
 	if n == 1 {
-		return "it"
+		return "its view"
 	}
-	return "them"
+	return "their views"
 }
