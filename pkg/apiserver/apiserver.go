@@ -18,6 +18,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/apis/mapper/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
+	"github.com/cluster-mapper/cluster-mapper/pkg/deletionevents"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/location"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/view"
 	"github.com/cluster-mapper/cluster-mapper/pkg/source"
@@ -46,6 +47,9 @@ type ExtraConfig struct {
 	// Registrations follows the source's SyncTargets and location Leases for `locations`;
 	// nil serves the index's locations only.
 	Registrations *location.Registrations
+	// DeletionEvents records an Event on a source object that waits for a location's
+	// deletion (the cache reports them, cache.StoreOptions.DeletionPending); nil records none.
+	DeletionEvents *deletionevents.Recorder
 }
 
 // Config is the configuration of a mapper-apiserver: the generic server's and our own.
@@ -109,8 +113,11 @@ func (c completedConfig) New() (*Server, error) {
 	}
 
 	sourceCache, src, registrations := c.ExtraConfig.Cache, c.ExtraConfig.Source, c.ExtraConfig.Registrations
-	rules, rulesStatus := c.ExtraConfig.Rules, c.ExtraConfig.RulesStatus
+	rules, rulesStatus, deletionEvents := c.ExtraConfig.Rules, c.ExtraConfig.RulesStatus, c.ExtraConfig.DeletionEvents
 	s.GenericAPIServer.AddPostStartHookOrDie("start-source-cache", func(ctx genericapiserver.PostStartHookContext) error {
+		if deletionEvents != nil {
+			go deletionEvents.Run(ctx)
+		}
 		if rules != nil {
 			go rules.Run(ctx)
 		}

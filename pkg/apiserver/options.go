@@ -28,6 +28,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
+	"github.com/cluster-mapper/cluster-mapper/pkg/deletionevents"
 	generatedopenapi "github.com/cluster-mapper/cluster-mapper/pkg/generated/openapi"
 	"github.com/cluster-mapper/cluster-mapper/pkg/locationbinding"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/location"
@@ -67,8 +68,11 @@ type Options struct {
 	HistorySize       int
 	WatcherBufferSize int
 	BookmarkInterval  time.Duration
-	DiscoveryInterval time.Duration
-	FreshnessTimeout  time.Duration
+	// DeletionEventDelay is --deletion-event-delay: how long a location may hold an object it
+	// is to delete its copy of before an Event on the object names it (pkg/deletionevents).
+	DeletionEventDelay time.Duration
+	DiscoveryInterval  time.Duration
+	FreshnessTimeout   time.Duration
 	// ConsistentReadWait bounds the wait of a consistent read for the cache to prove freshness.
 	ConsistentReadWait time.Duration
 	// MinRequestTimeout is kube-apiserver's --min-request-timeout (seconds) for view watches,
@@ -97,6 +101,7 @@ func NewOptions() *Options {
 		HistorySize:        10000,
 		WatcherBufferSize:  1000,
 		BookmarkInterval:   time.Minute,
+		DeletionEventDelay: 5 * time.Second,
 		DiscoveryInterval:  5 * time.Second,
 		FreshnessTimeout:   3 * time.Second,
 		ConsistentReadWait: 50 * time.Millisecond,
@@ -121,6 +126,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.SourceClusterPath, "source-cluster-path", o.SourceClusterPath, "With --source-mode=kcp: the path of one logical cluster on the source's server (the kubeconfig's server with a trailing /clusters/* removed); "+source.ClusterPlaceholder+" is replaced by the cluster. Reads by name and status writes go there.")
 	fs.IntVar(&o.HistorySize, "watch-history-size", o.HistorySize, "Events kept per resource so watches can resume from a resourceVersion; older ones answer 410 Gone.")
 	fs.IntVar(&o.WatcherBufferSize, "watcher-buffer-size", o.WatcherBufferSize, "Events a watcher may fall behind before it is closed (its client re-watches).")
+	fs.DurationVar(&o.DeletionEventDelay, "deletion-event-delay", o.DeletionEventDelay, "How long a location may take to delete its copy of an object that waits for it (its finalizer locations.mapper.kcp.io/<location>) before an Event on the object names the location (one per object and location).")
 	fs.DurationVar(&o.BookmarkInterval, "bookmark-interval", o.BookmarkInterval, "How often watchers that allow bookmarks get one, when the resource moved on since their last event (kube-apiserver sends them about once a minute).")
 	fs.DurationVar(&o.DiscoveryInterval, "source-discovery-interval", o.DiscoveryInterval, "How often the source's discovery is re-read to pick up added and removed resources (CRDs).")
 	fs.DurationVar(&o.FreshnessTimeout, "freshness-timeout", o.FreshnessTimeout, "How long a read waits for the cache to reach a resourceVersion before answering 504.")
@@ -172,7 +178,7 @@ func (o *Options) Validate() error {
 	if o.MaxWatchesPerUser < 0 {
 		errs = append(errs, "--max-watches-per-user must not be negative")
 	}
-	if o.BookmarkInterval <= 0 || o.DiscoveryInterval <= 0 || o.FreshnessTimeout <= 0 || o.ConsistentReadWait <= 0 {
+	if o.BookmarkInterval <= 0 || o.DeletionEventDelay <= 0 || o.DiscoveryInterval <= 0 || o.FreshnessTimeout <= 0 || o.ConsistentReadWait <= 0 {
 		errs = append(errs, "--bookmark-interval, --source-discovery-interval, --freshness-timeout and --consistent-read-wait must be positive")
 	}
 	if len(errs) > 0 {
@@ -261,7 +267,20 @@ func (o *Options) Config() (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := cache.New(cache.Config{
+	writeClient := func(string) (dynamic.Interface, error) { return dyn, nil }
+	if clusterDynamic != nil {
+		writeClient = clusterDynamic
+	}
+	// c is set below; the recorder asks it only once the cache runs.
+	var c *cache.Cache
+	pending := deletionevents.New(deletionevents.Config{
+		Client:   writeClient,
+		Still:    func(p cache.PendingDeletion) bool { return stillPending(c, p) },
+		Kind:     func(gvr schema.GroupVersionResource) (string, string) { return kindOf(c, gvr) },
+		Delay:    o.DeletionEventDelay,
+		Instance: serverIdentity(),
+	})
+	c, err = cache.New(cache.Config{
 		Source:    src,
 		Resources: resources,
 		Store: cache.StoreOptions{
@@ -270,6 +289,7 @@ func (o *Options) Config() (*Config, error) {
 			HistorySize:           o.HistorySize,
 			WatcherBufferSize:     o.WatcherBufferSize,
 			BookmarkInterval:      o.BookmarkInterval,
+			DeletionPending:       pending.Pending,
 		},
 		DiscoveryInterval: o.DiscoveryInterval,
 		WaitForRules:      true,
@@ -284,18 +304,15 @@ func (o *Options) Config() (*Config, error) {
 		Access:  access,
 	})
 	rules.OnChange(func(s *customization.Snapshot) { c.SetRules(s) })
-	writeClient := func(string) (dynamic.Interface, error) { return dyn, nil }
-	if clusterDynamic != nil {
-		writeClient = clusterDynamic
-	}
 	return &Config{
 		GenericConfig: serverConfig,
 		ExtraConfig: ExtraConfig{
-			Source:        src,
-			Cache:         c,
-			Registrations: location.NewRegistrations(kube, dyn, LeaseNamespace),
-			Rules:         rules,
-			RulesStatus:   customization.NewStatusWriter(rules, customizationFailures(c), writeClient, customizationStatusInterval),
+			Source:         src,
+			Cache:          c,
+			Registrations:  location.NewRegistrations(kube, dyn, LeaseNamespace),
+			DeletionEvents: pending,
+			Rules:          rules,
+			RulesStatus:    customization.NewStatusWriter(rules, customizationFailures(c), writeClient, customizationStatusInterval),
 			View: view.Options{
 				PlainCluster:       viewOpts.PlainCluster,
 				FreshnessTimeout:   o.FreshnessTimeout,

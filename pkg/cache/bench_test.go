@@ -271,26 +271,44 @@ func ingestWith(b *testing.B, decode func([]byte) (interface{}, error), raws [][
 }
 
 // BenchmarkIngest measures the decoding of 10,000 objects as the source sent them and their
-// Replace into a store (a first list), per object, for both ingest paths; and for the bytes
-// path, with the rules a server without Customizations renders with, in the Open and the Bound
-// location-access modes (benchRules).
+// Replace into a store (a first list), per object, for both ingest paths, and for the bytes
+// path once more with every object carrying the finalizers of its locations, as after their
+// mappers added them (the deletion protocol): objects of several locations stay templates of
+// their bytes with a finalizers hole (template.go), and "templates" reports how many of the
+// objects of several locations are. The bytes path runs once more with the rules a server
+// without Customizations renders with, in the Open and the Bound location-access modes
+// (benchRules).
 func BenchmarkIngest(b *testing.B) {
 	const total = 10_000
 	raws, _ := benchObjectsJSON(b, total)
-	run := func(name string, decode func([]byte) (interface{}, error), rules Rules) {
+	run := func(name string, decode func([]byte) (interface{}, error), in [][]byte, rules Rules) {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
+			templates, several := 0, 0
 			for n := 0; n < b.N; n++ {
-				ingestWith(b, decode, raws, rules).Close()
+				s := ingestWith(b, decode, in, rules)
+				if n == 0 {
+					for _, o := range s.objects {
+						if len(o.assigned) > 1 {
+							several++
+							if o.hole.end > 0 {
+								templates++
+							}
+						}
+					}
+				}
+				s.Close()
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*total), "ns/object")
+			b.ReportMetric(float64(templates)/float64(max(several, 1)), "templates")
 		})
 	}
 	for _, path := range ingestPaths {
-		run(path.name, path.decode, nil)
+		run(path.name, path.decode, raws, nil)
 	}
+	run("bytes-finalized", ingestPaths[1].decode, withLocationFinalizers(b, raws), nil)
 	for _, mode := range []locationbinding.Mode{locationbinding.ModeOpen, locationbinding.ModeBound} {
-		run("bytes/"+string(mode), ingestPaths[1].decode, benchRules(b, mode))
+		run("bytes/"+string(mode), ingestPaths[1].decode, raws, benchRules(b, mode))
 	}
 }
 
@@ -319,6 +337,31 @@ func benchRules(b *testing.B, mode locationbinding.Mode) Rules {
 			&controlv1alpha1.LocationBindingSpec{LocationSelector: &metav1.LabelSelector{}}))
 	}
 	return s.WithBindings(locationbinding.NewIndex(bindings, registered))
+}
+
+// withLocationFinalizers returns raws with each object carrying the finalizers of its
+// locations (locations.mapper.kcp.io/<location>), after another controller's.
+func withLocationFinalizers(b *testing.B, raws [][]byte) [][]byte {
+	out := make([][]byte, len(raws))
+	for i, raw := range raws {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(raw); err != nil {
+			b.Fatal(err)
+		}
+		locs, err := contract.ParseLocations(u.GetAnnotations()[contract.AssignedLocationsAnnotation])
+		if err != nil {
+			b.Fatal(err)
+		}
+		fins := []string{"example.com/protect"}
+		for _, l := range locs {
+			fins = append(fins, contract.LocationFinalizer(l))
+		}
+		u.SetFinalizers(fins)
+		if out[i], err = u.MarshalJSON(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return out
 }
 
 // collectedHeap returns the live heap (HeapAlloc) and the bytes of the heap's in-use spans

@@ -266,7 +266,7 @@ func (c *Cache) Store(gvr schema.GroupVersionResource) (*ResourceStore, bool) {
 }
 
 // Locations returns the stats of every location with at least one object or watcher in any
-// mirrored resource, merged over resources: Objects and Watchers summed, FirstSeen the
+// mirrored resource, merged over resources: Objects, Deleting and Watchers summed, FirstSeen the
 // earliest, Resources the per-resource and Clusters the per-logical-cluster object counts.
 func (c *Cache) Locations() map[string]LocationStats {
 	c.mu.RLock()
@@ -283,6 +283,7 @@ func (c *Cache) Locations() map[string]LocationStats {
 				agg = LocationStats{FirstSeen: st.FirstSeen, Resources: map[schema.GroupResource]int{}, Clusters: map[string]int{}}
 			}
 			agg.Objects += st.Objects
+			agg.Deleting += st.Deleting
 			agg.Watchers += st.Watchers
 			if st.FirstSeen.Before(agg.FirstSeen) {
 				agg.FirstSeen = st.FirstSeen

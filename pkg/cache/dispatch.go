@@ -61,13 +61,17 @@ func (s *ResourceStore) applyLocked(ev *event, record bool) {
 			j++
 		}
 		li := s.locationLocked(loc)
+		var pending int
 		switch {
 		case inOld && inNew:
-			li.replace(ev.prev, ev.obj)
+			pending = li.replace(ev.prev, ev.obj)
 		case inNew:
-			li.insert(ev.obj)
+			pending = li.insert(ev.obj)
 		default:
-			li.remove(ev.prev)
+			pending = li.remove(ev.prev)
+		}
+		if pending != 0 {
+			s.pendingChangedLocked(loc, pending, ev.obj)
 		}
 		li.lastChangeRV = ev.rv
 		if ev.rerendered[loc] {

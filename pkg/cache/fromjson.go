@@ -33,7 +33,7 @@ func (s *ResourceStore) buildFromJSON(id identity, prev *Object, locs []string, 
 	o := &Object{
 		key: id.key, cluster: id.cluster, namespace: s.intern.get(id.namespace), name: id.name, uid: id.uid,
 		typeMeta:  id.raw.TypeMeta,
-		locations: locs, assigned: locs,
+		locations: id.marks.viewLocations(locs, locs), assigned: locs, marks: id.marks,
 		rv: rv, rvString: id.rvString, sourceRV: rv, generation: id.raw.Generation,
 		labels: newObjectLabels(id.raw.Labels, s.intern.get),
 		edit:   id.edit,
@@ -47,7 +47,11 @@ func (s *ResourceStore) buildFromJSON(id identity, prev *Object, locs []string, 
 		if !ok {
 			return nil
 		}
-		o.variants, o.hole = &locationVariants{}, h
+		more, ok := o.findMoreHoles(raw)
+		if !ok {
+			return nil
+		}
+		o.variants, o.hole, o.more = &locationVariants{}, h, more
 	}
 	if prev != nil && (prev.variants != nil || prev.generation != o.generation) {
 		// The views of prev are templates (templateSuccessor), or prev and o are each shown as
@@ -165,8 +169,12 @@ func piecesOutsideHoles(o *Object, versionParts bool) (pieces [][]byte, found ui
 		return err == nil
 	}
 	if o.hole.end > 0 {
-		// A template: the hole is its assignment value.
+		// A template: the hole is its assignment value, and the finalizers member when views
+		// leave out other locations' finalizers.
 		cuts, found = append(cuts, o.hole), 1
+		if o.more != nil && o.more.finalizers.end > 0 {
+			cuts, found = append(cuts, o.more.finalizers), found|1<<7
+		}
 	} else if !add(assignmentPath, 1) {
 		return nil, 0, false
 	}
@@ -215,6 +223,9 @@ func (s *ResourceStore) jsonSuffices(id identity, prev *Object, locs []string) b
 		if hiddenAnnotation(k, v, "") {
 			return false
 		}
+	}
+	if !id.marks.sameInEveryView(locs) {
+		return false // a view shows a deletion the bytes do not (deletion.go)
 	}
 	switch {
 	case len(locs) == 1 && id.annotations[contract.AssignedLocationsAnnotation] != assignedToOnly(locs[0]):

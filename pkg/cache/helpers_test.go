@@ -23,7 +23,9 @@ var (
 )
 
 // cm builds a ConfigMap-like object. locs == nil means no assignment annotation. Extra
-// annotations/labels are given as "a:key=value" / "l:key=value" in extra.
+// annotations/labels are given as "a:key=value" / "l:key=value" in extra, data as
+// "d:key=value", finalizers as "f:name", metadata.creationTimestamp and deletionTimestamp as
+// "c:RFC3339" and "x:RFC3339".
 func cm(ns, name string, rv uint64, locs []string, extra ...string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]interface{}{}}
 	u.SetAPIVersion("v1")
@@ -47,6 +49,18 @@ func cm(ns, name string, rv uint64, locs []string, extra ...string) *unstructure
 			lbl[k] = v
 		case "d":
 			u.Object["data"] = map[string]interface{}{k: v}
+		case "f":
+			u.SetFinalizers(append(u.GetFinalizers(), kv))
+		case "c", "x":
+			tm, err := time.Parse(time.RFC3339, kv)
+			if err != nil {
+				panic(err)
+			}
+			if kind == "c" {
+				u.SetCreationTimestamp(metav1.NewTime(tm))
+			} else {
+				u.SetDeletionTimestamp(&metav1.Time{Time: tm})
+			}
 		}
 	}
 	if len(ann) > 0 {

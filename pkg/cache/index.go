@@ -34,6 +34,9 @@ type locationIndex struct {
 	namespaces map[clusterNamespace]int
 	// clusters counts the location's objects per logical cluster.
 	clusters map[string]int
+	// deleting counts the location's objects whose view shows a deletionTimestamp: deletions
+	// pending at the location (deletion.go).
+	deleting int
 
 	// firstSeen is when this store created the entry: when it first saw the location (object
 	// or watcher) since the entry was last freed empty.
@@ -60,21 +63,40 @@ func newLocationIndex(name string, now time.Time) *locationIndex {
 	}
 }
 
-// insert adds o, which must not be in the index yet.
-func (li *locationIndex) insert(o *Object) {
+// insert adds o, which must not be in the index yet. It returns the change of the location's
+// pending deletions (deleting): 1 when the view shows o deleting, else 0.
+func (li *locationIndex) insert(o *Object) int {
 	li.tree.ReplaceOrInsert(o)
 	li.namespaces[clusterNamespace{o.cluster, o.namespace}]++
 	li.clusters[o.cluster]++
+	d := li.pending(o)
+	li.deleting += d
+	return d
 }
 
-// replace swaps old for new, which have the same contract.Key.
-func (li *locationIndex) replace(old, new *Object) {
+// replace swaps old for new, which have the same contract.Key, and returns the change of the
+// location's pending deletions (-1, 0 or 1).
+func (li *locationIndex) replace(old, new *Object) int {
 	li.tree.ReplaceOrInsert(new)
+	d := li.pending(new) - li.pending(old)
+	li.deleting += d
+	return d
 }
 
-// remove deletes o (found by contract.Key).
-func (li *locationIndex) remove(o *Object) {
+// pending is 1 when the location's view shows o with a deletionTimestamp, else 0.
+func (li *locationIndex) pending(o *Object) int {
+	if o.marks.deletionShown(o.assigned, li.name) {
+		return 1
+	}
+	return 0
+}
+
+// remove deletes o (found by contract.Key) and returns the change of the location's pending
+// deletions (-1 or 0).
+func (li *locationIndex) remove(o *Object) int {
 	li.tree.Delete(o)
+	d := -li.pending(o)
+	li.deleting += d
 	cn := clusterNamespace{o.cluster, o.namespace}
 	if n := li.namespaces[cn] - 1; n > 0 {
 		li.namespaces[cn] = n
@@ -86,6 +108,7 @@ func (li *locationIndex) remove(o *Object) {
 	} else {
 		delete(li.clusters, o.cluster)
 	}
+	return d
 }
 
 // getKey returns the location's object with contract.Key k.

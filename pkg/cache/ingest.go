@@ -42,6 +42,9 @@ type identity struct {
 	rvString  string
 	// annotations is the object's metadata.annotations (may be nil; shared: read-only).
 	annotations map[string]string
+	// marks are the object's finalizers and deletion as the deletion protocol reads them
+	// (deletion.go; nil: none).
+	marks *deletionMarks
 	// assignmentNotString: the decoded object's kcp.io/assigned-locations is not a string
 	// (impossible on a Kubernetes API server, which validates annotations; counted as malformed).
 	assignmentNotString bool
@@ -100,8 +103,10 @@ func (s *ResourceStore) identify(v metav1.Object) identity {
 	case *unstructured.Unstructured:
 		id.u = t
 		id.annotations, id.assignmentNotString = stringAnnotations(t)
+		id.marks = marksOfObject(t)
 	case *source.Object:
 		id.raw, id.annotations = t, t.Annotations
+		id.marks = marksOf(t.Finalizers, t.DeletionTimestamp != nil)
 	}
 	if s.namespaced {
 		id.namespace = v.GetNamespace()

@@ -63,6 +63,12 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"resource"})
 
+	pendingDeletions = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Name:           "mapper_apiserver_location_pending_deletions",
+		Help:           "Objects a location's view shows deleting (the location's finalizer holds them: its copy is still to be deleted, docs/views.md \"Deletion\"), by location.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"location"})
+
 	cachedObjects = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Name:           "mapper_apiserver_objects",
 		Help:           "Source objects held in the cache.",
@@ -96,7 +102,7 @@ var (
 // registerMetrics registers the package's metrics in the legacy registry (once per process).
 func registerMetrics() {
 	registerMetricsOnce.Do(func() {
-		legacyregistry.MustRegister(malformedAssignments, unboundAssignments, specDiffFailures, customizationFailures, invalidClusters, slowWatchersClosed, eventsDispatched, currentWatchers, cachedObjects, historyRestarts, sourceListErrors, objectEncodings)
+		legacyregistry.MustRegister(malformedAssignments, unboundAssignments, specDiffFailures, customizationFailures, invalidClusters, slowWatchersClosed, eventsDispatched, currentWatchers, pendingDeletions, cachedObjects, historyRestarts, sourceListErrors, objectEncodings)
 	})
 }
 

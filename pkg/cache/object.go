@@ -56,8 +56,11 @@ type Object struct {
 	// withheld from (render.go).
 	locations []string
 	// assigned are the locations of kcp.io/assigned-locations; the same slice as locations
-	// unless the object is withheld from some.
+	// unless the object is withheld from some or shown for its finalizer alone (deletion.go).
 	assigned []string
+	// marks, when not nil, are the object's finalizers and deletion as the deletion protocol
+	// reads them (deletion.go).
+	marks *deletionMarks
 	// rendered, when not nil, holds per location that a Customization or the object's own
 	// spec-diff.kcp.io/<location> patch touches the rendering of this version (render.go).
 	rendered map[string]*unstructured.Unstructured
@@ -86,6 +89,9 @@ type Object struct {
 	// hole, when set (end > 0), says where the value of kcp.io/assigned-locations is in json:
 	// the views of the object are json with it replaced (template.go).
 	hole assignmentHole
+	// more, when not nil, holds the other holes of a template (finalizers, resourceVersion),
+	// or in a template view their fills (template.go).
+	more *templateHoles
 	// sourceJSON says json is the source's bytes of this version (buildFromJSON, or build for
 	// a version it decoded), so that two such versions of an object are written in the same
 	// field order and can be compared as bytes (templateSuccessor).
@@ -176,6 +182,7 @@ var (
 // identity and locations. rv is the parsed metadata.resourceVersion of u. The Object keeps u
 // until compact.
 func newObject(key contract.Key, cluster, namespace, name string, locations []string, rv uint64, u *unstructured.Unstructured) *Object {
+	marks := marksOfObject(u)
 	o := &Object{
 		key:        key,
 		cluster:    cluster,
@@ -183,8 +190,9 @@ func newObject(key contract.Key, cluster, namespace, name string, locations []st
 		name:       name,
 		uid:        u.GetUID(),
 		typeMeta:   metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()},
-		locations:  locations,
+		locations:  marks.viewLocations(locations, locations),
 		assigned:   locations,
+		marks:      marks,
 		rv:         rv,
 		rvString:   u.GetResourceVersion(),
 		generation: u.GetGeneration(),
@@ -192,7 +200,7 @@ func newObject(key contract.Key, cluster, namespace, name string, locations []st
 		u:          u,
 		labels:     newObjectLabels(u.GetLabels(), nil),
 	}
-	if needsVariants(u, locations) {
+	if needsVariants(u, locations, marks) {
 		o.variants = &locationVariants{}
 		o.statusDiffers = statusDiffers(u, locations)
 	}
@@ -220,9 +228,11 @@ func (o *Object) compact(prev *Object) {
 		value, has := o.u.GetAnnotations()[contract.AssignedLocationsAnnotation]
 		if raw, err := o.MarshalJSON(); err == nil && has {
 			if h, ok := findAssignmentHole(value, raw); ok {
-				o.hole = h
-				o.u = nil
-				return
+				if more, ok := o.findMoreHoles(raw); ok {
+					o.hole, o.more = h, more
+					o.u = nil
+					return
+				}
 			}
 		}
 	}
@@ -277,7 +287,7 @@ func (o *Object) shareVariant(location string, v *Object) {
 	var s *Object
 	if v.base != nil {
 		s = o.viewFromJSON(nil, v.rv, v.rvString, v.generation)
-		s.base, s.fill = v.base, v.fill
+		s.base, s.fill, s.more = v.base, v.fill, v.more
 	} else {
 		raw, err := v.MarshalJSON()
 		if err != nil {
@@ -456,9 +466,12 @@ func (o *Object) encodable() runtime.Object {
 // (templateView) returns a new copy on each call: readers that can write pieces use WriteJSON.
 func (o *Object) MarshalJSON() ([]byte, error) {
 	if o.base != nil {
-		head, fill, tail := o.templatePieces()
-		raw := make([]byte, 0, len(head)+len(fill)+len(tail))
-		return append(append(append(raw, head...), fill...), tail...), nil
+		raw := make([]byte, 0, o.templateSize())
+		_ = o.templatePieces(func(p []byte) error {
+			raw = append(raw, p...)
+			return nil
+		})
+		return raw, nil
 	}
 	o.jsonOnce.Do(func() {
 		o.json, o.jsonErr = o.u.MarshalJSON()
@@ -473,13 +486,10 @@ func (o *Object) MarshalJSON() ([]byte, error) {
 // made from its object's JSON is written in three pieces. It returns MarshalJSON's or w's error.
 func (o *Object) WriteJSON(w io.Writer) error {
 	if o.base != nil {
-		head, fill, tail := o.templatePieces()
-		for _, p := range [][]byte{head, fill, tail} {
-			if _, err := w.Write(p); err != nil {
-				return err
-			}
-		}
-		return nil
+		return o.templatePieces(func(p []byte) error {
+			_, err := w.Write(p)
+			return err
+		})
 	}
 	raw, err := o.MarshalJSON()
 	if err != nil {

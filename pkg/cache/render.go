@@ -37,7 +37,13 @@ import (
 // assigned to locations) as location's view shows it under rules (nil: no Customization, only
 // the object's own patch). The error is a *customization.RenderError (or a *specdiff.Error
 // without rules) when a mutation or the patch fails.
+//
+// A location u is shown to for its finalizer alone (not assigned, deletion.go) sees the base
+// view: no rule renders an object for a location it is not assigned to.
 func renderFor(rules Rules, gvr schema.GroupVersionResource, cluster string, u *unstructured.Unstructured, locations []string, location string) (*unstructured.Unstructured, error) {
+	if !contract.HasLocation(locations, location) {
+		return baseView(u, locations, location), nil
+	}
 	pre := viewOf(u, locations, location, true)
 	if rules == nil {
 		patch, _ := specdiff.Patch(pre, location)
@@ -100,10 +106,11 @@ func (o *Object) settleRendering(rules Rules, gvr schema.GroupVersionResource, p
 		withheld = true
 	}
 	if withheld {
-		o.locations = slices.DeleteFunc(slices.Clone(o.assigned), func(l string) bool { return o.withheld(l) != nil })
-		if len(o.locations) == 0 {
-			o.locations = nil
+		shown := slices.DeleteFunc(slices.Clone(o.assigned), func(l string) bool { return o.withheld(l) != nil })
+		if len(shown) == 0 {
+			shown = nil
 		}
+		o.locations = o.marks.viewLocations(o.assigned, shown)
 	}
 	if (o.rendered != nil || o.failed != nil) && o.variants == nil {
 		o.variants = &locationVariants{}

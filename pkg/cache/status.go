@@ -89,11 +89,22 @@ func viewOf(u *unstructured.Unstructured, locations []string, location string, k
 			delete(ann, k)
 		}
 	}
-	if _, assigned := ann[contract.AssignedLocationsAnnotation]; assigned {
-		ann[contract.AssignedLocationsAnnotation] = assignedToOnly(location)
+	if _, has := ann[contract.AssignedLocationsAnnotation]; has {
+		ann[contract.AssignedLocationsAnnotation] = assignmentShown(locations, location)
 	}
 	u.SetAnnotations(ann)
+	applyDeletionView(u, locations, location)
 	return u
+}
+
+// assignmentShown is the kcp.io/assigned-locations value location's view of an object assigned
+// to locations shows: ["<location>"] while it is assigned there, [] when it is shown for its
+// finalizer alone (deletion.go).
+func assignmentShown(locations []string, location string) string {
+	if contract.HasLocation(locations, location) {
+		return assignedToOnly(location)
+	}
+	return "[]"
 }
 
 // hiddenAnnotation reports whether location's view drops the annotation k (value v): DESIGN.md
@@ -158,13 +169,17 @@ type locationVariants struct {
 // change it): it is assigned to several locations (each view names only itself in
 // kcp.io/assigned-locations), carries status records, a last-applied-configuration, a
 // kcp.io/status-location or spec-diff.kcp.io/ patch that not every view shows, managedFields,
-// or an assignment annotation that is not exactly ["<location>"]. An object assigned to one
+// or an assignment annotation that is not exactly ["<location>"], or its finalizers and
+// deletion (marks) do not show the same in every view (deletion.go). An object assigned to one
 // location that carries none of these is shown as it is, without a copy.
-func needsVariants(u *unstructured.Unstructured, locations []string) bool {
+func needsVariants(u *unstructured.Unstructured, locations []string, marks *deletionMarks) bool {
+	if !marks.sameInEveryView(locations) {
+		return true
+	}
 	if len(locations) == 0 {
 		return false // in no view
 	}
-	if len(locations) > 1 {
+	if len(locations) > 1 || marks.hidesFinalizers(locations[0]) {
 		return true
 	}
 	if meta, ok := u.Object["metadata"].(map[string]interface{}); ok && meta["managedFields"] != nil {
@@ -253,8 +268,8 @@ func (o *Object) render(location string) *Object {
 		// of another location on a Deployment): show the one the location saw.
 		setGeneration(u, g)
 	}
-	v := newObject(o.key, o.cluster, o.namespace, o.name, o.locations, rv, u)
-	v.sourceRV = o.rv
+	v := newObject(o.key, o.cluster, o.namespace, o.name, o.assigned, rv, u)
+	v.locations, v.marks, v.sourceRV = o.locations, o.marks, o.rv
 	v.variants, v.statusDiffers = nil, false
 	v.compact(nil) // bytes only
 	return v

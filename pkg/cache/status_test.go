@@ -154,7 +154,7 @@ func TestNeedsVariants(t *testing.T) {
 			if c.managed {
 				u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl"}})
 			}
-			if got := needsVariants(u, c.locations); got != c.want {
+			if got := needsVariants(u, c.locations, marksOfObject(u)); got != c.want {
 				t.Errorf("needsVariants = %v, want %v", got, c.want)
 			}
 			if !c.want && len(c.locations) == 1 {

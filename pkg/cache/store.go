@@ -66,6 +66,10 @@ type StoreOptions struct {
 	// Clock is the time source (tests use a fake clock); default the real clock. It needs
 	// tickers (periodic bookmarks), hence clock.WithTicker.
 	Clock clock.WithTicker
+	// DeletionPending, when not nil, is called each time a location's view starts showing an
+	// object deleting (deletion.go), with the store's lock held: it must return at once (queue
+	// the work). mapper-apiserver records an Event on the object from it.
+	DeletionPending func(PendingDeletion)
 }
 
 // withDefaults returns o with zero fields defaulted.
@@ -298,6 +302,9 @@ func (s *ResourceStore) Close() {
 			w.signalStop()
 			s.unregisterLocked(w)
 		}
+		if li.deleting != 0 {
+			pendingDeletions.WithLabelValues(li.name).Add(-float64(li.deleting))
+		}
 	}
 	s.metrics.objects.Add(-float64(len(s.objects)))
 	s.objects = map[contract.Key]*Object{}
@@ -313,8 +320,12 @@ func (s *ResourceStore) Close() {
 // LocationStats describes one location within a store (or, from Cache.Locations, across all
 // mirrored resources).
 type LocationStats struct {
-	// Objects is the number of objects assigned to the location.
+	// Objects is the number of objects in the location's view: assigned to it, or carrying its
+	// finalizer (deletion.go).
 	Objects int
+	// Deleting is the number of those whose view shows a deletionTimestamp: deletions pending
+	// at the location (docs/views.md, "Deletion").
+	Deleting int
 	// Watchers is the number of open watches of the location.
 	Watchers int
 	// FirstSeen is when the location was first seen (earliest over resources for
@@ -339,7 +350,7 @@ func (s *ResourceStore) Locations() map[string]LocationStats {
 		if n == 0 && len(li.watchers) == 0 {
 			continue
 		}
-		st := LocationStats{Objects: n, Watchers: len(li.watchers), FirstSeen: li.firstSeen}
+		st := LocationStats{Objects: n, Deleting: li.deleting, Watchers: len(li.watchers), FirstSeen: li.firstSeen}
 		if n > 0 {
 			st.Resources = map[schema.GroupResource]int{gr: n}
 			st.Clusters = make(map[string]int, len(li.clusters))

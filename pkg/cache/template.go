@@ -3,10 +3,12 @@ package cache
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
 
 // An object assigned to several locations has one view per location, and most such views
@@ -22,7 +24,12 @@ import (
 //     kcp.io/status-location, kubectl's last-applied-configuration: hiddenAnnotation);
 //   - its .status is the same in every view (not statusDiffers);
 //   - no Customization or patch renders it (no rendered or failed location);
-//   - every view shows the object's own resourceVersion (visible is nil).
+//   - every view shows the object's own generation (no VisibleGeneration older);
+//   - no view shows a deletion the source object does not show (deletionMarks.sameInEveryView).
+// Two more parts may differ per location, and are holes of the template as well (templateHoles):
+// metadata.finalizers, where a view leaves out other locations' finalizers (deletion.go), and
+// metadata.resourceVersion, where a view shows its visible resourceVersion (visible.go: after a
+// location added its finalizer, the other locations' views did not change).
 // Everything else a view does to the object (dropping managedFields, done at ingest) is the
 // same for every location. TestTemplateViewsMatchRendering checks the bytes against the
 // rendering for every location.
@@ -34,8 +41,16 @@ type assignmentHole struct{ start, end int }
 // templatable reports whether every view of o (u is its content) is o's JSON with the
 // assignment value replaced (see above). Called by compact, before o is published.
 func (o *Object) templatable(u *unstructured.Unstructured) bool {
-	if o.statusDiffers || o.rendered != nil || o.failed != nil || o.visible != nil || len(o.locations) < 2 {
+	if o.statusDiffers || o.rendered != nil || o.failed != nil || len(o.assigned) < 2 ||
+		len(o.locations) != len(o.assigned) || !o.marks.sameInEveryView(o.assigned) {
 		return false
+	}
+	if o.visible != nil {
+		for _, loc := range o.locations {
+			if _, older := o.VisibleGeneration(loc); older {
+				return false
+			}
+		}
 	}
 	for k, v := range u.GetAnnotations() {
 		if hiddenAnnotation(k, v, "") {
@@ -76,20 +91,163 @@ func findStringMember(key []byte, value string, raw []byte) (assignmentHole, boo
 }
 
 // templateView returns location's view of o, made from o's JSON: the bytes with the
-// assignment value replaced by ["<location>"]. o.hole must be set (compact). The view holds no
-// bytes of its own: its JSON is written from o's in three pieces (WriteJSON), so a view costs
-// its Object, not a copy of the object, however many locations list it.
+// assignment value replaced by ["<location>"] (and the other holes filled, templateHoles). o.hole
+// must be set (compact). The view holds no copy of o's bytes: its JSON is written from o's in
+// pieces (WriteJSON), so a view costs its Object and its fills, not a copy of the object,
+// however many locations list it.
 func (o *Object) templateView(location string) *Object {
 	fill, _ := json.Marshal(assignedToOnly(location))
-	v := o.viewFromJSON(nil, o.rv, o.rvString, o.generation)
+	rv := o.VisibleResourceVersion(location)
+	rvString := o.rvString
+	if rv != o.rv {
+		rvString = strconv.FormatUint(rv, 10)
+	}
+	v := o.viewFromJSON(nil, rv, rvString, o.generation)
 	v.base, v.fill = o, fill
+	if o.more != nil {
+		v.more = o.more.fillsFor(o, location, rvString)
+	}
 	return v
 }
 
-// templatePieces returns the three pieces of a template view's JSON (o.base must be set).
-func (o *Object) templatePieces() (head, fill, tail []byte) {
+// templateHoles are the holes of a template besides its assignment value (on the template
+// Object), or a template view's fills of them (on the view): each hole is set when end > 0.
+type templateHoles struct {
+	// finalizers is the metadata.finalizers member with one separating comma (findMember):
+	// a view leaves out other locations' finalizers, and the member when none is left.
+	finalizers assignmentHole
+	// resourceVersion is the value of metadata.resourceVersion: a view shows its visible
+	// resourceVersion.
+	resourceVersion assignmentHole
+	// finalizersFill and resourceVersionFill are a view's fills of the holes.
+	finalizersFill, resourceVersionFill []byte
+}
+
+// finalizersKey is the encoded key of metadata.finalizers with its colon.
+var finalizersKey = []byte(`"finalizers":`)
+
+// findMoreHoles returns the holes of o's template besides the assignment value (raw is o's
+// JSON): the finalizers member when some view leaves out a location's finalizer, the
+// resourceVersion value when some view shows an older one. It returns nil when there is
+// neither, and ok false when a hole cannot be found exactly once (o then keeps rendered views).
+func (o *Object) findMoreHoles(raw []byte) (more *templateHoles, ok bool) {
+	needFinalizers := o.marks != nil && len(o.marks.finalized) > 0
+	if !needFinalizers && o.visible == nil {
+		return nil, true
+	}
+	more = &templateHoles{}
+	if needFinalizers {
+		start, end, has, err := source.ValueRange(raw, "metadata", "finalizers")
+		if err != nil || !has {
+			return nil, false
+		}
+		if more.finalizers, ok = findMember(raw, finalizersKey, start, end); !ok {
+			return nil, false
+		}
+	}
+	if o.visible != nil {
+		if more.resourceVersion, ok = findStringMember(resourceVersionKey, o.rvString, raw); !ok {
+			return nil, false
+		}
+	}
+	return more, true
+}
+
+// findMember returns the range of the member whose value is raw[start:end] and whose encoded
+// key and colon are key, written without spaces before the value, with one comma that
+// separates it from a neighbour: the comma before it, else the one after it, else none (the
+// only member). ok is false when the key does not precede the value so.
+func findMember(raw, key []byte, start, end int) (assignmentHole, bool) {
+	ks := start - len(key)
+	if ks < 1 || !bytes.Equal(raw[ks:start], key) {
+		return assignmentHole{}, false
+	}
+	switch {
+	case raw[ks-1] == ',':
+		return assignmentHole{start: ks - 1, end: end}, true
+	case end < len(raw) && raw[end] == ',':
+		return assignmentHole{start: ks, end: end + 1}, true
+	}
+	return assignmentHole{start: ks, end: end}, true
+}
+
+// fillsFor returns the fills of location's view of o, the template whose holes h are, showing
+// resourceVersion rvString.
+func (h *templateHoles) fillsFor(o *Object, location, rvString string) *templateHoles {
+	f := &templateHoles{}
+	if h.finalizers.end > 0 {
+		member := o.json[h.finalizers.start:h.finalizers.end]
+		lead, trail := member[0] == ',', member[len(member)-1] == ','
+		var finalizers []string
+		// The value is the source's JSON array of strings: it decodes (else findMoreHoles would
+		// not have found it as metadata.finalizers of an object the source accepted).
+		value := bytes.TrimSuffix(bytes.TrimPrefix(bytes.TrimPrefix(member, []byte{','}), finalizersKey), []byte{','})
+		_ = json.Unmarshal(value, &finalizers)
+		if shown := viewFinalizers(finalizers, location); len(shown) > 0 {
+			list, _ := json.Marshal(shown)
+			if lead {
+				f.finalizersFill = append(f.finalizersFill, ',')
+			}
+			f.finalizersFill = append(append(f.finalizersFill, finalizersKey...), list...)
+			if trail {
+				f.finalizersFill = append(f.finalizersFill, ',')
+			}
+		} else {
+			f.finalizersFill = []byte{}
+		}
+	}
+	if h.resourceVersion.end > 0 {
+		f.resourceVersionFill, _ = json.Marshal(rvString)
+	}
+	return f
+}
+
+// templatePieces calls write with each piece of a template view's JSON (o.base must be set), in
+// order, and returns write's first error.
+func (o *Object) templatePieces(write func([]byte) error) error {
 	b := o.base
-	return b.json[:b.hole.start], o.fill, b.json[b.hole.end:]
+	type cut struct {
+		hole assignmentHole
+		fill []byte
+	}
+	cuts := [3]cut{{hole: b.hole, fill: o.fill}}
+	n := 1
+	if b.more != nil && o.more != nil {
+		if b.more.finalizers.end > 0 {
+			cuts[n] = cut{b.more.finalizers, o.more.finalizersFill}
+			n++
+		}
+		if b.more.resourceVersion.end > 0 {
+			cuts[n] = cut{b.more.resourceVersion, o.more.resourceVersionFill}
+			n++
+		}
+	}
+	for i := 1; i < n; i++ { // insertion sort of at most three
+		for j := i; j > 0 && cuts[j].hole.start < cuts[j-1].hole.start; j-- {
+			cuts[j], cuts[j-1] = cuts[j-1], cuts[j]
+		}
+	}
+	next := 0
+	for _, c := range cuts[:n] {
+		if err := write(b.json[next:c.hole.start]); err != nil {
+			return err
+		}
+		if err := write(c.fill); err != nil {
+			return err
+		}
+		next = c.hole.end
+	}
+	return write(b.json[next:])
+}
+
+// templateSize returns the length of a template view's JSON (o.base must be set).
+func (o *Object) templateSize() int {
+	n := 0
+	_ = o.templatePieces(func(p []byte) error {
+		n += len(p)
+		return nil
+	})
+	return n
 }
 
 // viewFromJSON returns a view of o (ForLocation) whose JSON is raw, showing resourceVersion rv
@@ -97,7 +255,7 @@ func (o *Object) templatePieces() (head, fill, tail []byte) {
 func (o *Object) viewFromJSON(raw []byte, rv uint64, rvString string, generation int64) *Object {
 	v := &Object{
 		key: o.key, cluster: o.cluster, namespace: o.namespace, name: o.name, uid: o.uid,
-		typeMeta: o.typeMeta, locations: o.locations, assigned: o.assigned,
+		typeMeta: o.typeMeta, locations: o.locations, assigned: o.assigned, marks: o.marks,
 		rv: rv, rvString: rvString, sourceRV: o.rv, generation: generation, labels: o.labels,
 	}
 	if raw != nil {

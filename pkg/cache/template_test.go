@@ -16,7 +16,9 @@ import (
 // view ForLocation makes from it by replacing the assignment value is byte for byte the
 // encoding of the rendered view (LocationView at the object's resourceVersion). Objects whose
 // views differ in more than that, or whose assignment key and value also occur nested, keep
-// rendered views, which are right too.
+// rendered views, which are right too. Objects carrying location finalizers are templates with
+// a finalizers hole (each view shows its own finalizer only); one carrying the finalizer of a
+// location it is not assigned to is not (that view shows a deletion).
 func TestTemplateViewsMatchRendering(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
 	all := []string{"east", "west", "north", "south"}
@@ -36,9 +38,22 @@ func TestTemplateViewsMatchRendering(t *testing.T) {
 			wantTemplate = false
 		case 3:
 			extra = append(extra, "a:note=ü \u2028 \"quoted\"")
+		case 4:
+			// Finalizers of some locations (the deletion protocol) and another controller's:
+			// each view shows its own only (the finalizers hole of the template).
+			extra = append(extra, "f:"+contract.LocationFinalizer(ls[0]))
+			if i%3 == 0 {
+				extra = append(extra, "f:example.com/other")
+			}
+			extra = append(extra, "f:"+contract.LocationFinalizer(ls[1]))
+		}
+		if i%11 == 0 {
+			// The finalizer of a location it is not assigned to: that view shows a deletion.
+			extra = append(extra, "f:"+contract.LocationFinalizer("gone"), "c:2026-01-01T00:00:00Z")
+			wantTemplate = false
 		}
 		u := cm("ns", fmt.Sprintf("o%d", i), uint64(i+10), locs(ls...), extra...)
-		if i%7 == 0 {
+		if i%7 == 0 && i%11 != 0 {
 			// The assignment key and value also occur in a nested object: no template.
 			u.Object["spec"] = map[string]interface{}{"template": map[string]interface{}{"metadata": map[string]interface{}{
 				"annotations": map[string]interface{}{contract.AssignedLocationsAnnotation: u.GetAnnotations()[contract.AssignedLocationsAnnotation]}}}}

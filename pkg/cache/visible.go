@@ -198,7 +198,8 @@ func setVisibility(prev, obj *Object) {
 // Every view is "the common view" (LocationView for the location "", which is no location:
 // it shows nothing that belongs to one) with what belongs to the location itself added: its
 // status record, shown as .status, a kcp.io/status-location naming it, its spec-diff.kcp.io/
-// patch (annotationOwner), and the Customizations that select it (which render that view,
+// patch (annotationOwner), its finalizer and the deletion it sees (deletionOwners), and the
+// Customizations that select it (which render that view,
 // the same rules for prev and obj, from nothing else). So only locations owning an annotation
 // or rendered by a Customization need rendering:
 //   - when the common view did not change, a location sees a change only if an annotation it
@@ -217,9 +218,17 @@ func viewChanges(prev, obj *Object, prevU *unstructured.Unstructured, statusOnly
 	var changedOwners, owners map[string]bool
 	if commonSame {
 		changedOwners = changedAnnotationOwners(prevU, objU)
+		// A location whose finalizer either version carries shows the common view with its
+		// finalizer, deletion and assignment (deletion.go).
+		for _, loc := range deletionOwners(prev, obj, true) {
+			changedOwners[loc] = true
+		}
 	} else {
 		owners = annotationOwners(prevU)
 		for loc := range annotationOwners(objU) {
+			owners[loc] = true
+		}
+		for _, loc := range deletionOwners(prev, obj, false) {
 			owners[loc] = true
 		}
 		// A location a Customization renders sees its own rendering, not the common view.

@@ -41,6 +41,11 @@ type Config struct {
 	// RetryBaseDelay and RetryMaxDelay bound the exponential backoff of failed objects;
 	// defaults 500ms and 5m.
 	RetryBaseDelay, RetryMaxDelay time.Duration
+	// NoFinalizers turns the deletion protocol off (deletion.go): no location finalizer is
+	// added, so a deletion at the source is final at once and copies are deleted when their
+	// object leaves the view, as before the protocol (docs/mapper.md, "Deletion", says what is
+	// lost). The zero value keeps it on.
+	NoFinalizers bool
 }
 
 // Defaults of Config.

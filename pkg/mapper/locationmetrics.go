@@ -27,6 +27,10 @@ func (l locationMetrics) deletes(resource, reason string) metrics.CounterMetric 
 	return deletes.WithLabelValues(l.location, resource, reason)
 }
 
+func (l locationMetrics) finalizerWrites(resource, operation, result string) metrics.CounterMetric {
+	return finalizerWrites.WithLabelValues(l.location, resource, operation, result)
+}
+
 func (l locationMetrics) conflictsTotal(resource string) metrics.CounterMetric {
 	return conflictsTotal.WithLabelValues(l.location, resource)
 }

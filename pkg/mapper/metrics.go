@@ -45,9 +45,15 @@ var (
 
 	deletes = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name:           "mapper_deletes_total",
-		Help:           "Target copies deleted, by reason: event (the object left the view) or sweep (the periodic orphan sweep found it).",
+		Help:           "Target copies deleted, by reason: event (the object left the view), sweep (the periodic orphan sweep found it), finalizer (the view showed the object deleting, docs/mapper.md \"Deletion\") or orphaned (left in place and unmarked: deletion policy Orphan).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"location", "resource", "reason"})
+
+	finalizerWrites = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "mapper_finalizer_writes_total",
+		Help:           "Writes of the location's finalizer on source objects through the view (the deletion protocol, docs/mapper.md), by operation (add, remove) and result (success, error).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"location", "resource", "operation", "result"})
 
 	conflictsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name:           "mapper_conflicts_total",
@@ -151,7 +157,7 @@ func firstN(s []string, n int) []string {
 // RegisterMetrics registers the mapper's metrics in the legacy registry; it is idempotent.
 func RegisterMetrics() {
 	registerMetricsOnce.Do(func() {
-		legacyregistry.MustRegister(viewObjects, objectsMapped, applies, deletes, conflictsTotal, conflictsCurrent,
+		legacyregistry.MustRegister(viewObjects, objectsMapped, applies, deletes, finalizerWrites, conflictsTotal, conflictsCurrent,
 			errorsTotal, resourceHalted, syncLag, statusWrites, sweeps, initialSyncComplete, namespaceMappingInUse, viewClusters)
 	})
 }

@@ -33,6 +33,8 @@ func (m *Mapper) sync(ctx context.Context, key itemKey) error {
 	defer unlock()
 	var err error
 	switch {
+	case obj != nil && m.releasing(obj):
+		err = m.release(ctx, r, key, obj, ns)
 	case obj != nil && Mapped(obj):
 		err = m.apply(ctx, r, key, obj, ns)
 	case !r.viewSynced():
@@ -89,6 +91,17 @@ func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstr
 		}
 	}
 
+	// The location's finalizer is on the source object before a copy exists (deletion.go).
+	if err := m.ensureFinalizer(ctx, r, key, obj); err != nil {
+		if errors.Is(err, errDeletingAtSource) {
+			logger.V(2).Info("Not copying an object the source is deleting", "resource", r.name(), "source", src.String())
+			m.states.set(key, outcomeNone)
+			return nil
+		}
+		m.metrics.errors(r.name(), "finalizer").Inc()
+		m.states.set(key, outcomeError)
+		return err
+	}
 	desired := Transform(obj, TargetObject{Location: m.cfg.Location, Namespace: ns, Source: src})
 	if live != nil {
 		foreign, err := ForeignFields(live, m.cfg.FieldManager)

@@ -28,8 +28,9 @@ type Annotation struct {
 // cached object is bytes). List and Watch hand the cache Objects when the Source has an
 // object client (Config.Objects).
 //
-// ObjectMeta holds name, namespace, uid, resourceVersion, generation, labels and annotations
-// only, so that client-go's reflector (meta.Accessor) and the cache can read them. An Object is
+// ObjectMeta holds name, namespace, uid, resourceVersion, generation, labels, annotations,
+// finalizers and deletionTimestamp only, so that client-go's reflector (meta.Accessor) and the
+// cache can read them. An Object is
 // never changed after decoding.
 //
 // Its JSON is made in one allocation of the exact size while decoding, with the annotation the
@@ -271,6 +272,33 @@ func (o *Object) decodeMetadata(data []byte, i int) (metaLayout, error) {
 			}
 			o.Annotations = a
 			l.annOpen, l.annEmpty, l.annNull = m.valueStart, len(a) == 0, a == nil
+		case "finalizers":
+			// The deletion protocol's marks (docs/views.md, "Deletion"): rare, so decoded
+			// whenever present.
+			if string(v) == "null" {
+				o.Finalizers = nil
+				return nil
+			}
+			o.Finalizers = o.Finalizers[:0]
+			_, err := walkArray(data, m.valueStart, func(start, end int) error {
+				f, err := unquote(data[start:end])
+				if err != nil {
+					return fmt.Errorf("metadata.finalizers holds a value that is not a string")
+				}
+				o.Finalizers = append(o.Finalizers, f)
+				return nil
+			})
+			return err
+		case "deletionTimestamp":
+			if string(v) == "null" {
+				o.DeletionTimestamp = nil
+				return nil
+			}
+			t := &metav1.Time{}
+			if err := t.UnmarshalJSON(v); err != nil {
+				return fmt.Errorf("metadata.deletionTimestamp: %w", err)
+			}
+			o.DeletionTimestamp = t
 		case "managedFields":
 			// The last managedFields member counts, as the one a decoder keeps.
 			managed, hasManaged, hasAfter = m, true, false

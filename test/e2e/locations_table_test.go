@@ -120,7 +120,7 @@ func TestLocationsTable(t *testing.T) {
 			}
 		}
 		edge, east := rows["edge"], rows["east"]
-		return edge != nil && east != nil && edge[1] == "True" && edge[6] != "<none>", nil
+		return edge != nil && east != nil && edge[1] == "True" && edge[7] != "<none>", nil
 	})
 	if err != nil {
 		t.Fatalf("kubectl get locations never showed edge Ready with a heartbeat, and east with status.registered=false: header %v rows %v", header, rows)
@@ -128,16 +128,16 @@ func TestLocationsTable(t *testing.T) {
 	if strings.Join(listedByDefault, " ") != "edge" {
 		t.Errorf("kubectl get locations lists %v, want edge only (east has no SyncTarget)", listedByDefault)
 	}
-	if want := []string{"NAME", "READY", "MODE", "OBJECTS", "IN-SYNC", "WATCHERS", "HEARTBEAT", "AGE"}; strings.Join(header, " ") != strings.Join(want, " ") {
+	if want := []string{"NAME", "READY", "MODE", "OBJECTS", "DELETING", "IN-SYNC", "WATCHERS", "HEARTBEAT", "AGE"}; strings.Join(header, " ") != strings.Join(want, " ") {
 		t.Fatalf("columns %v, want %v", header, want)
 	}
-	if edge := rows["edge"]; strings.Join(edge[:6], " ") != "edge True Pull 0 0 0" {
-		t.Errorf("edge = %v, want READY True, MODE Pull, OBJECTS 0, IN-SYNC 0, WATCHERS 0", edge)
+	if edge := rows["edge"]; strings.Join(edge[:7], " ") != "edge True Pull 0 0 0 0" {
+		t.Errorf("edge = %v, want READY True, MODE Pull, OBJECTS 0, DELETING 0, IN-SYNC 0, WATCHERS 0", edge)
 	}
-	if age, err := time.ParseDuration(rows["edge"][6]); err != nil || age < heartbeatAge || age > heartbeatAge+time.Minute {
-		t.Errorf("edge HEARTBEAT %q, want the age of the Lease's renewTime (%s ago when created): %v", rows["edge"][6], heartbeatAge, err)
+	if age, err := time.ParseDuration(rows["edge"][7]); err != nil || age < heartbeatAge || age > heartbeatAge+time.Minute {
+		t.Errorf("edge HEARTBEAT %q, want the age of the Lease's renewTime (%s ago when created): %v", rows["edge"][7], heartbeatAge, err)
 	}
-	if east := rows["east"]; strings.Join(east[1:6], " ") != "<none> <none> 1 <none> 0" || east[6] != "<none>" {
+	if east := rows["east"]; strings.Join(east[1:7], " ") != "<none> <none> 1 0 <none> 0" || east[7] != "<none>" {
 		t.Errorf("east (annotation only) = %v, want <none> for its registration columns and 1 object", east)
 	}
 

@@ -79,6 +79,7 @@ func startMapperEnv(t *testing.T, ctx context.Context, locations ...string) *map
 		"--resources="+mapperResources,
 		"--source-discovery-interval=1s",
 		"--bookmark-interval=1s",
+		"--deletion-event-delay=1s",
 	)
 	for _, l := range locations {
 		env.viewKubeconfig[l] = env.source.Admin().KubeconfigFor(t, env.server.ViewURL(l), env.server.ServingCA.CertPEM)

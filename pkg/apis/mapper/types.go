@@ -49,8 +49,8 @@ type Location struct {
 
 // LocationStatus is the observed state of a Location.
 type LocationStatus struct {
-	// Objects is the total number of objects assigned to the location, summed
-	// over all mirrored resources.
+	// Objects is the total number of objects in the location's view (assigned to
+	// it, or carrying its finalizer), summed over all mirrored resources.
 	Objects int64
 
 	// Resources breaks Objects down per mirrored resource, sorted by group,
@@ -60,6 +60,11 @@ type LocationStatus struct {
 	// Clusters breaks Objects down per logical cluster of the source, sorted by
 	// name. Clusters with no assigned objects are left out.
 	Clusters []ClusterCount
+
+	// Deleting is the number of those objects the location's view shows deleting: they
+	// wait for the location to delete its copy and release its finalizer
+	// (locations.mapper.kcp.io/<location>).
+	Deleting int64
 
 	// Watchers is the number of watches currently open on the location's view.
 	Watchers int32

@@ -193,7 +193,7 @@ func Run(ctx context.Context, o *Options) error {
 		}()
 		location.New(location.Config{
 			Kube: kube, Dynamic: dyn, LeaseNamespace: o.LeaseNamespace, GracePeriod: o.LocationGracePeriod,
-			Workers: o.Workers, Recorder: recorder,
+			Workers: o.Workers, Recorder: recorder, Metadata: metadataClient, Discovery: kube.Discovery(),
 		}).Run(ctx)
 		wg.Wait()
 	}

@@ -3,6 +3,7 @@ package location
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -10,11 +11,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -53,6 +56,10 @@ type Config struct {
 	Recorder events.EventRecorder
 	// Clock is the time source; default the real clock.
 	Clock clock.Clock
+	// Metadata and Discovery are clients of the source with which a deleted SyncTarget's
+	// location is retired (its finalizers released, retire.go); nil retires nothing.
+	Metadata  metadata.Interface
+	Discovery discovery.DiscoveryInterface
 }
 
 // Controller is the location lifecycle controller.
@@ -95,6 +102,7 @@ func New(cfg Config) *Controller {
 	_, _ = c.targets.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: c.targetUpdated,
+		DeleteFunc: c.targetDeleted,
 	})
 	_, _ = c.leases.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
@@ -176,9 +184,13 @@ func (c *Controller) Run(ctx context.Context) {
 	worker.Run(ctx, c.queue, c.cfg.Workers, "the location", c.reconcile)
 }
 
-// reconcile sets Ready=Unknown on the SyncTarget name when its Lease is missing or expired,
+// reconcile retires a location whose SyncTarget was deleted (a retire: item, retire.go), and
+// otherwise sets Ready=Unknown on the SyncTarget name when its Lease is missing or expired,
 // and otherwise re-checks the location when the Lease would expire.
 func (c *Controller) reconcile(ctx context.Context, name string) error {
+	if location, ok := strings.CutPrefix(name, retireKeyPrefix); ok {
+		return c.retire(ctx, location)
+	}
 	obj, exists, err := c.targets.GetStore().GetByKey(name)
 	if err != nil || !exists {
 		return err

@@ -318,6 +318,13 @@ func schema_pkg_apis_mapper_v1alpha1_LocationStatus(ref common.ReferenceCallback
 							},
 						},
 					},
+					"deleting": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Deleting is the number of those objects the location's view shows deleting: they wait for the location to delete its copy and release its finalizer (locations.mapper.kcp.io/<location>).",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
 					"watchers": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Watchers is the number of watches currently open on the location's view.",

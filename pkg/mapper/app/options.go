@@ -207,6 +207,9 @@ type RunOptions struct {
 	// Profiling is --profiling: Go's /debug/pprof on MetricsBindAddress too (unauthenticated,
 	// so off by default, as mapper-controller's --profiling).
 	Profiling bool
+	// Finalizers is --location-finalizers: the deletion protocol (mapper.Config.NoFinalizers
+	// is its negation); on by default.
+	Finalizers bool
 }
 
 // NewRunOptions returns the defaults.
@@ -218,6 +221,7 @@ func NewRunOptions() *RunOptions {
 		ProgressInterval:   mapper.DefaultProgressInterval,
 		RetryMaxDelay:      mapper.DefaultRetryMaxDelay,
 		MetricsBindAddress: ":8080",
+		Finalizers:         true,
 	}
 }
 
@@ -230,6 +234,7 @@ func (o *RunOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RetryMaxDelay, "max-retry-delay", o.RetryMaxDelay, "Longest backoff between retries of a failing or conflicting object.")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the HTTP endpoint serving /metrics, /healthz and /readyz; \"0\" turns it off.")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's profiles at /debug/pprof on --metrics-bind-address (without authentication).")
+	fs.BoolVar(&o.Finalizers, "location-finalizers", o.Finalizers, "Hold source objects with the location's finalizer (locations.mapper.kcp.io/<location>) until their copy is deleted from the target (docs/mapper.md, \"Deletion\"). Turned off, a deletion at the source is final at once: nobody at the source sees a copy still waiting to be deleted, copies of an unreachable location stay until it returns, and kcp.io/deletion-policy: Orphan is not honoured.")
 }
 
 // Validate returns an error naming every invalid value.

@@ -47,6 +47,7 @@ func (c MapperConfig) Run(ctx context.Context) error {
 		SweepInterval:     run.SweepInterval,
 		ProgressInterval:  run.ProgressInterval,
 		RetryMaxDelay:     run.RetryMaxDelay,
+		NoFinalizers:      !run.Finalizers,
 	})
 	if err != nil {
 		return err

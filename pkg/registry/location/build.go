@@ -65,6 +65,7 @@ func toLocation(name string, s cache.LocationStats) *mapper.Location {
 		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(s.FirstSeen)},
 		Status: mapper.LocationStatus{
 			Objects:   int64(s.Objects),
+			Deleting:  int64(s.Deleting),
 			Watchers:  int32(s.Watchers),
 			FirstSeen: metav1.NewTime(s.FirstSeen),
 		},

@@ -31,7 +31,8 @@ var tableColumns = []metav1.TableColumnDefinition{
 	{Name: "Name", Type: "string", Format: "name", Description: "Name of the location"},
 	{Name: "Ready", Type: "string", Description: "Status of the SyncTarget's Ready condition (True, False, Unknown)"},
 	{Name: "Mode", Type: "string", Description: "Mode of the location's mapper (Pull, Push)"},
-	{Name: "Objects", Type: "integer", Description: "Objects assigned to the location in the source"},
+	{Name: "Objects", Type: "integer", Description: "Objects in the location's view: assigned to it in the source, or waiting for it to delete its copy"},
+	{Name: "Deleting", Type: "integer", Description: "Objects waiting for the location to delete its copy (they carry its finalizer, locations.mapper.kcp.io/<location>)"},
 	{Name: "In-Sync", Type: "integer", Description: "Assigned objects without a violation at the mapper's latest verification"},
 	{Name: "Watchers", Type: "integer", Description: "Watches open on the location's view"},
 	{Name: "Heartbeat", Type: "string", Description: "Time since the location's Lease was last renewed"},
@@ -108,7 +109,7 @@ func cells(l *mapper.Location, now time.Time) []interface{} {
 		heartbeat = since(s.HeartbeatTime.Time, now)
 	}
 	return []interface{}{
-		l.Name, ready, mode, s.Objects, inSync, s.Watchers, heartbeat, since(l.CreationTimestamp.Time, now),
+		l.Name, ready, mode, s.Objects, s.Deleting, inSync, s.Watchers, heartbeat, since(l.CreationTimestamp.Time, now),
 		labels.FormatLabels(l.Labels), capacity(s.Capacity),
 	}
 }

@@ -61,7 +61,7 @@ func TestLocationsTable(t *testing.T) {
 	}
 	unsynced := fakeHealth{{Group: "example.com", Resource: "gates", Reason: "Forbidden", Message: "gates.example.com is forbidden"}}
 	src := &statsSource{stats: map[string]cache.LocationStats{
-		"east": {Objects: 3, Watchers: 1, FirstSeen: now.Add(-90 * time.Second), Resources: map[schema.GroupResource]int{{Resource: "configmaps"}: 3}},
+		"east": {Objects: 3, Deleting: 1, Watchers: 1, FirstSeen: now.Add(-90 * time.Second), Resources: map[schema.GroupResource]int{{Resource: "configmaps"}: 3}},
 	}}
 	r := NewREST(Config{Stats: src, Registry: reg, Resources: unsynced})
 	defer r.Destroy()
@@ -103,7 +103,7 @@ func TestLocationsTable(t *testing.T) {
 		names = append(names, c.Name)
 		wide[c.Name] = c.Priority > 0
 	}
-	if want := []string{"Name", "Ready", "Mode", "Objects", "In-Sync", "Watchers", "Heartbeat", "Age", "Labels", "Capacity"}; !reflect.DeepEqual(names, want) {
+	if want := []string{"Name", "Ready", "Mode", "Objects", "Deleting", "In-Sync", "Watchers", "Heartbeat", "Age", "Labels", "Capacity"}; !reflect.DeepEqual(names, want) {
 		t.Fatalf("columns = %v, want %v", names, want)
 	}
 	if !wide["Labels"] || !wide["Capacity"] || wide["Heartbeat"] {
@@ -113,8 +113,8 @@ func TestLocationsTable(t *testing.T) {
 		t.Errorf("table resourceVersion %q, list %q", table.ResourceVersion, ll.ResourceVersion)
 	}
 	want := [][]interface{}{
-		{"east", "<none>", "<none>", int64(3), "<none>", int32(1), "<none>", "90s", "<none>", "<none>"},
-		{"edge", "True", "Push", int64(0), int64(0), int32(0), "7s", "120m", "region=eu,tier=edge", "cpu=4,memory=16Gi,pods=110"},
+		{"east", "<none>", "<none>", int64(3), int64(1), "<none>", int32(1), "<none>", "90s", "<none>", "<none>"},
+		{"edge", "True", "Push", int64(0), int64(0), int64(0), int32(0), "7s", "120m", "region=eu,tier=edge", "cpu=4,memory=16Gi,pods=110"},
 	}
 	for i, row := range table.Rows {
 		if !reflect.DeepEqual(row.Cells, want[i]) {

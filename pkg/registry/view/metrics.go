@@ -39,18 +39,43 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"resource"})
 
+	markWrites = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "mapper_apiserver",
+		Subsystem:      "view",
+		Name:           "finalizer_writes_total",
+		Help:           "Writes of a location's own finalizer through location views (docs/views.md, \"Deletion\"), by resource, change (add, remove, none) and result (the HTTP status code answered).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource", "change", "code"})
+
 	registerOnce sync.Once
 )
 
+// observeMarkWrite records one write of a location's own finalizer: what it changed and its
+// result.
+func observeMarkWrite(gr schema.GroupResource, change markChange, err error) {
+	what := "none"
+	switch {
+	case change.finalizer > 0:
+		what = "add"
+	case change.finalizer < 0:
+		what = "remove"
+	}
+	markWrites.WithLabelValues(gr.String(), what, strconv.Itoa(codeOf(err))).Inc()
+}
+
+// codeOf is the HTTP status code a request answered with err (nil: 200).
+func codeOf(err error) int {
+	if s, ok := err.(apierrors.APIStatus); ok {
+		return int(s.Status().Code)
+	} else if err != nil {
+		return http.StatusInternalServerError
+	}
+	return http.StatusOK
+}
+
 // observeStatusWrite records one status write: its result and how long it took.
 func observeStatusWrite(gr schema.GroupResource, err error, took time.Duration) {
-	code := http.StatusOK
-	if s, ok := err.(apierrors.APIStatus); ok {
-		code = int(s.Status().Code)
-	} else if err != nil {
-		code = http.StatusInternalServerError
-	}
-	statusWrites.WithLabelValues(gr.String(), strconv.Itoa(code)).Inc()
+	statusWrites.WithLabelValues(gr.String(), strconv.Itoa(codeOf(err))).Inc()
 	statusWriteDuration.WithLabelValues(gr.String()).Observe(took.Seconds())
 }
 
@@ -58,6 +83,6 @@ func observeStatusWrite(gr schema.GroupResource, err error, took time.Duration) 
 // It is safe to call more than once.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(unprovenConsistentReads, statusWrites, statusWriteDuration)
+		legacyregistry.MustRegister(unprovenConsistentReads, statusWrites, statusWriteDuration, markWrites)
 	})
 }

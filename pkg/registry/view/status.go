@@ -88,21 +88,9 @@ func (s *statusStorage) Get(ctx context.Context, name string, _ *metav1.GetOptio
 // opt-in, 409 on a stale resourceVersion, the source's own error (e.g. 422) otherwise.
 func (s *statusStorage) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, _ bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
 	location, _ := LocationFrom(ctx)
-	namespace := genericapirequest.NamespaceValue(ctx)
-	cluster := s.clusters.requestCluster(ctx)
-	if cluster == "" {
-		obj, err := s.clusters.find(ctx, s.store, s.info.GVR.GroupResource(), location, namespace, name)
-		if err != nil {
-			return nil, false, err
-		}
-		cluster = obj.Cluster()
-	}
-	if s.clusters.plain != "" && cluster != s.clusters.plain {
-		return nil, false, apierrors.NewNotFound(s.info.GVR.GroupResource(), name) // a plain source has no other cluster
-	}
-	client, err := s.source.ClusterResource(s.info.GVR, cluster, namespace)
+	cluster, client, err := s.writeTarget(ctx, location, name)
 	if err != nil {
-		return nil, false, sourceError(err)
+		return nil, false, err
 	}
 	fieldValidation := ""
 	if options != nil {
@@ -120,6 +108,31 @@ func (s *statusStorage) Update(ctx context.Context, name string, objInfo rest.Up
 		}
 		return result, false, nil
 	}
+}
+
+// writeTarget returns the logical cluster of the object name that a write through location's
+// view goes to (the request's cluster path, else the only cluster whose object the view holds
+// under namespace/name: 400 when several do, see clusters.find) and the source's client of
+// the resource in that cluster and the request's namespace. Errors: 404 when the view holds no
+// such object, or on a plain source for another cluster than its own.
+func (s *statusStorage) writeTarget(ctx context.Context, location, name string) (string, dynamic.ResourceInterface, error) {
+	namespace := genericapirequest.NamespaceValue(ctx)
+	cluster := s.clusters.requestCluster(ctx)
+	if cluster == "" {
+		obj, err := s.clusters.find(ctx, s.store, s.info.GVR.GroupResource(), location, namespace, name)
+		if err != nil {
+			return "", nil, err
+		}
+		cluster = obj.Cluster()
+	}
+	if s.clusters.plain != "" && cluster != s.clusters.plain {
+		return "", nil, apierrors.NewNotFound(s.info.GVR.GroupResource(), name) // a plain source has no other cluster
+	}
+	client, err := s.source.ClusterResource(s.info.GVR, cluster, namespace)
+	if err != nil {
+		return "", nil, sourceError(err)
+	}
+	return cluster, client, nil
 }
 
 // updateOnce is one attempt of Update; retry says that it lost a race with another writer, so

@@ -13,15 +13,17 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
 
-// newStatusScope builds the RequestScope of a resource's /status writes: the read scope plus
-// a field manager (server-side apply and managedFields bookkeeping over a deduced schema, as
-// for a CRD without one) and the schema source strategic merge patches need.
-func newStatusScope(info source.ResourceInfo, ser runtime.NegotiatedSerializer, st *statusStorage) (*handlers.RequestScope, error) {
+// newWriteScope builds the RequestScope of a resource's writes through views, of its /status
+// (subresource "status") or of the object itself (subresource "", the location's own
+// finalizer): the read scope plus a field manager (server-side apply and managedFields
+// bookkeeping over a deduced schema, as for a CRD without one) and the schema source strategic
+// merge patches need.
+func newWriteScope(info source.ResourceInfo, ser runtime.NegotiatedSerializer, subresource string) (*handlers.RequestScope, error) {
 	scope := newRequestScope(info.GVR, info.Kind, info.Namespaced, ser, nil)
-	scope.Subresource = "status"
+	scope.Subresource = subresource
 	scope.UnsafeConvertor = strategicSchemaConvertor{}
 	scope.Defaulter = noDefaults{}
-	fm, err := managedfields.NewDefaultCRDFieldManager(managedfields.NewDeducedTypeConverter(), fieldLabelConvertor{}, noDefaults{}, unstructuredCreater{}, info.GVK(), info.GVK().GroupVersion(), "status", nil)
+	fm, err := managedfields.NewDefaultCRDFieldManager(managedfields.NewDeducedTypeConverter(), fieldLabelConvertor{}, noDefaults{}, unstructuredCreater{}, info.GVK(), info.GVK().GroupVersion(), subresource, nil)
 	if err != nil {
 		return nil, fmt.Errorf("field manager for %s: %w", info.GVR, err)
 	}
@@ -29,7 +31,7 @@ func newStatusScope(info source.ResourceInfo, ser runtime.NegotiatedSerializer, 
 	return scope, nil
 }
 
-// statusPatchTypes are the patch types a status write accepts: JSON patch, merge patch and
+// statusPatchTypes are the patch types a write through a view accepts: JSON patch, merge patch and
 // server-side apply for every resource, and strategic merge patch for the built-in types
 // client-go knows (kube-apiserver does not offer it for custom resources either).
 func statusPatchTypes(info source.ResourceInfo) []string {

@@ -67,6 +67,10 @@ type resourceHandlers struct {
 	// updateStatus and patchStatus write /status (status write-back); nil for namespaces.
 	updateStatus http.Handler
 	patchStatus  http.Handler
+	// updateMarks and patchMarks write the object itself, for the location's own finalizer
+	// only (marksStorage); nil for namespaces.
+	updateMarks http.Handler
+	patchMarks  http.Handler
 }
 
 // New returns the views over c.
@@ -97,9 +101,10 @@ func New(objects Objects, src Source, opts Options) *Views {
 // An inner path that starts with /clusters/<cluster> serves only that logical cluster's objects
 // (discovery, get, list, watch, status writes, namespaces); the base path serves all of them.
 //
-// Reads (get, list, watch) of mirrored resources and discovery are served, and writes of a
-// resource's /status subresource (status write-back, see statusStorage); every other write is
-// refused with 405 MethodNotAllowed; unknown paths and resources are 404.
+// Reads (get, list, watch) of mirrored resources and discovery are served, writes of a
+// resource's /status subresource (status write-back, see statusStorage), and updates and
+// patches of an object itself that add or remove the location's own finalizer (marksStorage);
+// every other write is refused with 405 MethodNotAllowed; unknown paths and resources are 404.
 func (v *Views) ServeView(w http.ResponseWriter, req *http.Request, location, innerPath string) {
 	inner, err := contract.ParseInnerRequestOf(req, innerPath)
 	if err != nil {
@@ -163,6 +168,10 @@ func (v *Views) ServeView(w http.ResponseWriter, req *http.Request, location, in
 		h.updateStatus.ServeHTTP(w, req)
 	case info.Subresource == "status" && info.Verb == "patch" && h.patchStatus != nil:
 		h.patchStatus.ServeHTTP(w, req)
+	case info.Subresource == "" && info.Verb == "update" && h.updateMarks != nil:
+		h.updateMarks.ServeHTTP(w, req)
+	case info.Subresource == "" && info.Verb == "patch" && h.patchMarks != nil:
+		h.patchMarks.ServeHTTP(w, req)
 	default:
 		v.writeError(w, req, readOnly(gvr.GroupResource(), info.Verb, location))
 	}
@@ -204,11 +213,18 @@ func (v *Views) handlers(gvr schema.GroupVersionResource) (*resourceHandlers, bo
 		watch: handlers.ListResource(st, st, scope, true, v.opts.MinRequestTimeout),
 	}
 	ss := &statusStorage{info: info, store: store, source: v.source, clusters: clusters{plain: v.opts.PlainCluster}, freshness: fresh}
-	if statusScope, err := newStatusScope(info, v.serializer, ss); err != nil {
+	if statusScope, err := newWriteScope(info, v.serializer, "status"); err != nil {
 		klog.ErrorS(err, "status writes are disabled for the resource", "resource", gvr)
 	} else {
 		h.updateStatus = handlers.UpdateResource(ss, statusScope, nil)
 		h.patchStatus = handlers.PatchResource(ss, statusScope, nil, statusPatchTypes(info))
+	}
+	if marksScope, err := newWriteScope(info, v.serializer, ""); err != nil {
+		klog.ErrorS(err, "finalizer writes are disabled for the resource", "resource", gvr)
+	} else {
+		ms := &marksStorage{st: ss}
+		h.updateMarks = handlers.UpdateResource(ms, marksScope, nil)
+		h.patchMarks = handlers.PatchResource(ms, marksScope, nil, statusPatchTypes(info))
 	}
 	v.resources[gvr] = h
 	return h, true

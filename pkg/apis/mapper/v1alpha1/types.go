@@ -69,6 +69,12 @@ type LocationStatus struct {
 	// +listMapKey=name
 	Clusters []ClusterCount `json:"clusters,omitempty"`
 
+	// Deleting is the number of those objects the location's view shows deleting: they
+	// wait for the location to delete its copy and release its finalizer
+	// (locations.mapper.kcp.io/<location>).
+	// +optional
+	Deleting int64 `json:"deleting,omitempty"`
+
 	// Watchers is the number of watches currently open on the location's view.
 	// +required
 	Watchers int32 `json:"watchers"`

@@ -235,6 +235,7 @@ func autoConvert_v1alpha1_LocationStatus_To_mapper_LocationStatus(in *LocationSt
 	out.Objects = in.Objects
 	out.Resources = *(*[]mapper.ResourceCount)(unsafe.Pointer(&in.Resources))
 	out.Clusters = *(*[]mapper.ClusterCount)(unsafe.Pointer(&in.Clusters))
+	out.Deleting = in.Deleting
 	out.Watchers = in.Watchers
 	out.FirstSeen = in.FirstSeen
 	out.Registered = in.Registered
@@ -256,6 +257,7 @@ func autoConvert_mapper_LocationStatus_To_v1alpha1_LocationStatus(in *mapper.Loc
 	out.Objects = in.Objects
 	out.Resources = *(*[]ResourceCount)(unsafe.Pointer(&in.Resources))
 	out.Clusters = *(*[]ClusterCount)(unsafe.Pointer(&in.Clusters))
+	out.Deleting = in.Deleting
 	out.Watchers = in.Watchers
 	out.FirstSeen = in.FirstSeen
 	out.Registered = in.Registered

@@ -1,0 +1,151 @@
+package view
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+)
+
+// marksStorage writes `<resource>/<name>` itself through a location view onto the source, for
+// the one change a location may make there: adding or removing its own finalizer (markChangeOf,
+// docs/views.md "Deletion"). It is rest.Getter and rest.Updater, so that k8s.io/apiserver's
+// UpdateResource and PatchResource handlers (PUT, JSON/merge/strategic merge patches,
+// server-side apply) compute the new object from the location's view of the current source
+// object, as for status writes (statusStorage, whose cluster resolution, precondition and
+// answer it shares):
+//   - the object must be in the location's view: assigned to it, or carrying its finalizer
+//     (else 404); adding the finalizer needs the assignment (else 409: the location is
+//     leaving the object);
+//   - a resourceVersion in the request must be the source's current one or one since which
+//     nothing this location can see changed (preconditionHolds), else 409;
+//   - any other change than the location's own finalizer is refused with the 405 every other
+//     write through a view gets, naming the part changed;
+//   - the source write is an update of the object read fresh, with the finalizer appended or
+//     removed and the read's resourceVersion as precondition, made again on a fresh read when
+//     another writer came first; a write that changes nothing is not sent.
+type marksStorage struct {
+	st *statusStorage
+}
+
+var (
+	_ rest.Getter  = &marksStorage{}
+	_ rest.Updater = &marksStorage{}
+)
+
+// New returns an empty object of the resource's kind.
+func (m *marksStorage) New() runtime.Object { return m.st.New() }
+
+// Destroy releases nothing.
+func (m *marksStorage) Destroy() {}
+
+// Get returns the location's view of the object from the cache, as a GET of the object does.
+func (m *marksStorage) Get(ctx context.Context, name string, opts *metav1.GetOptions) (runtime.Object, error) {
+	return m.st.Get(ctx, name, opts)
+}
+
+// Update applies objInfo to the location's view of the current source object and writes the
+// location's finalizer change to the source (see marksStorage). It returns the location's view
+// of the written object. Errors: 404 when the object is not in the view, 405 for any other
+// change, 409 on a stale resourceVersion or when adding the finalizer of a location the object
+// is no longer assigned to, the source's own error otherwise (422 when the source refuses a
+// new finalizer on an object it is deleting).
+func (m *marksStorage) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, _ bool, _ *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	location, _ := LocationFrom(ctx)
+	gr := m.st.info.GVR.GroupResource()
+	cluster, client, err := m.st.writeTarget(ctx, location, name)
+	if err != nil {
+		observeMarkWrite(gr, markChange{}, err)
+		return nil, false, err
+	}
+	for attempt := 1; ; attempt++ {
+		result, change, retry, err := m.updateOnce(ctx, client, location, cluster, name, objInfo, updateValidation)
+		if err != nil && retry && attempt < maxWriteAttempts {
+			continue
+		}
+		observeMarkWrite(gr, change, err)
+		if err != nil {
+			return nil, false, err
+		}
+		return result, false, nil
+	}
+}
+
+// updateOnce is one attempt of Update; retry says that it lost a race with another writer.
+func (m *marksStorage) updateOnce(ctx context.Context, client dynamic.ResourceInterface, location, cluster, name string, objInfo rest.UpdatedObjectInfo, updateValidation rest.ValidateObjectUpdateFunc) (runtime.Object, markChange, bool, error) {
+	gr := m.st.info.GVR.GroupResource()
+	current, err := client.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, markChange{}, false, apierrors.NewNotFound(gr, name)
+	}
+	if err != nil {
+		return nil, markChange{}, false, sourceError(err)
+	}
+	locations, err := contract.ParseLocations(current.GetAnnotations()[contract.AssignedLocationsAnnotation])
+	if err != nil {
+		locations = nil // a malformed assignment assigns no location (docs/design.md, "Names")
+	}
+	assigned := slices.Contains(locations, location)
+	if !assigned && !slices.Contains(current.GetFinalizers(), contract.LocationFinalizer(location)) {
+		return nil, markChange{}, false, apierrors.NewNotFound(gr, name)
+	}
+	viewed := withClusterAnnotation(m.st.store.LocationView(current, cluster, locations, location), cluster)
+	updated, err := objInfo.UpdatedObject(ctx, viewed)
+	if err != nil {
+		return nil, markChange{}, false, err
+	}
+	if updateValidation != nil {
+		if err := updateValidation(ctx, updated, viewed); err != nil {
+			return nil, markChange{}, false, err
+		}
+	}
+	u, ok := updated.(*unstructured.Unstructured)
+	if !ok {
+		return nil, markChange{}, false, apierrors.NewInternalError(fmt.Errorf("unexpected object %T", updated))
+	}
+	if rv := u.GetResourceVersion(); rv != "" && !m.st.preconditionHolds(ctx, location, cluster, current, rv) {
+		return nil, markChange{}, false, apierrors.NewConflict(gr, name, errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+	}
+	change, err := markChangeOf(viewed, u, location)
+	if err != nil {
+		return nil, markChange{}, false, notOwnMarks(gr, name, err)
+	}
+	if change.finalizer > 0 && !assigned {
+		return nil, change, false, apierrors.NewConflict(gr, name, fmt.Errorf("the object is no longer assigned to location %q: its finalizer %s cannot be added", location, contract.LocationFinalizer(location)))
+	}
+	written := current
+	if change.changes() {
+		written, err = client.Update(ctx, withMarkChange(current, location, change), metav1.UpdateOptions{FieldManager: fieldManager})
+		if err != nil {
+			if apierrors.IsConflict(err) {
+				return nil, change, true, apierrors.NewConflict(gr, name, errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+			}
+			if apierrors.IsInvalid(err) {
+				// The source's own validation: no new finalizer on an object it is deleting.
+				return nil, change, false, err
+			}
+			return nil, change, false, sourceError(err)
+		}
+	}
+	answer := withClusterAnnotation(m.st.store.LocationView(written, cluster, locations, location), cluster)
+	m.st.answerResourceVersion(ctx, answer, current, written, location, cluster)
+	return answer, change, false, nil
+}
+
+// notOwnMarks is the 405 of a write of the object itself that changes more than the location's
+// marks: the answer every other write through a view gets (readOnly), with the reason.
+func notOwnMarks(gr schema.GroupResource, name string, err error) error {
+	e := apierrors.NewMethodNotSupported(gr, "update")
+	e.ErrStatus.Message = fmt.Sprintf("%s %q: %v; change the object in the source cluster instead", gr.String(), name, err)
+	return e
+}
