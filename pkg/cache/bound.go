@@ -3,6 +3,7 @@ package cache
 import (
 	"slices"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
@@ -21,22 +22,33 @@ import (
 // gets an ADDED, one that loses it a DELETED.
 
 // boundOnly returns the locations of locs (an object's parsed assignment, sorted) that are
-// bound to the object id under the store's rules: locs itself when every one is (no copy, no
-// allocation: one bound-set lookup for the object's namespace, then one per location), a new
-// slice otherwise, nil when none is.
+// bound to the object id under the store's rules (boundIn), counting and logging an ignored
+// assignment.
 func (s *ResourceStore) boundOnly(id identity, locs []string) []string {
-	if len(locs) == 0 {
+	bound := boundIn(s.rules.load(), id.cluster, id.namespace, locs)
+	if len(bound) == len(locs) {
 		return locs
 	}
-	rules := s.rules.load()
-	if rules == nil {
+	s.metrics.unbound.Inc()
+	klog.V(2).InfoS("Ignoring the assignment of an object to locations not bound to its namespace",
+		"resource", s.gvr.GroupResource().String(), "object", contract.Truncate(string(id.key), maxLoggedValue),
+		"resourceVersion", contract.Truncate(id.rvString, maxLoggedValue), "assigned", len(locs), "bound", len(bound))
+	return bound
+}
+
+// boundIn returns the locations of locs (sorted) bound to namespace in cluster under rules
+// (nil rules, or rules without bindings: the Open mode, every location bound): locs itself
+// when every one is (no copy, no allocation: one bound-set lookup for the namespace, then one
+// per location), a new slice otherwise, nil when none is.
+func boundIn(rules Rules, cluster, namespace string, locs []string) []string {
+	if len(locs) == 0 || rules == nil {
 		return locs
 	}
 	bindings := rules.Bindings()
 	if bindings == nil {
 		return locs
 	}
-	scope := bindings.Scope(id.cluster, id.namespace)
+	scope := bindings.Scope(cluster, namespace)
 	if !slices.ContainsFunc(locs, func(l string) bool { return !scope.Binds(l) }) {
 		return locs
 	}
@@ -46,11 +58,23 @@ func (s *ResourceStore) boundOnly(id identity, locs []string) []string {
 			bound = append(bound, l)
 		}
 	}
-	s.metrics.unbound.Inc()
-	klog.V(2).InfoS("Ignoring the assignment of an object to locations not bound to its namespace",
-		"resource", s.gvr.GroupResource().String(), "object", contract.Truncate(string(id.key), maxLoggedValue),
-		"resourceVersion", contract.Truncate(id.rvString, maxLoggedValue), "assigned", len(locs), "bound", len(bound))
 	return bound
+}
+
+// Assignment returns the locations u, a source object of the store's resource in the logical
+// cluster cluster, is assigned to as the views see it (sorted): its kcp.io/assigned-locations
+// parsed (none when malformed: docs/design.md, "Names"), without the locations not bound to
+// its namespace under the store's current rules. The writes through a view (status, a
+// location's finalizer) check the assignment with it, so that a location writes on an object
+// only while its view shows the object assigned to it: a location a namespace is not bound to
+// never writes a status record on its objects nor adds its finalizer to them (the deletion
+// protocol then never waits for a location that could not hold a copy).
+func (s *ResourceStore) Assignment(u *unstructured.Unstructured, cluster string) []string {
+	locs, err := contract.ParseLocations(u.GetAnnotations()[contract.AssignedLocationsAnnotation])
+	if err != nil {
+		return nil
+	}
+	return boundIn(s.rules.load(), cluster, u.GetNamespace(), locs)
 }
 
 // bindingChanges returns the namespaces whose bound locations differ between the rules old

@@ -5,9 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
 	"github.com/cluster-mapper/cluster-mapper/pkg/locationbinding"
 )
@@ -128,4 +130,51 @@ func viewNames(t testing.TB, s *ResourceStore, location string) []string {
 		return nil
 	}
 	return strings.Split(names(res.Items), ",")
+}
+
+// TestUnbindingALocationThatHoldsAFinalizer: the deletion protocol under bindings (bound.go,
+// deletion.go). A location whose finalizer an object carries made a copy while it was bound;
+// when the binding goes, its view keeps the object, shown deleting (a MODIFIED with a
+// deletionTimestamp and the assignment []) and counted as a pending deletion, so that its
+// mapper deletes the copy and then removes the finalizer, which ends the object in that view.
+// A location bound but without its finalizer (it never made a copy) just loses the object (a
+// DELETED), and an unbound location never sees it nor waits for it.
+func TestUnbindingALocationThatHoldsAFinalizer(t *testing.T) {
+	const created = "2026-01-02T03:04:05Z"
+	eastFin := contract.LocationFinalizer("east")
+	s := newTestStore(t, StoreOptions{})
+	s.SetRules(boundRules(t, 1, map[string][]string{"tenant-a": {"east", "west"}}), 0)
+	mustReplace(t, s, 10, cm("tenant-a", "o", 10, locs("east", "west", "north"), "c:"+created, "f:"+eastFin))
+	east := mustWatch(t, s, "east", WatchOptions{ResourceVersion: 10})
+	west := mustWatch(t, s, "west", WatchOptions{ResourceVersion: 10})
+	if got := viewNames(t, s, "north"); len(got) != 0 {
+		t.Fatalf("north's view: %v, want nothing (north is bound to no namespace)", got)
+	}
+
+	s.SetRules(boundRules(t, 2, map[string][]string{"tenant-b": {"east", "west"}}), 12)
+	expect(t, west, "DELETED o@12")
+	e := nextOrNone(east)
+	if e == nil || ev(*e) != "MODIFIED o@12" {
+		t.Fatalf("east: %v, want MODIFIED o@12 (shown deleting: east holds its finalizer)", e)
+	}
+	u := &unstructured.Unstructured{Object: decoded(t, e.Object)}
+	if u.GetDeletionTimestamp() == nil || u.GetAnnotations()[contract.AssignedLocationsAnnotation] != "[]" {
+		t.Fatalf("east's view after the binding went: deletionTimestamp %v, assignment %q; want set and []",
+			u.GetDeletionTimestamp(), u.GetAnnotations()[contract.AssignedLocationsAnnotation])
+	}
+	if got := s.Locations()["east"].Deleting; got != 1 {
+		t.Errorf("east's pending deletions: %d, want 1", got)
+	}
+	o, _, ok := s.Get("east", "tenant-a", "o")
+	if !ok || !o.DeletionPending("east") || o.DeletionPending("west") || o.DeletionPending("north") {
+		t.Fatalf("DeletionPending after the binding went: east %v, west %v, north %v; want east only", ok && o.DeletionPending("east"), ok && o.DeletionPending("west"), ok && o.DeletionPending("north"))
+	}
+
+	// East's mapper deleted its copy and removed its finalizer: the object leaves east's view.
+	mustUpdate(t, s, cm("tenant-a", "o", 13, locs("east", "west", "north"), "c:"+created))
+	expect(t, east, "DELETED o@13")
+	expectNothing(t, west)
+	if got := s.Locations()["east"].Deleting; got != 0 {
+		t.Errorf("east's pending deletions after its finalizer went: %d, want 0", got)
+	}
 }
