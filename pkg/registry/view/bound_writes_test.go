@@ -29,7 +29,7 @@ func TestWritesThroughViewsNeedABinding(t *testing.T) {
 	src := newStatusSource(t, widget("w", 7, []string{"east", "west"}, reflectPolicy, nil))
 	store := cache.NewResourceStore(widgetsGVR, widgetsInfo.GVK(), true, cache.StoreOptions{DefaultCluster: "root"})
 	t.Cleanup(store.Close)
-	store.SetRules(westOnlyRules(t), 0)
+	store.SetRules(teamABoundTo(t, "west"), 0)
 	ss := &statusStorage{info: widgetsInfo, store: store, source: src, clusters: clusters{plain: "root"}, freshness: freshness{gvr: widgetsGVR, store: store, source: src}}
 	ms := &marksStorage{st: ss}
 
@@ -86,16 +86,58 @@ func TestWritesThroughViewsNeedABinding(t *testing.T) {
 	expectCode(t, "east adding its finalizer again", setFinalizer("east", true), http.StatusNotFound)
 }
 
-// westOnlyRules returns rules without Customizations in the Bound mode, with east and west
-// registered and a LocationBinding of team-a binding west.
-func westOnlyRules(t *testing.T) cache.Rules {
+// teamABoundTo returns rules without Customizations in the Bound mode, with east and west
+// registered and a LocationBinding of team-a binding location.
+func teamABoundTo(t *testing.T, location string) cache.Rules {
 	t.Helper()
-	locs := []customization.Location{{Name: "east"}, {Name: "west"}}
-	s, errs := customization.NewCompiler(customization.Options{PlainCluster: "root"}).Snapshot(1, nil, locs)
+	s, errs := customization.NewCompiler(customization.Options{PlainCluster: "root"}).Snapshot(1, nil, []customization.Location{{Name: "east"}, {Name: "west"}})
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	b := locationbinding.Compile(locationbinding.Key{Cluster: "root", Namespace: "team-a", Name: "west"},
-		&controlv1alpha1.LocationBindingSpec{LocationNames: []string{"west"}})
+	b := locationbinding.Compile(locationbinding.Key{Cluster: "root", Namespace: "team-a", Name: location},
+		&controlv1alpha1.LocationBindingSpec{LocationNames: []string{location}})
 	return s.WithBindings(locationbinding.NewIndex([]*locationbinding.Binding{b}, []locationbinding.Location{{Name: "east"}, {Name: "west"}}))
+}
+
+// TestWritesAtAReRenderingsResourceVersion: a binding added shows the object to west at the
+// source's fresh resourceVersion (20), above the object's own (7), as every re-rendering after
+// a change of the rules does (docs/views.md, "Customizations and resourceVersions"). West's
+// mapper adds its finalizer with the resourceVersion its view shows as precondition, and the
+// write is accepted (it was a 409 for ever, so the mapper never copied the object); a
+// resourceVersion the view never showed is still a 409.
+func TestWritesAtAReRenderingsResourceVersion(t *testing.T) {
+	src := newStatusSource(t, widget("w", 7, []string{"east", "west"}, nil, nil))
+	store := cache.NewResourceStore(widgetsGVR, widgetsInfo.GVK(), true, cache.StoreOptions{DefaultCluster: "root"})
+	t.Cleanup(store.Close)
+	store.SetRules(teamABoundTo(t, "east"), 0)
+	if err := store.Replace([]interface{}{src.get(t, "w")}, "7"); err != nil {
+		t.Fatal(err)
+	}
+	store.SetRules(teamABoundTo(t, "west"), 20)
+	ss := &statusStorage{info: widgetsInfo, store: store, source: src, clusters: clusters{plain: "root"}, freshness: freshness{gvr: widgetsGVR, store: store, source: src}}
+	ms := &marksStorage{st: ss}
+	seen, err := ms.Get(viewCtx("west", "team-a"), "w", &metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("west's view after the binding: %v", err)
+	}
+	if rv := asUnstructured(t, seen).GetResourceVersion(); rv != "20" {
+		t.Fatalf("west's view shows resourceVersion %s, want the re-rendering's 20", rv)
+	}
+	withFinalizer := func(rv string) *unstructured.Unstructured {
+		u := asUnstructured(t, seen).DeepCopy()
+		u.SetFinalizers([]string{contract.LocationFinalizer("west")})
+		u.SetResourceVersion(rv)
+		return u
+	}
+	update := func(u *unstructured.Unstructured) error {
+		_, _, err := ms.Update(viewCtx("west", "team-a"), "w", rest.DefaultUpdatedObjectInfo(u), nil, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
+		return err
+	}
+	expectCode(t, "a write at a resourceVersion west's view never showed", update(withFinalizer("19")), http.StatusConflict)
+	if err := update(withFinalizer("20")); err != nil {
+		t.Fatalf("west adding its finalizer at its view's resourceVersion 20: %v", err)
+	}
+	if got := src.get(t, "w").GetFinalizers(); !slices.Equal(got, []string{contract.LocationFinalizer("west")}) {
+		t.Fatalf("source finalizers %v, want west's", got)
+	}
 }

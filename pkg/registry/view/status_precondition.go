@@ -42,17 +42,28 @@ func (s *statusStorage) visibleView(ctx context.Context, location, cluster, name
 // The cache's view may be of a newer source version than current (the object changed after
 // the read): its visible resourceVersion is then an upper bound of current's, and the source
 // write, made with current's resourceVersion, conflicts and is retried on a fresh read.
+//
+// want may be above current's resourceVersion: a re-rendering after a change of the rules (a
+// Customization, a SyncTarget's labels, a LocationBinding) shows the source's fresh
+// resourceVersion, which no version of the object has (docs/views.md, "Customizations and
+// resourceVersions"). Such a want holds only when the view shows exactly it.
 func (s *statusStorage) preconditionHolds(ctx context.Context, location, cluster string, current *unstructured.Unstructured, want string) bool {
 	if want == current.GetResourceVersion() {
 		return true
 	}
 	v, err1 := strconv.ParseUint(want, 10, 64)
 	r, err2 := strconv.ParseUint(current.GetResourceVersion(), 10, 64)
-	if err1 != nil || err2 != nil || v > r {
+	if err1 != nil || err2 != nil {
 		return false
 	}
 	obj, ok := s.visibleView(ctx, location, cluster, current.GetNamespace(), current.GetName(), r)
-	return ok && obj.ResourceVersion() <= v
+	if !ok {
+		return false
+	}
+	if v > r {
+		return obj.ResourceVersion() == v
+	}
+	return obj.ResourceVersion() <= v
 }
 
 // answerResourceVersion sets on answer, the location's view of the written object, the
