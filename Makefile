@@ -9,7 +9,8 @@ GO ?= go
 TEST_TIMEOUT ?= 60m
 # TEST_FLAGS are extra `go test` flags, parsed by the shell: TEST_FLAGS="-v -run 'TestA|TestB'".
 TEST_FLAGS ?=
-# TEST_PACKAGES are the packages `make test` runs.
+# TEST_PACKAGES are the packages `make test` runs: the end-to-end package (./test/e2e) without
+# the race detector, with its full log in _output/test-e2e.log; every other one with -race.
 TEST_PACKAGES ?= ./...
 
 .PHONY: help
@@ -21,10 +22,24 @@ testenv: ## Build etcd, kube-apiserver, kubectl and kube-controller-manager for 
 	@bash hack/install-testenv.sh
 
 .PHONY: test
-test: testenv ## Run the unit and end-to-end tests against the testenv binaries.
+test: testenv ## Run the unit tests with the race detector, then the end-to-end tests, against the testenv binaries; prints each package's time and the slowest end-to-end tests.
 	@testenv="$$(bash hack/install-testenv.sh | tail -n 1)"; \
-	echo ">> go test $(TEST_PACKAGES) (CLUSTER_MAPPER_TESTENV=$$testenv)"; \
-	CLUSTER_MAPPER_TESTENV="$$testenv" $(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(TEST_PACKAGES)
+	e2e="$$($(GO) list ./test/e2e)"; pkgs="$$($(GO) list $(TEST_PACKAGES))"; \
+	unit="$$(grep -vxF "$$e2e" <<<"$$pkgs" || true)"; status=0; \
+	if [ -n "$$unit" ]; then \
+		echo ">> go test -race (the unit packages; CLUSTER_MAPPER_TESTENV=$$testenv)"; \
+		CLUSTER_MAPPER_TESTENV="$$testenv" $(GO) test -race -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $$unit || status=$$?; \
+	fi; \
+	if grep -qxF "$$e2e" <<<"$$pkgs"; then \
+		mkdir -p _output; \
+		echo ">> go test -v ./test/e2e (end-to-end; the whole log in _output/test-e2e.log)"; \
+		CLUSTER_MAPPER_TESTENV="$$testenv" $(GO) test -v -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./test/e2e > _output/test-e2e.log 2>&1 || status=$$?; \
+		grep -E '^(--- (PASS|FAIL|SKIP)|ok |FAIL|panic:)' _output/test-e2e.log || true; \
+		if [ $$status -ne 0 ]; then echo ">> the end of _output/test-e2e.log"; tail -n 150 _output/test-e2e.log; fi; \
+		echo ">> the slowest end-to-end tests (seconds)"; \
+		sed -nE 's/^--- (PASS|FAIL): ([^ ]+) \(([0-9.]+)s\)$$/\3 \2/p' _output/test-e2e.log | sort -rn | head -n 10; \
+	fi; \
+	exit $$status
 
 .PHONY: verify
 verify: ## Check formatting (gofmt), go vet, and that generated code is up to date.
@@ -67,8 +82,8 @@ bench-large: testenv ## Run the benchmark's large preset (250k objects: start-up
 		bin/bench --preset=large --out=bench/large $(BENCH_FLAGS)
 
 .PHONY: bench-quick
-bench-quick: testenv ## Run the benchmark's quick preset (about 5 min); writes _output/bench-quick/RESULTS.md.
+bench-quick: testenv ## Run the benchmark's quick preset as a test (TestQuickPreset, about 5 min on an idle machine: every scenario runs, every check passes); writes _output/bench-quick/RESULTS.md.
 	@testenv="$$(bash hack/install-testenv.sh | tail -n 1)"; \
-	$(GO) build -o bin/bench ./hack/bench; \
-	CLUSTER_MAPPER_TESTENV="$$testenv" BENCH_COMMAND="make bench-quick$(if $(BENCH_FLAGS), BENCH_FLAGS='$(BENCH_FLAGS)')" \
-		bin/bench --preset=quick --out=_output/bench-quick $(BENCH_FLAGS)
+	CLUSTER_MAPPER_TESTENV="$$testenv" BENCH_OUT="$(CURDIR)/_output/bench-quick" BENCH_FLAGS='$(BENCH_FLAGS)' \
+		BENCH_COMMAND="make bench-quick$(if $(BENCH_FLAGS), BENCH_FLAGS='$(BENCH_FLAGS)')" \
+		$(GO) test -tags benchquick -run '^TestQuickPreset$$' -count=1 -timeout 30m -v ./test/bench

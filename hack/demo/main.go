@@ -73,7 +73,7 @@ func main() {
 		tb.Fatal(err)
 	}
 	tb.Logf("building and starting mapper-apiserver, registering the APIService ...")
-	api := framework.StartAggregatedMapperAPIServer(tb, source, "--resources=configmaps,deployments.apps", "--location-access=Bound")
+	api := framework.StartAggregatedMapperAPIServer(tb, source, "--resources=configmaps,secrets,services,serviceaccounts,deployments.apps", "--location-access=Bound")
 	server := api.Server
 
 	admin := source.Admin()
@@ -111,10 +111,13 @@ Try (kubectl from the testenv):
       # which locations each namespace may use (hack/demo/bindings.yaml, docs/tenancy.md)
   $K --kubeconfig %[6]s/source.kubeconfig get synctargets -o wide -w
       # and stop east's mapper (kill -9 its pid): Ready=Unknown within the grace period (%[10]s)
-  $K --kubeconfig %[6]s/source.kubeconfig get placements -n web -w
+  $K --kubeconfig %[6]s/source.kubeconfig get placements -A
   $K --kubeconfig %[6]s/east.kubeconfig get deployments -n web -o custom-columns=NAME:.metadata.name,REPLICAS:.spec.replicas -w
-      # web's Deployments are divided over east and west by a Placement; west has no mapper,
-      # so 2 minutes after it became Unknown its share moves to east (docs/placement.md)
+      # web's Deployments are divided by a Placement over the Ready locations; west has never
+      # been Ready (no mapper), so east runs them all (docs/placement.md)
+  $K --kubeconfig %[6]s/source.kubeconfig get deployments,configmaps,secrets,serviceaccounts,services -n blog -o custom-columns=KIND:.kind,NAME:.metadata.name,LOCATIONS:.metadata.annotations.kcp\.io/assigned-locations
+      # blog's Placement selects only its Deployment; the rest of the application follows it:
+      # every object of the app on the same location (docs/dependencies.md)
 
 Through the kube-apiserver aggregator, as the mapper of each location (allowed only its own view):
   $K --kubeconfig %[6]s/source.kubeconfig get apiservice v1alpha1.mapper.kcp.io

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"time"
 
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -22,12 +21,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/location"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/view"
 	"github.com/cluster-mapper/cluster-mapper/pkg/source"
-	"github.com/cluster-mapper/cluster-mapper/pkg/statusrecords"
 )
-
-// statusRecordsInterval is how often status records on source objects are brought in step with
-// the objects' assignments (pkg/statusrecords).
-const statusRecordsInterval = 2 * time.Second
 
 // ExtraConfig is the mapper-apiserver's own configuration.
 type ExtraConfig struct {
@@ -39,9 +33,13 @@ type ExtraConfig struct {
 	Cache *cache.Cache
 	// Rules follows the source's Customizations and SyncTargets and hands each snapshot to
 	// Cache.SetRules; nil renders no Customizations (the cache must then not wait for rules).
+	// mapper-apiserver writes nothing to the source but status written through views:
+	// mapper-controller, under leader election, writes the status of Customizations (from the
+	// render failures `locations` shows) and keeps status records in step.
 	Rules *customization.Follower
-	// RulesStatus writes the status of Customizations; nil writes none.
-	RulesStatus *customization.StatusWriter
+	// RenderEvents records an Event on each object whose rendering was refused; nil records
+	// none.
+	RenderEvents *customization.EventWriter
 	// View tunes the location views.
 	View view.Options
 	// Registrations follows the source's SyncTargets and location Leases for `locations`;
@@ -97,7 +95,7 @@ func (c completedConfig) New() (*Server, error) {
 	}
 	s := &Server{GenericAPIServer: genericServer}
 
-	locationsConfig := location.Config{Stats: c.ExtraConfig.Cache, Resources: location.CacheResourceHealth{Cache: c.ExtraConfig.Cache}}
+	locationsConfig := location.Config{Stats: c.ExtraConfig.Cache, Resources: location.CacheResourceHealth{Cache: c.ExtraConfig.Cache}, Failures: c.ExtraConfig.Cache}
 	if c.ExtraConfig.Registrations != nil {
 		locationsConfig.Registry = c.ExtraConfig.Registrations
 	}
@@ -112,8 +110,8 @@ func (c completedConfig) New() (*Server, error) {
 		return nil, err
 	}
 
-	sourceCache, src, registrations := c.ExtraConfig.Cache, c.ExtraConfig.Source, c.ExtraConfig.Registrations
-	rules, rulesStatus, deletionEvents := c.ExtraConfig.Rules, c.ExtraConfig.RulesStatus, c.ExtraConfig.DeletionEvents
+	sourceCache, registrations, rules := c.ExtraConfig.Cache, c.ExtraConfig.Registrations, c.ExtraConfig.Rules
+	deletionEvents, renderEvents := c.ExtraConfig.DeletionEvents, c.ExtraConfig.RenderEvents
 	s.GenericAPIServer.AddPostStartHookOrDie("start-source-cache", func(ctx genericapiserver.PostStartHookContext) error {
 		if deletionEvents != nil {
 			go deletionEvents.Run(ctx)
@@ -121,8 +119,8 @@ func (c completedConfig) New() (*Server, error) {
 		if rules != nil {
 			go rules.Run(ctx)
 		}
-		if rulesStatus != nil {
-			go rulesStatus.Run(ctx)
+		if renderEvents != nil {
+			go renderEvents.Run(ctx)
 		}
 		go sourceCache.Run(ctx)
 		go func() {
@@ -133,7 +131,6 @@ func (c completedConfig) New() (*Server, error) {
 		if registrations != nil {
 			registrations.Run(ctx)
 		}
-		go statusrecords.New(sourceCache, src, statusRecordsInterval).Run(ctx)
 		return nil
 	})
 	if err := s.GenericAPIServer.AddReadyzChecks(healthz.NamedCheck("source-cache-synced", func(*http.Request) error {

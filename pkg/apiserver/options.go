@@ -33,7 +33,9 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/locationbinding"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/location"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/view"
+	"github.com/cluster-mapper/cluster-mapper/pkg/rendercheck"
 	"github.com/cluster-mapper/cluster-mapper/pkg/source"
+	"github.com/cluster-mapper/cluster-mapper/pkg/sourcecluster"
 )
 
 // Options are the command-line options of mapper-apiserver: the generic aggregated-server
@@ -53,21 +55,29 @@ type Options struct {
 	// group, "deployments.apps"); empty mirrors every namespaced resource the source serves with
 	// list and watch, minus events and leases.
 	Resources []string
-	// SourceMode is SourceModePlain (default) or SourceModeKCP.
-	SourceMode string
-	// ClusterName is the logical cluster of every object of a plain source (a plain
-	// Kubernetes source is one logical cluster; a kcp.io/cluster annotation a user wrote is
-	// ignored). Unused in kcp mode.
-	ClusterName string
-	// SourceClusterPath is, in kcp mode, the path of one logical cluster on the source's
-	// server (the kubeconfig's server with a trailing /clusters/* removed); ClusterPlaceholder
-	// is replaced by the cluster. Reads by name and writes (status write-back, status records)
-	// go there.
-	SourceClusterPath string
+	// Clusters are --source-mode, --cluster-name and --source-cluster-path: how an object's
+	// logical cluster is found, and where reads by name and status write-back go.
+	Clusters *sourcecluster.Options
 
-	HistorySize       int
-	WatcherBufferSize int
-	BookmarkInterval  time.Duration
+	HistorySize int
+	// HistoryAge bounds the age of the events kept for watch resumption (docs/views.md,
+	// "Event history"); HistoryMemory the memory they keep alive, across resources (bytes);
+	// HistoryMaxObjectSize the size of a version kept in it once superseded (bytes).
+	HistoryAge           time.Duration
+	HistoryMemory        int64
+	HistoryMaxObjectSize int
+	// RenderWorkers, RenderCostPerObject and RenderCostPerSecond configure the Renderer that
+	// makes the renderings of Customizations away from ingest, fairly per namespace
+	// (cache.RendererOptions; docs/customization.md, "Fairness and budgets").
+	RenderWorkers       int
+	RenderCostPerObject int64
+	RenderCostPerSecond int64
+	// MaxCustomizationsPerNamespace and MaxMutationsPerNamespace bound what one namespace's
+	// Customizations may ask of the server (customization.Limits).
+	MaxCustomizationsPerNamespace int
+	MaxMutationsPerNamespace      int
+	WatcherBufferSize             int
+	BookmarkInterval              time.Duration
 	// DeletionEventDelay is --deletion-event-delay: how long a location may hold an object it
 	// is to delete its copy of before an Event on the object names it (pkg/deletionevents).
 	DeletionEventDelay time.Duration
@@ -82,32 +92,57 @@ type Options struct {
 	MinRequestTimeout int
 	// MaxWatchesPerUser bounds one user's concurrent watches on one location's view.
 	MaxWatchesPerUser int
+	// MaxRenderingBytes bounds the size of a rendering (Customizations and spec-diff patches)
+	// in bytes of JSON; a larger one is refused (rendercheck.TooLarge).
+	MaxRenderingBytes int64
 	// LocationAccess is the location-access mode (locationbinding.ModeBound or ModeOpen;
 	// docs/tenancy.md): in Bound a view shows an object only when a LocationBinding binds its
 	// namespace to the location.
 	LocationAccess string
 }
 
+// Defaults of the event history's memory bounds (docs/views.md, "Event history").
+const (
+	// DefaultHistoryMemory is --watch-history-memory: 256 MiB for the histories of all
+	// resources together. At the benchmark's ConfigMaps (1.9 KiB of JSON, 2.5 KiB as the
+	// history counts a superseded version) that is about 100,000 superseded versions, ten
+	// times what the count bound (--watch-history-size) keeps of one resource, while a writer
+	// of large objects can no longer grow a replica's memory without bound (150 writes of a
+	// 900 KB ConfigMap used to keep 225 MB).
+	DefaultHistoryMemory = 256 << 20
+	// DefaultHistoryMaxObjectSize is --watch-history-max-object-size: 256 KiB of JSON, a
+	// hundred times a typical object and a sixth of etcd's largest value (1.5 MiB). A version
+	// larger than that is kept only while it is the current one.
+	DefaultHistoryMaxObjectSize = 256 << 10
+)
+
 // NewOptions returns the default options. There is no etcd (the server stores nothing) and no
 // admission (views are read-only).
 func NewOptions() *Options {
 	o := &Options{
-		RecommendedOptions: genericoptions.NewRecommendedOptions("", Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)),
-		SourceQPS:          200,
-		SourceBurst:        400,
-		SourceMode:         SourceModePlain,
-		ClusterName:        "default",
-		SourceClusterPath:  source.DefaultClusterPath,
-		HistorySize:        10000,
-		WatcherBufferSize:  1000,
-		BookmarkInterval:   time.Minute,
-		DeletionEventDelay: 5 * time.Second,
-		DiscoveryInterval:  5 * time.Second,
-		FreshnessTimeout:   3 * time.Second,
-		ConsistentReadWait: 50 * time.Millisecond,
-		MinRequestTimeout:  300,
-		MaxWatchesPerUser:  100,
-		LocationAccess:     string(locationbinding.ModeBound),
+		RecommendedOptions:            genericoptions.NewRecommendedOptions("", Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)),
+		SourceQPS:                     200,
+		SourceBurst:                   400,
+		Clusters:                      sourcecluster.NewOptions(),
+		HistorySize:                   10000,
+		HistoryAge:                    cache.DefaultHistoryMaxAge,
+		HistoryMemory:                 DefaultHistoryMemory,
+		HistoryMaxObjectSize:          DefaultHistoryMaxObjectSize,
+		RenderWorkers:                 cache.DefaultRenderWorkers,
+		RenderCostPerObject:           cache.DefaultRenderCostPerObject,
+		RenderCostPerSecond:           cache.DefaultRenderCostPerSecond,
+		MaxCustomizationsPerNamespace: customization.DefaultMaxCustomizationsPerNamespace,
+		MaxMutationsPerNamespace:      customization.DefaultMaxMutationsPerNamespace,
+		WatcherBufferSize:             1000,
+		BookmarkInterval:              time.Minute,
+		DeletionEventDelay:            5 * time.Second,
+		DiscoveryInterval:             5 * time.Second,
+		FreshnessTimeout:              3 * time.Second,
+		ConsistentReadWait:            50 * time.Millisecond,
+		MinRequestTimeout:             300,
+		MaxWatchesPerUser:             100,
+		MaxRenderingBytes:             rendercheck.DefaultMaxBytes,
+		LocationAccess:                string(locationbinding.ModeBound),
 	}
 	o.RecommendedOptions.Etcd = nil
 	o.RecommendedOptions.Admission = nil
@@ -121,10 +156,16 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.SourceQPS, "source-qps", o.SourceQPS, "Queries per second of the server's own requests to the source.")
 	fs.IntVar(&o.SourceBurst, "source-burst", o.SourceBurst, "Burst of the server's own requests to the source.")
 	fs.StringSliceVar(&o.Resources, "resources", o.Resources, "Mirrored resources as resource.group (e.g. configmaps,deployments.apps,widgets.example.com). Empty: every namespaced resource the source serves with list and watch, minus events and leases.")
-	fs.StringVar(&o.SourceMode, "source-mode", o.SourceMode, "How logical clusters are found: \"plain\" (a Kubernetes source, one logical cluster named by --cluster-name; a kcp.io/cluster annotation on an object is ignored) or \"kcp\" (the source kubeconfig points at kcp's wildcard endpoint .../clusters/*; each object's cluster is its kcp.io/cluster annotation, and objects without a valid one are not served).")
-	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "With --source-mode=plain: the logical cluster name of every source object (views show it in kcp.io/cluster).")
-	fs.StringVar(&o.SourceClusterPath, "source-cluster-path", o.SourceClusterPath, "With --source-mode=kcp: the path of one logical cluster on the source's server (the kubeconfig's server with a trailing /clusters/* removed); "+source.ClusterPlaceholder+" is replaced by the cluster. Reads by name and status writes go there.")
+	o.Clusters.AddFlags(fs)
 	fs.IntVar(&o.HistorySize, "watch-history-size", o.HistorySize, "Events kept per resource so watches can resume from a resourceVersion; older ones answer 410 Gone.")
+	fs.DurationVar(&o.HistoryAge, "watch-history-age", o.HistoryAge, "How long an event is kept so watches can resume from its resourceVersion, at most (kube-apiserver's watch cache keeps about 75s); older resumes answer 410 Gone.")
+	fs.Int64Var(&o.HistoryMemory, "watch-history-memory", o.HistoryMemory, "Bytes of memory the event histories of all resources may keep alive together (superseded object versions, estimated); past it, the resources that hold more than their share drop their oldest events. 0: no bound.")
+	fs.IntVar(&o.HistoryMaxObjectSize, "watch-history-max-object-size", o.HistoryMaxObjectSize, "Bytes of JSON above which a superseded object version is not kept in the event history; a resume that needs it answers 410 Gone. 0: keep every version.")
+	fs.IntVar(&o.RenderWorkers, "render-workers", o.RenderWorkers, "Renderings by Customizations made at once; one namespace has one at most, so that its slow Customizations never hold another's.")
+	fs.Int64Var(&o.RenderCostPerObject, "render-cost-per-object", o.RenderCostPerObject, "CEL cost units the renderings of one object version (every location and Customization) may spend; past it the Customization is not applied to it (the view keeps its last rendering) and is marked Degraded.")
+	fs.Int64Var(&o.RenderCostPerSecond, "render-cost-per-second", o.RenderCostPerSecond, "CEL cost units per second the renderings of one namespace may spend on average; a namespace that spent more waits (its Customizations report Degraded, reason Throttled).")
+	fs.IntVar(&o.MaxCustomizationsPerNamespace, "max-customizations-per-namespace", o.MaxCustomizationsPerNamespace, "Customizations of one namespace applied at most, the oldest first; the others select objects that then fail to render (views keep their last rendering) and are marked Degraded. 0: no limit.")
+	fs.IntVar(&o.MaxMutationsPerNamespace, "max-mutations-per-namespace", o.MaxMutationsPerNamespace, "Mutations of one namespace's Customizations applied at most, counted the oldest Customization first; a Customization whose mutations go past it is treated as over --max-customizations-per-namespace. 0: no limit.")
 	fs.IntVar(&o.WatcherBufferSize, "watcher-buffer-size", o.WatcherBufferSize, "Events a watcher may fall behind before it is closed (its client re-watches).")
 	fs.DurationVar(&o.DeletionEventDelay, "deletion-event-delay", o.DeletionEventDelay, "How long a location may take to delete its copy of an object that waits for it (its finalizer locations.mapper.kcp.io/<location>) before an Event on the object names the location (one per object and location).")
 	fs.DurationVar(&o.BookmarkInterval, "bookmark-interval", o.BookmarkInterval, "How often watchers that allow bookmarks get one, when the resource moved on since their last event (kube-apiserver sends them about once a minute).")
@@ -132,6 +173,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.FreshnessTimeout, "freshness-timeout", o.FreshnessTimeout, "How long a read waits for the cache to reach a resourceVersion before answering 504.")
 	fs.IntVar(&o.MinRequestTimeout, "min-request-timeout", o.MinRequestTimeout, "Seconds a view watch stays open at least: each watch ends after a random time in [t, 2t) (as kube-apiserver's flag), and a client's larger timeoutSeconds is reduced to it, so a revoked permission ends every open watch within 2t (docs/install.md).")
 	fs.IntVar(&o.MaxWatchesPerUser, "max-watches-per-user", o.MaxWatchesPerUser, "Concurrent watches one user may hold on one location's view; more are answered 429. 0: no limit.")
+	fs.Int64Var(&o.MaxRenderingBytes, "max-rendering-bytes", o.MaxRenderingBytes, "The largest rendering of an object for a location (its Customizations and spec-diff.kcp.io/<location> patch), in bytes of JSON, checked after each mutation: a larger one is refused, reported in the Customization's status and the logs, and the view keeps the last rendering or withholds the object (503). The default is kube-apiserver's request body limit (docs/customization.md).")
 	fs.StringVar(&o.LocationAccess, "location-access", o.LocationAccess, "Which locations may see an object: \"Bound\" (a location's view shows an object only when a LocationBinding of the object's namespace, kcp: of its logical cluster and namespace, binds the location; cluster-scoped objects are bound by the LocationBindings of cluster-mapper-system) or \"Open\" (every location an object is assigned to, whoever wrote the assignment: for a source with a single tenant). See docs/tenancy.md.")
 	fs.DurationVar(&o.ConsistentReadWait, "consistent-read-wait", o.ConsistentReadWait, "How long a read with resourceVersion \"\" waits for the cache to prove it reached the source's current resourceVersion before it is served at the cache's own (docs/views.md).")
 }
@@ -151,17 +193,8 @@ func (o *Options) Validate() error {
 	if _, err := ParseResources(o.Resources); err != nil {
 		errs = append(errs, err.Error())
 	}
-	switch o.SourceMode {
-	case SourceModePlain:
-		if err := contract.ValidateClusterName(o.ClusterName); err != nil {
-			errs = append(errs, "--cluster-name: "+err.Error())
-		}
-	case SourceModeKCP:
-		if !strings.Contains(o.SourceClusterPath, source.ClusterPlaceholder) || !strings.HasPrefix(o.SourceClusterPath, "/") {
-			errs = append(errs, fmt.Sprintf("--source-cluster-path %q must start with / and contain %s", o.SourceClusterPath, source.ClusterPlaceholder))
-		}
-	default:
-		errs = append(errs, fmt.Sprintf("--source-mode %q is not %q or %q", o.SourceMode, SourceModePlain, SourceModeKCP))
+	if err := o.Clusters.Validate(); err != nil {
+		errs = append(errs, err.Error())
 	}
 	if _, err := locationbinding.ParseMode(o.LocationAccess); err != nil {
 		errs = append(errs, "--location-access: "+err.Error())
@@ -169,11 +202,23 @@ func (o *Options) Validate() error {
 	if o.HistorySize < 1 {
 		errs = append(errs, "--watch-history-size must be at least 1")
 	}
+	if o.HistoryAge < 0 || o.HistoryMemory < 0 || o.HistoryMaxObjectSize < 0 {
+		errs = append(errs, "--watch-history-age, --watch-history-memory and --watch-history-max-object-size must not be negative")
+	}
+	if o.RenderWorkers < 1 || o.RenderCostPerObject < 1 || o.RenderCostPerSecond < 1 {
+		errs = append(errs, "--render-workers, --render-cost-per-object and --render-cost-per-second must be at least 1")
+	}
+	if o.MaxCustomizationsPerNamespace < 0 || o.MaxMutationsPerNamespace < 0 {
+		errs = append(errs, "--max-customizations-per-namespace and --max-mutations-per-namespace must not be negative")
+	}
 	if o.WatcherBufferSize < 1 {
 		errs = append(errs, "--watcher-buffer-size must be at least 1")
 	}
 	if o.MinRequestTimeout < 1 {
 		errs = append(errs, "--min-request-timeout must be at least 1 (second)")
+	}
+	if o.MaxRenderingBytes < 1024 {
+		errs = append(errs, "--max-rendering-bytes must be at least 1024")
 	}
 	if o.MaxWatchesPerUser < 0 {
 		errs = append(errs, "--max-watches-per-user must not be negative")
@@ -241,23 +286,19 @@ func (o *Options) Config() (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	store := cache.StoreOptions{DefaultCluster: o.ClusterName}
-	viewOpts := view.Options{PlainCluster: o.ClusterName}
+	store := cache.StoreOptions{DefaultCluster: o.Clusters.ClusterName}
 	var clusterDynamic func(string) (dynamic.Interface, error)
-	if o.SourceMode == SourceModeKCP {
-		clients, err := source.NewClusterClients(sourceConfig, o.SourceClusterPath)
-		if err != nil {
+	if o.Clusters.KCP() {
+		if clusterDynamic, err = o.Clusters.Writers(sourceConfig); err != nil {
 			return nil, err
 		}
-		clusterDynamic = clients.For
 		store = cache.StoreOptions{ClusterFromAnnotation: true}
-		viewOpts.PlainCluster = ""
 	}
 	// On a plain source, every object the cache stores carries kcp.io/cluster (DESIGN.md,
 	// "Names"): the object client writes it into the bytes it reads.
 	var add source.Annotation
-	if o.SourceMode != SourceModeKCP {
-		add = source.Annotation{Key: contract.ClusterAnnotation, Value: o.ClusterName}
+	if !o.Clusters.KCP() {
+		add = source.Annotation{Key: contract.ClusterAnnotation, Value: o.Clusters.ClusterName}
 	}
 	objects, err := source.NewObjectClient(sourceConfig, nil, add)
 	if err != nil {
@@ -280,6 +321,12 @@ func (o *Options) Config() (*Config, error) {
 		Delay:    o.DeletionEventDelay,
 		Instance: serverIdentity(),
 	})
+	renderer := cache.NewRenderer(cache.RendererOptions{
+		Workers: o.RenderWorkers, CostPerObject: o.RenderCostPerObject, CostPerSecond: o.RenderCostPerSecond})
+	historyAge := o.HistoryAge
+	if historyAge == 0 {
+		historyAge = -1 // no age bound
+	}
 	c, err = cache.New(cache.Config{
 		Source:    src,
 		Resources: resources,
@@ -287,9 +334,14 @@ func (o *Options) Config() (*Config, error) {
 			DefaultCluster:        store.DefaultCluster,
 			ClusterFromAnnotation: store.ClusterFromAnnotation,
 			HistorySize:           o.HistorySize,
+			HistoryMaxAge:         historyAge,
+			HistoryBudget:         cache.NewHistoryBudget(o.HistoryMemory),
+			HistoryMaxObjectSize:  o.HistoryMaxObjectSize,
+			Renderer:              renderer,
 			WatcherBufferSize:     o.WatcherBufferSize,
 			BookmarkInterval:      o.BookmarkInterval,
 			DeletionPending:       pending.Pending,
+			MaxRenderingBytes:     o.MaxRenderingBytes,
 		},
 		DiscoveryInterval: o.DiscoveryInterval,
 		WaitForRules:      true,
@@ -299,7 +351,8 @@ func (o *Options) Config() (*Config, error) {
 	}
 	access, _ := locationbinding.ParseMode(o.LocationAccess)
 	rules := customization.NewFollower(dyn, customization.FollowerOptions{
-		Options: customization.Options{PlainCluster: viewOpts.PlainCluster},
+		Options: customization.Options{PlainCluster: o.Clusters.PlainCluster(), MaxRenderingBytes: o.MaxRenderingBytes, Limits: customization.Limits{
+			CustomizationsPerNamespace: o.MaxCustomizationsPerNamespace, MutationsPerNamespace: o.MaxMutationsPerNamespace}},
 		OpenAPI: disc.OpenAPIV3(),
 		Access:  access,
 	})
@@ -312,9 +365,9 @@ func (o *Options) Config() (*Config, error) {
 			Registrations:  location.NewRegistrations(kube, dyn, LeaseNamespace),
 			DeletionEvents: pending,
 			Rules:          rules,
-			RulesStatus:    customization.NewStatusWriter(rules, customizationFailures(c), writeClient, customizationStatusInterval),
+			RenderEvents:   customization.NewEventWriter(renderRefusals(c), writeClient, customizationStatusInterval),
 			View: view.Options{
-				PlainCluster:       viewOpts.PlainCluster,
+				PlainCluster:       o.Clusters.PlainCluster(),
 				FreshnessTimeout:   o.FreshnessTimeout,
 				ConsistentReadWait: o.ConsistentReadWait,
 				MinRequestTimeout:  time.Duration(o.MinRequestTimeout) * time.Second,

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 
@@ -74,8 +75,10 @@ type Cache struct {
 	// ready latches HasSynced once it held.
 	ready bool
 
-	// rules are the rules new stores start with (SetRules); rulesMu serializes SetRules.
+	// rules are the rules new stores start with (SetRules), rulesSeq counts the SetRules calls
+	// (both guarded by mu); rulesMu serializes the re-renderings of SetRules.
 	rules     storeRules
+	rulesSeq  uint64
 	rulesMu   sync.Mutex
 	rulesOnce sync.Once
 	// rulesSet is closed by the first SetRules.
@@ -98,6 +101,9 @@ func New(cfg Config) (*Cache, error) {
 	if cfg.DiscoveryInterval <= 0 {
 		cfg.DiscoveryInterval = DefaultDiscoveryInterval
 	}
+	if r := cfg.Store.Renderer; r != nil {
+		r.setSource(cfg.Source.ResourceVersion)
+	}
 	return &Cache{
 		cfg:      cfg,
 		mirrors:  map[schema.GroupVersionResource]*mirror{},
@@ -107,10 +113,16 @@ func New(cfg Config) (*Cache, error) {
 
 // Run reads the source's discovery every DiscoveryInterval and keeps one reflector per selected
 // resource running: a resource that appears gets a new store and reflector, one that
-// disappears has its reflector stopped and its store closed (its watches end cleanly). Run
-// returns when ctx ends, after stopping every reflector and closing every store.
+// disappears has its reflector stopped and its store closed (its watches end cleanly). It
+// also runs the stores' Renderer (StoreOptions.Renderer) and drops the events the histories'
+// age and memory bounds no longer allow (sweepHistories). Run returns when ctx ends, after
+// stopping every reflector and closing every store.
 func (c *Cache) Run(ctx context.Context) {
 	defer c.stopAll()
+	if r := c.cfg.Store.Renderer; r != nil {
+		go r.Run(ctx)
+	}
+	go wait.UntilWithContext(ctx, c.sweepHistories, historySweepInterval)
 	if c.cfg.WaitForRules {
 		select {
 		case <-c.rulesSet:
@@ -174,6 +186,24 @@ func (c *Cache) syncResources(ctx context.Context) {
 	for _, m := range stopped {
 		klog.V(1).InfoS("The source no longer serves a resource; stopped mirroring it", "resource", m.info.GVR.String())
 		m.stop()
+	}
+}
+
+// historySweepInterval is how often the histories are trimmed to their age and memory bounds
+// (their own writes trim them too).
+const historySweepInterval = time.Second
+
+// sweepHistories drops from every store's history the events its age and memory bounds no
+// longer allow, so that a resource that is no longer written does not keep them.
+func (c *Cache) sweepHistories(context.Context) {
+	c.mu.RLock()
+	stores := make([]*ResourceStore, 0, len(c.mirrors))
+	for _, m := range c.mirrors {
+		stores = append(stores, m.store)
+	}
+	c.mu.RUnlock()
+	for _, s := range stores {
+		s.trimHistory()
 	}
 }
 

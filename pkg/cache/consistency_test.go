@@ -12,11 +12,16 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 
+	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
 )
 
 // TestConsistencyUnderConcurrency drives random ingest (adds, updates with re-assignment and
@@ -25,9 +30,60 @@ import (
 // watch protocol (ADDED only for unknown objects, MODIFIED/DELETED only for known ones, RVs
 // never going backwards) and, at the end, that the state it built equals List. Run with -race.
 func TestConsistencyUnderConcurrency(t *testing.T) {
-	s := newTestStore(t, StoreOptions{HistorySize: 300, WatcherBufferSize: 20, BookmarkInterval: 5 * time.Millisecond})
+	testConsistency(t, nil)
+}
+
+// TestConsistencyWithDeferredRenderings is TestConsistencyUnderConcurrency with a Customization
+// that renders the objects of one of the two namespaces, deferred to a running Renderer (a
+// re-rendering event interleaves with the source's events at any time), and the rules
+// changed now and then (deferred re-renderings of every customized object). Half the clients
+// select by a label that versions change while their rendering is pending: a selector matches
+// what the view shows (Object.selectable), so an object enters or leaves a selection when its
+// rendering does. The protocol is the same, except that a watch resumed from a resourceVersion
+// replays a re-rendering at exactly that resourceVersion (docs/views.md, "Customizations and
+// resourceVersions"): an ADDED of a known object at that resourceVersion, or a DELETED of an
+// unknown one, is accepted as that replay.
+func TestConsistencyWithDeferredRenderings(t *testing.T) {
+	r := NewRenderer(RendererOptions{Workers: 2})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go r.Run(ctx)
+	testConsistency(t, r)
+}
+
+// annotationRule is a Customization ns0/annotate that sets annotation "shown-in" of every
+// ConfigMap of ns0 to the location's name, with suffix.
+func annotationRule(suffix string) *controlv1alpha1.Customization {
+	return &controlv1alpha1.Customization{
+		ObjectMeta: metav1.ObjectMeta{Name: "annotate", Namespace: "ns0", Generation: 1},
+		Spec: controlv1alpha1.CustomizationSpec{
+			Resources: []controlv1alpha1.ResourceRule{{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}}},
+			Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeJSONPatch,
+				JSONPatch: &admissionregistrationv1.JSONPatch{Expression: `[JSONPatch{op: "add", path: "/metadata/annotations/shown-in", value: location.metadata.name + "` + suffix + `"}]`}}},
+		},
+	}
+}
+
+// testConsistency is TestConsistencyUnderConcurrency, with renderer (nil: none) making the
+// renderings of a Customization of ns0.
+func testConsistency(t *testing.T, renderer *Renderer) {
+	s := newTestStore(t, StoreOptions{HistorySize: 300, WatcherBufferSize: 20, BookmarkInterval: 5 * time.Millisecond, Renderer: renderer})
 	locations := []string{"l0", "l1", "l2", "l3"}
 	rng := rand.New(rand.NewSource(1))
+	var setRules func(step int)
+	if renderer != nil {
+		c := customization.NewCompiler(customization.Options{PlainCluster: "root"})
+		snapshots := make([]Rules, 2)
+		for i, suffix := range []string{"", "-again"} {
+			snap, errs := c.Snapshot(uint64(i+1), []*controlv1alpha1.Customization{annotationRule(suffix)}, nil)
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			snapshots[i] = snap
+		}
+		setRules = func(step int) { s.SetRules(snapshots[step%2], 0) }
+		setRules(0)
+	}
 	mustReplace(t, s, 1)
 
 	randomObj := func(rv uint64) *unstructured.Unstructured {
@@ -50,13 +106,15 @@ func TestConsistencyUnderConcurrency(t *testing.T) {
 	defer cancel()
 	var wg sync.WaitGroup
 	type client struct {
-		loc     string
-		pred    func(*Object) bool
-		state   map[contract.Key]uint64
-		lastRV  uint64
-		rewatch int
-		log     []string
-		initial bool // receiving initial events (not RV-ordered) until the end bookmark
+		loc string
+		// resumedFrom is the resourceVersion the current watch resumed from (0: none).
+		resumedFrom uint64
+		pred        func(*Object) bool
+		state       map[contract.Key]uint64
+		lastRV      uint64
+		rewatch     int
+		log         []string
+		initial     bool // receiving initial events (not RV-ordered) until the end bookmark
 	}
 	preds := []func(*Object) bool{nil, func(o *Object) bool { return o.Labels().Get("app") == "x" }}
 	clients := make([]*client, 12)
@@ -101,6 +159,7 @@ func TestConsistencyUnderConcurrency(t *testing.T) {
 						lg("listed %d items at %d: %v", len(res.Items), res.ResourceVersion, sortedState(c.state))
 						fallthrough
 					default:
+						c.resumedFrom = c.lastRV
 						w, err = s.Watch(ctx, c.loc, WatchOptions{ResourceVersion: c.lastRV, AllowBookmarks: true, Predicate: c.pred})
 					}
 					lg("watch err=%v", err)
@@ -168,8 +227,15 @@ func TestConsistencyUnderConcurrency(t *testing.T) {
 						errs <- fmt.Errorf("client %d: %s %s@%d after RV %d", i, e.Type, o.Key(), rv, c.lastRV)
 						return
 					}
-					_, known := c.state[o.Key()]
+					knownRV, known := c.state[o.Key()]
+					// A re-rendering at exactly the resume point is replayed (the client may
+					// have seen it, or listed after it): an ADDED of the object it knows at
+					// that resourceVersion, or a DELETED of one it does not know (client-go's
+					// DeltaFIFO drops such a deletion).
+					replayed := renderer != nil && rv == c.resumedFrom &&
+						((e.Type == watch.Added && knownRV == rv) || (e.Type == watch.Deleted && !known))
 					switch {
+					case replayed:
 					case e.Type == watch.Added && known, e.Type != watch.Added && !known:
 						errs <- fmt.Errorf("client %d (%s): %s %s@%d, known=%v\n%s", i, c.loc, e.Type, o.Key(), rv, known, strings.Join(c.log, "\n"))
 						return
@@ -262,8 +328,12 @@ func TestConsistencyUnderConcurrency(t *testing.T) {
 				delete(present, k)
 				break
 			}
-		case r < 97:
+		case r < 96:
 			s.UpdateResourceVersion(strconv.FormatUint(rv, 10))
+		case r < 97:
+			if setRules != nil {
+				setRules(step)
+			}
 		default:
 			// Relist: some objects changed, some vanished, some new.
 			next := map[string]*unstructured.Unstructured{}
@@ -290,6 +360,35 @@ func TestConsistencyUnderConcurrency(t *testing.T) {
 		if step%500 == 0 {
 			time.Sleep(time.Millisecond)
 		}
+	}
+	if renderer != nil {
+		// Every rendering made and applied before the last resourceVersion.
+		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			s.mu.RLock()
+			defer s.mu.RUnlock()
+			for _, o := range s.objects {
+				if len(o.pendingLocations()) > 0 {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+		if err != nil {
+			t.Fatalf("renderings still pending: %v", err)
+		}
+		rendered := 0
+		s.mu.RLock()
+		for _, o := range s.objects {
+			if len(o.rendered) > 0 {
+				rendered++
+			}
+		}
+		s.mu.RUnlock()
+		if rendered == 0 {
+			t.Fatal("no object is rendered by the Customization: the test exercises nothing")
+		}
+		t.Logf("%d objects rendered by the Customization", rendered)
+		rv = max(rv, s.ResourceVersion())
 	}
 	rv++
 	finalMu.Lock()

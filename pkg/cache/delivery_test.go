@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 	testingclock "k8s.io/utils/clock/testing"
@@ -19,7 +20,7 @@ import (
 func TestWatchersKeepNoGoroutineWhileConsumersKeepUp(t *testing.T) {
 	s := newTestStore(t, StoreOptions{})
 	mustReplace(t, s, 10, cm("ns", "a", 5, locs("east")))
-	base := runtime_NumGoroutine()
+	before := goleak.IgnoreCurrent()
 	var initial, resumed []watch.Interface
 	for i := 0; i < 100; i++ {
 		w := mustWatch(t, s, "east", WatchOptions{InitialEvents: true})
@@ -29,7 +30,7 @@ func TestWatchersKeepNoGoroutineWhileConsumersKeepUp(t *testing.T) {
 		initial = append(initial, w)
 		resumed = append(resumed, mustWatch(t, s, "east", WatchOptions{ResourceVersion: 10}))
 	}
-	waitGoroutines(t, base)
+	goleak.VerifyNone(t, before)
 	for i := 0; i < 3; i++ {
 		mustAdd(t, s, cm("ns", name(i), uint64(11+i), locs("east")))
 		want := fmt.Sprintf("ADDED %s@%d", name(i), 11+i)
@@ -39,7 +40,7 @@ func TestWatchersKeepNoGoroutineWhileConsumersKeepUp(t *testing.T) {
 			}
 		}
 	}
-	waitGoroutines(t, base)
+	goleak.VerifyNone(t, before)
 }
 
 // TestLaggingConsumerGetsEverythingInOrder: events that do not fit the result channel wait for
@@ -58,7 +59,7 @@ func TestLaggingConsumerGetsEverythingInOrder(t *testing.T) {
 		initial = append(initial, fmt.Sprintf("ADDED %s@%d", n, 1+i))
 	}
 	mustReplace(t, s, 20, items...)
-	base := runtime_NumGoroutine()
+	before := goleak.IgnoreCurrent()
 	w := mustWatch(t, s, "east", WatchOptions{InitialEvents: true})
 	// The consumer reads nothing while 40 events arrive: more than the result channel holds.
 	var want []string
@@ -74,7 +75,7 @@ func TestLaggingConsumerGetsEverythingInOrder(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("events:\n got: %v\nwant: %v", got, want)
 	}
-	waitGoroutines(t, base)
+	goleak.VerifyNone(t, before)
 	mustAdd(t, s, cm("other", "late", 61, locs("east")))
 	expect(t, w, "ADDED late@61")
 }
@@ -115,23 +116,20 @@ func TestBookmarksFollowEachWatchersStart(t *testing.T) {
 	s := newTestStore(t, StoreOptions{Clock: clk, BookmarkInterval: 3 * time.Second})
 	mustReplace(t, s, 10)
 	first := mustWatch(t, s, "east", WatchOptions{AllowBookmarks: true})
-	deadline := time.Now().Add(5 * time.Second)
-	for clk.Waiters() < 1 && time.Now().Before(deadline) { // the store's ticker
-		time.Sleep(time.Millisecond)
-	}
-	clk.Step(time.Second)
+	waitTicker(t, clk)
+	step(t, s, clk, time.Second)
 	second := mustWatch(t, s, "west", WatchOptions{AllowBookmarks: true})
 	s.UpdateResourceVersion("15")
-	clk.Step(time.Second)
+	step(t, s, clk, time.Second)
 	expectNothing(t, first)
-	clk.Step(time.Second) // 3 s after the first watcher's start
+	step(t, s, clk, time.Second) // 3 s after the first watcher's start
 	expect(t, first, "BOOKMARK@15")
 	expectNothing(t, second)
-	clk.Step(time.Second) // 3 s after the second's
+	step(t, s, clk, time.Second) // 3 s after the second's
 	expect(t, second, "BOOKMARK@15")
 	expectNothing(t, first)
 	s.UpdateResourceVersion("16")
-	clk.Step(2 * time.Second) // 3 s after the first one's bookmark
+	step(t, s, clk, 2*time.Second) // 3 s after the first one's bookmark
 	expect(t, first, "BOOKMARK@16")
 	expectNothing(t, second)
 }

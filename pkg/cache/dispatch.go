@@ -18,7 +18,6 @@ func (s *ResourceStore) applyLocked(ev *event, record bool) {
 	if ev.prev != nil {
 		oldLocs = ev.prev.locations
 	}
-	delete(s.statusObjects, ev.obj.key)
 	delete(s.failingObjects, ev.obj.key)
 	if ev.typ == watch.Deleted {
 		delete(s.objects, ev.obj.key)
@@ -33,9 +32,6 @@ func (s *ResourceStore) applyLocked(ev *event, record bool) {
 		s.objects[ev.obj.key] = ev.obj
 		if uid := ev.obj.uid; s.opts.ClusterFromAnnotation && uid != "" {
 			s.byUID[uid] = ev.obj.key
-		}
-		if ev.obj.statusDiffers {
-			s.statusObjects[ev.obj.key] = ev.obj
 		}
 		if len(ev.obj.failed) > 0 {
 			s.failingObjects[ev.obj.key] = ev.obj
@@ -87,7 +83,7 @@ func (s *ResourceStore) applyLocked(ev *event, record bool) {
 	s.metrics.recordDispatch(counts)
 
 	if record && (len(oldLocs) > 0 || len(newLocs) > 0) {
-		s.history.add(ev)
+		s.history.add(ev, s.clock.Now())
 	}
 	if ev.rv > s.rv {
 		s.rv = ev.rv
@@ -101,7 +97,7 @@ func (s *ResourceStore) applyLocked(ev *event, record bool) {
 func (s *ResourceStore) dispatchLocked(li *locationIndex, ev *event, inOld, inNew bool, counts *dispatchCounts) {
 	var slow []*watcher
 	for _, w := range li.watchers {
-		e, ok := ev.forWatcher(inOld, inNew, w.pred)
+		e, ok := ev.forWatcher(li.name, inOld, inNew, w.pred)
 		if !ok {
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
@@ -177,16 +178,33 @@ func expect(t testing.TB, w watch.Interface, want ...string) {
 	expectNothing(t, w)
 }
 
-// expectNothing checks that no event is pending (short wait).
+// expectNothing checks that the store delivered nothing to w that the test has not read. The
+// store dispatches an event to its watchers under its lock, before the write that caused it
+// returns (dispatch.go): the event is then in the result channel, or queued for the watcher's
+// pump goroutine (delivery.go). So once the pump is idle, everything delivered so far is in
+// the result channel, and an empty channel means nothing was. It waits for the pump, not for
+// a fixed time.
 func expectNothing(t testing.TB, w watch.Interface) {
 	t.Helper()
+	ww, ok := w.(*watcher)
+	if !ok {
+		t.Fatalf("expectNothing of a %T, not a store's watcher", w)
+	}
+	idle := func(context.Context) (bool, error) {
+		ww.mu.Lock()
+		defer ww.mu.Unlock()
+		return !ww.pumping || len(ww.result) > 0, nil
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 5*time.Second, true, idle); err != nil {
+		t.Fatalf("the watcher's pump is still sending after 5s")
+	}
 	select {
 	case e, ok := <-w.ResultChan():
 		if ok {
 			t.Fatalf("unexpected event %s", ev(e))
 		}
 		t.Fatalf("unexpected close")
-	case <-time.After(30 * time.Millisecond):
+	default:
 	}
 }
 

@@ -276,8 +276,8 @@ func (s *ResourceStore) deleteMovedLocked(moved *Object, rv uint64) {
 // version, since build runs once per version).
 //
 // prev is the stored version before this one (nil for a new object): where location's
-// rendering (its Customizations and its own patch) fails on the new version, the view keeps
-// prev's rendering (settleRendering).
+// rendering (its Customizations and its own patch) fails on the new version, or is deferred to
+// the store's Renderer, the view keeps prev's rendering (settleRendering).
 func (s *ResourceStore) build(id identity, prev *Object) *Object {
 	var locs []string
 	if str, present := id.annotations[contract.AssignedLocationsAnnotation]; present || id.assignmentNotString {
@@ -325,18 +325,27 @@ func (s *ResourceStore) build(id identity, prev *Object) *Object {
 		o.jsonOnce.Do(func() { o.json = raw })
 		o.sourceJSON = true
 	}
-	o.settleRendering(s.rules.load(), s.gvr, prev, func(location string, err error) {
-		if (RenderFailure{Err: err}).isCustomization() {
-			s.metrics.customizationFailures.Inc()
-		} else {
-			s.metrics.specDiffFailures.Inc()
-		}
-		klog.InfoS("An object cannot be rendered for a location; its view keeps the last version that rendered, or withholds the object",
-			"resource", s.gvr.GroupResource().String(), "object", contract.Truncate(string(id.key), maxLoggedValue),
-			"location", location, "resourceVersion", contract.Truncate(id.rvString, maxLoggedValue),
-			"err", contract.Truncate(err.Error(), maxLoggedValue))
-	})
+	rules := s.rules.load()
+	var deferred func(string) bool
+	if s.opts.Renderer != nil {
+		// A rendering that runs CEL waits for a Renderer worker (render.go).
+		deferred = func(location string) bool { return runsCEL(rules, s.gvr, o, location) }
+	}
+	o.settleRendering(rules, s.gvr, s.opts.MaxRenderingBytes, prev, deferred, func(location string, err error) { s.renderFailed(o, location, err) })
 	return o
+}
+
+// renderFailed counts and logs that location's rendering of o failed with err.
+func (s *ResourceStore) renderFailed(o *Object, location string, err error) {
+	if (RenderFailure{Err: err}).isCustomization() {
+		s.metrics.customizationFailures.Inc()
+	} else {
+		s.metrics.specDiffFailures.Inc()
+	}
+	klog.InfoS("An object cannot be rendered for a location; its view keeps the last version that rendered, or withholds the object",
+		"resource", s.gvr.GroupResource().String(), "object", contract.Truncate(string(o.key), maxLoggedValue),
+		"location", location, "resourceVersion", contract.Truncate(o.rvString, maxLoggedValue),
+		"err", contract.Truncate(err.Error(), maxLoggedValue))
 }
 
 // settle finishes o, the new version of prev (nil for a new object), before it is published:
@@ -414,6 +423,7 @@ func (s *ResourceStore) upsert(obj interface{}) error {
 		s.restartHistoryLocked()
 	}
 	s.notifyLocked()
+	s.enqueuePending(o)
 	return nil
 }
 
@@ -467,6 +477,7 @@ func (s *ResourceStore) Delete(obj interface{}) error {
 	}
 	o := newObject(prev.key, prev.cluster, prev.namespace, prev.name, prev.assigned, rv, final)
 	o.locations, o.rendered, o.lastGood, o.failed = prev.locations, prev.rendered, prev.lastGood, prev.failed
+	o.ensureVariants()
 	s.applyLocked(&event{typ: watch.Deleted, rv: rv, obj: o, prev: prev}, !late)
 	if late {
 		s.restartHistoryLocked()
@@ -577,6 +588,7 @@ func (s *ResourceStore) Replace(list []interface{}, resourceVersion string) erro
 			typ = watch.Modified
 		}
 		s.applyLocked(&event{typ: typ, rv: o.rv, obj: o, prev: prev}, !restart)
+		s.enqueuePending(o)
 	}
 	for _, prev := range vanished {
 		s.applyLocked(&event{typ: watch.Deleted, rv: s.rv, obj: prev, prev: prev}, false)

@@ -96,13 +96,45 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	})
 
+	renderQueued = metrics.NewGauge(&metrics.GaugeOpts{
+		Name:           "mapper_apiserver_renderings_queued",
+		Help:           "Objects whose renderings by Customizations wait for a Renderer worker (not counting those in progress).",
+		StabilityLevel: metrics.ALPHA,
+	})
+
+	renderDuration = metrics.NewHistogram(&metrics.HistogramOpts{
+		Name:           "mapper_apiserver_rendering_duration_seconds",
+		Help:           "Time a Renderer worker took to render the pending locations of one object version and apply them.",
+		Buckets:        []float64{0.001, 0.005, 0.025, 0.1, 0.5, 2.5, 10, 30},
+		StabilityLevel: metrics.ALPHA,
+	})
+
+	renderCost = metrics.NewCounter(&metrics.CounterOpts{
+		Name:           "mapper_apiserver_rendering_cel_cost_total",
+		Help:           "CEL cost units (k8s.io/apiserver's cost model) spent by the Renderer's workers.",
+		StabilityLevel: metrics.ALPHA,
+	})
+
+	historyBytes = metrics.NewGauge(&metrics.GaugeOpts{
+		Name:           "mapper_apiserver_watch_history_bytes",
+		Help:           "Estimated memory the event histories of all resources keep alive (superseded object versions), against --watch-history-memory.",
+		StabilityLevel: metrics.ALPHA,
+	})
+
+	historyEvictions = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "mapper_apiserver_watch_history_evictions_total",
+		Help:           "Events dropped from the history for watch resumption, by why: count (--watch-history-size), age (--watch-history-age), memory (--watch-history-memory), large (a version larger than --watch-history-max-object-size was superseded).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource", "reason"})
+
 	registerMetricsOnce sync.Once
 )
 
 // registerMetrics registers the package's metrics in the legacy registry (once per process).
 func registerMetrics() {
 	registerMetricsOnce.Do(func() {
-		legacyregistry.MustRegister(malformedAssignments, unboundAssignments, specDiffFailures, customizationFailures, invalidClusters, slowWatchersClosed, eventsDispatched, currentWatchers, pendingDeletions, cachedObjects, historyRestarts, sourceListErrors, objectEncodings)
+		legacyregistry.MustRegister(malformedAssignments, unboundAssignments, specDiffFailures, customizationFailures, invalidClusters, slowWatchersClosed, eventsDispatched, currentWatchers, pendingDeletions, cachedObjects, historyRestarts, sourceListErrors, objectEncodings,
+			renderQueued, renderDuration, renderCost, historyBytes, historyEvictions)
 	})
 }
 
@@ -179,5 +211,16 @@ func (m *storeMetrics) recordDispatch(c dispatchCounts) {
 	}
 	if c.deleted > 0 {
 		m.deleted.Add(float64(c.deleted))
+	}
+}
+
+// newEvictionCounters returns the history eviction counters of resource.
+func newEvictionCounters(resource string) evictionCounters {
+	registerMetrics()
+	return evictionCounters{
+		count:  historyEvictions.WithLabelValues(resource, "count"),
+		age:    historyEvictions.WithLabelValues(resource, "age"),
+		memory: historyEvictions.WithLabelValues(resource, "memory"),
+		large:  historyEvictions.WithLabelValues(resource, "large"),
 	}
 }

@@ -64,11 +64,13 @@ type Object struct {
 	// rendered, when not nil, holds per location that a Customization or the object's own
 	// spec-diff.kcp.io/<location> patch touches the rendering of this version (render.go).
 	rendered map[string]*unstructured.Unstructured
-	// lastGood, when not nil, holds per location whose rendering failed on this version the
-	// last rendering of the object that succeeded (render.go).
+	// lastGood, when not nil, holds per location whose rendering failed on this version, or is
+	// pending, the last rendering of the object that its view showed (render.go).
 	lastGood map[string]*unstructured.Unstructured
-	// failed, when not nil, holds per location whose rendering failed on this version the
-	// error; a failing location without a lastGood rendering is withheld from its view.
+	// failed, when not nil, holds per location whose rendering of this version is not made
+	// the reason: the error it failed with, or errRenderingPending while a Renderer has yet to
+	// make it (render.go, renderer.go; one map for both keeps Object in its allocation size
+	// class). Such a location's view shows lastGood; one without is withheld.
 	failed map[string]error
 	// rv is the resourceVersion the object shows (metadata.resourceVersion of u): the source's,
 	// or for a location's view the location's visible resourceVersion (VisibleResourceVersion).
@@ -116,9 +118,11 @@ type Object struct {
 	// variants, when not nil, holds the per-location copies of an object whose view differs
 	// per location (see ForLocation).
 	variants *locationVariants
+	// dropped says the Object is the header of a version whose content the history does not
+	// keep (header, history.go): it is never sent to a client.
+	dropped bool
 	// statusDiffers: the object's .status differs per location (status records, or status
-	// reflection across several locations); the status record reconciler visits these only
-	// (ResourceStore.StatusObjects).
+	// reflection across several locations): its views cannot share one template.
 	statusDiffers bool
 	// visible, when not nil, holds the visible resourceVersions of the locations whose view
 	// did not change at this version (see VisibleResourceVersion); set by setVisibility before
@@ -209,9 +213,8 @@ func newObject(key contract.Key, cluster, namespace, name string, locations []st
 
 // compact turns o, the version after prev (nil for a new object or none to share with), into
 // its stored form before it is published (called once, by the store's writer, while no reader
-// has o), and drops the decoded tree unless the status record reconciler needs it
-// (statusDiffers). On an encoding error the tree is kept, and encoders report the error when
-// they run.
+// has o), and drops the decoded tree. On an encoding error the tree is kept, and encoders
+// report the error when they run.
 //
 //   - An object whose views differ in the assignment only (templatable) keeps its JSON; its
 //     views are made from it when read, without copies (templateView, template.go).
@@ -238,7 +241,8 @@ func (o *Object) compact(prev *Object) {
 	}
 	if o.variants != nil {
 		for _, loc := range o.locations {
-			if !o.viewChangedFor(loc) && o.lastGood[loc] == nil {
+			if !o.viewChangedFor(loc) && (o.lastGood[loc] == nil || o.pending(loc)) {
+				// Unchanged, or showing prev's rendering while its own is pending.
 				if v := prev.viewToShare(loc); v != nil && v.rv == o.VisibleResourceVersion(loc) {
 					o.shareVariant(loc, v)
 					continue
@@ -246,14 +250,63 @@ func (o *Object) compact(prev *Object) {
 			}
 			o.ForLocation(loc)
 		}
-		if o.statusDiffers {
-			return
-		}
 	}
 	if _, err := o.MarshalJSON(); err != nil {
 		return
 	}
 	o.u = nil
+}
+
+// header returns an Object with o's identity, labels, locations and resourceVersions but no
+// content (dropped): what the history keeps of a large version once superseded, enough to tell
+// which watches an event concerns (event.needsDropped).
+func (o *Object) header() *Object {
+	return &Object{key: o.key, cluster: o.cluster, namespace: o.namespace, name: o.name, uid: o.uid,
+		typeMeta: o.typeMeta, locations: o.locations, assigned: o.assigned, rv: o.rv, rvString: o.rvString,
+		generation: o.generation, sourceRV: o.sourceRV, labels: o.labels, visible: o.visible, dropped: true}
+}
+
+// treeFactor estimates the memory of a decoded object (unstructured maps and slices) per byte
+// of its JSON.
+const treeFactor = 4
+
+// jsonSize returns the length of o's JSON (0 for a header). Called for stored versions, whose
+// JSON is made when they are stored (compact).
+func (o *Object) jsonSize() int {
+	if o.dropped {
+		return 0
+	}
+	raw, _ := o.MarshalJSON()
+	return len(raw)
+}
+
+// memSize estimates the bytes that o keeps alive and that die with it: its JSON, the JSON of
+// the per-location views made for it, and the decoded trees it keeps (its content when kept,
+// renderings, the last renderings shown), each counted as treeFactor times its JSON. Shared
+// bytes (a view shared with the previous version) are counted too: the estimate errs on the
+// high side.
+func (o *Object) memSize() int64 {
+	if o.dropped {
+		return 0
+	}
+	j := int64(o.jsonSize())
+	n := j
+	trees := len(o.rendered) + len(o.lastGood)
+	if o.u != nil {
+		trees++
+	}
+	n += int64(trees) * treeFactor * j
+	if o.variants != nil {
+		o.variants.mu.Lock()
+		for _, v := range o.variants.m {
+			if v != o && v.base == nil {
+				raw, _ := v.MarshalJSON()
+				n += int64(len(raw))
+			}
+		}
+		o.variants.mu.Unlock()
+	}
+	return n
 }
 
 // variantOf returns the view of location already made for o, nil if none (or o is nil).
@@ -296,6 +349,7 @@ func (o *Object) shareVariant(location string, v *Object) {
 		}
 		s = o.viewFromJSON(raw, v.rv, v.rvString, v.generation)
 	}
+	s.labels = v.labels // what the view shows (a rendering may relabel it)
 	o.variants.mu.Lock()
 	defer o.variants.mu.Unlock()
 	if o.variants.m == nil {
@@ -333,6 +387,7 @@ func (o *Object) withResourceVersion(rv uint64) *Object {
 	u.SetResourceVersion(strconv.FormatUint(rv, 10))
 	c := newObject(o.key, o.cluster, o.namespace, o.name, o.assigned, rv, u)
 	c.locations, c.rendered, c.lastGood, c.failed = o.locations, o.rendered, o.lastGood, o.failed
+	c.ensureVariants()
 	return c
 }
 

@@ -79,7 +79,7 @@ func (s *ResourceStore) List(location string, opts ListOptions) (ListResult, err
 		s.mu.RUnlock()
 	}
 
-	items, more := collect(tree, opts)
+	items, more := collect(tree, location, opts)
 	for i, o := range items {
 		items[i] = o.ForLocation(location)
 	}
@@ -92,9 +92,9 @@ func (s *ResourceStore) List(location string, opts ListOptions) (ListResult, err
 	return ListResult{Items: items, ResourceVersion: rv, More: more}, nil
 }
 
-// collect walks tree from opts.After and returns up to opts.Limit matching objects, and whether
-// more matching objects follow.
-func collect(tree *btree.BTreeG[*Object], opts ListOptions) ([]*Object, bool) {
+// collect walks tree, the objects of location, from opts.After and returns up to opts.Limit
+// objects whose view matches (Object.selectable), and whether more matching objects follow.
+func collect(tree *btree.BTreeG[*Object], location string, opts ListOptions) ([]*Object, bool) {
 	if tree == nil {
 		return []*Object{}, false
 	}
@@ -118,7 +118,7 @@ func collect(tree *btree.BTreeG[*Object], opts ListOptions) ([]*Object, bool) {
 		if prefix != "" && !strings.HasPrefix(string(o.key), string(prefix)) {
 			return false // past the cluster's key range
 		}
-		if opts.Predicate != nil && !opts.Predicate(o) {
+		if opts.Predicate != nil && !opts.Predicate(o.selectable(location)) {
 			return true
 		}
 		if opts.Limit > 0 && int64(len(items)) >= opts.Limit {

@@ -52,7 +52,7 @@ func TestWaitUntilSynced(t *testing.T) {
 	// The first sync releases a waiting read at once.
 	done := make(chan error, 1)
 	go func() { done <- s.WaitUntilSynced(context.Background(), time.Minute) }()
-	time.Sleep(20 * time.Millisecond)
+	waitWaiters(t, s, 1)
 	s.setSyncError(nil)
 	mustReplace(t, s, 5, cm("ns", "a", 5, locs("east")))
 	select {

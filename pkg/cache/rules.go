@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
@@ -41,9 +42,15 @@ func (s *ResourceStore) Rules() Rules { return s.rules.load() }
 // locations, as location's view shows it under the store's current rules; when the rendering
 // fails, the view without Customizations or patch (baseView). The status write path answers
 // with it; reads are served by Object.ForLocation, which keeps the last rendering that
-// succeeded instead.
+// succeeded instead. With a Renderer, the rendering may spend its budget per object version
+// (RendererOptions.CostPerObject) at most: a status write does not run more of a tenant's CEL
+// than ingest would.
 func (s *ResourceStore) LocationView(u *unstructured.Unstructured, cluster string, locations []string, location string) *unstructured.Unstructured {
-	if v, err := renderFor(s.rules.load(), s.gvr, cluster, u, locations, location); err == nil {
+	ctx := context.Background()
+	if r := s.opts.Renderer; r != nil {
+		ctx = customization.WithMeter(ctx, customization.NewMeter(r.opts.CostPerObject))
+	}
+	if v, err := renderFor(ctx, s.rules.load(), s.gvr, cluster, u, locations, location, s.opts.MaxRenderingBytes); err == nil {
 		return v
 	}
 	return baseView(u, locations, location)
@@ -77,7 +84,11 @@ func (s *ResourceStore) LocationView(u *unstructured.Unstructured, cluster strin
 //
 // A rendering that fails under the new rules keeps the location's last rendering (never a
 // deletion), as at ingest. The renderings are made before the store's read lock is taken:
-// readers are blocked only while the events are applied.
+// readers are blocked only while the events are applied. With a Renderer
+// (StoreOptions.Renderer) the renderings that run CEL are not made here but deferred, as at
+// ingest: the views keep their renderings until a worker made the new ones, which it applies
+// as re-renderings of their own (applyRenderings); only the others (a location no
+// Customization selects any more) are made and applied here.
 func (s *ResourceStore) SetRules(rules Rules, fresh uint64) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
@@ -131,15 +142,23 @@ func (s *ResourceStore) SetRules(rules Rules, fresh uint64) {
 				changed[loc] = true
 			}
 		}
-		n.visible = rerenderedVisibility(o, n, rv, changed)
-		if n.variants == nil {
-			n.variants = &locationVariants{}
-		}
-		n.compact(o)
 		work = append(work, rerender{prev: o, obj: n, changed: changed})
 	}
 	if len(work) == 0 {
 		return
+	}
+	if !slices.ContainsFunc(work, func(w rerender) bool { return len(w.changed) > 0 }) {
+		// No view changed now (the renderings that run CEL are pending, made by the
+		// Renderer later: applyRenderings): nothing is an event, and the store's
+		// resourceVersion stays.
+		rv, shared = s.rv, true
+	}
+	for _, w := range work {
+		w.obj.visible = rerenderedVisibility(w.prev, w.obj, rv, w.changed)
+		if w.obj.variants == nil {
+			w.obj.variants = &locationVariants{}
+		}
+		w.obj.compact(w.prev)
 	}
 
 	s.mu.Lock()
@@ -154,6 +173,7 @@ func (s *ResourceStore) SetRules(rules Rules, fresh uint64) {
 		}
 		events += len(w.changed)
 		s.applyLocked(&event{typ: watch.Modified, rv: rv, obj: w.obj, prev: w.prev, rerendered: w.changed, sharedRV: shared}, len(w.changed) > 0)
+		s.enqueuePending(w.obj)
 	}
 	s.notifyLocked()
 	klog.V(2).InfoS("Re-rendered the views of a resource after a change of the Customizations or locations",
@@ -194,14 +214,19 @@ func rerenderedVisibility(prev *Object, obj *Object, rv uint64, changed map[stri
 
 // SetRules makes every store of the cache, and every store created later, render with rules
 // (ResourceStore.SetRules, with the source's current resourceVersion of the store's resource
-// read first, within rulesProbeTimeout). The first call also releases Run when
-// Config.WaitForRules is set. Calls are serialized; each store is re-rendered in turn, without
-// holding the cache's lock.
+// read first, each read within rulesProbeTimeout). The first call also releases Run when
+// Config.WaitForRules is set.
+//
+// The reads of the source run concurrently (at most rulesProbeWorkers at once) and hold no
+// lock: a slow or unreachable source delays this call, never another one. The stores are then
+// re-rendered in turn, under rulesMu; a call whose rules were superseded by a later call
+// meanwhile re-renders nothing (the later call re-renders every store with its newer rules),
+// so the stores never go back to older rules.
 func (c *Cache) SetRules(rules Rules) {
-	c.rulesMu.Lock()
-	defer c.rulesMu.Unlock()
 	c.mu.Lock()
 	c.rules.p.Store(&rulesHolder{rules: rules})
+	c.rulesSeq++
+	seq := c.rulesSeq
 	stores := make([]*ResourceStore, 0, len(c.mirrors))
 	for _, m := range c.mirrors {
 		stores = append(stores, m.store)
@@ -209,21 +234,37 @@ func (c *Cache) SetRules(rules Rules) {
 	c.mu.Unlock()
 	c.rulesOnce.Do(func() { close(c.rulesSet) })
 	slices.SortFunc(stores, func(a, b *ResourceStore) int { return strings.Compare(a.gvr.String(), b.gvr.String()) })
-	for _, s := range stores {
-		var fresh uint64
-		if s.HasSynced() {
-			ctx, cancel := context.WithTimeout(context.Background(), rulesProbeTimeout)
-			rv, err := c.cfg.Source.ResourceVersion(ctx, s.gvr)
-			cancel()
-			if err != nil {
-				klog.InfoS("Reading the source's resourceVersion for a re-rendering failed; re-rendering at the store's resourceVersion",
-					"resource", s.gvr.GroupResource().String(), "err", contract.Truncate(err.Error(), maxLoggedValue))
-			}
-			fresh = rv
+	fresh := make([]uint64, len(stores))
+	workqueue.ParallelizeUntil(context.Background(), rulesProbeWorkers, len(stores), func(i int) {
+		s := stores[i]
+		if !s.HasSynced() {
+			return
 		}
-		s.SetRules(rules, fresh)
+		ctx, cancel := context.WithTimeout(context.Background(), rulesProbeTimeout)
+		defer cancel()
+		rv, err := c.cfg.Source.ResourceVersion(ctx, s.gvr)
+		if err != nil {
+			klog.InfoS("Reading the source's resourceVersion for a re-rendering failed; re-rendering at the store's resourceVersion",
+				"resource", s.gvr.GroupResource().String(), "err", contract.Truncate(err.Error(), maxLoggedValue))
+		}
+		fresh[i] = rv
+	})
+
+	c.rulesMu.Lock()
+	defer c.rulesMu.Unlock()
+	c.mu.RLock()
+	superseded := c.rulesSeq != seq
+	c.mu.RUnlock()
+	if superseded {
+		return
+	}
+	for i, s := range stores {
+		s.SetRules(rules, fresh[i])
 	}
 }
+
+// rulesProbeWorkers is how many reads of the source's resourceVersion SetRules has in flight.
+const rulesProbeWorkers = 8
 
 // rulesProbeTimeout bounds the read of the source's resourceVersion before a re-rendering.
 const rulesProbeTimeout = 10 * time.Second

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -11,37 +12,6 @@ import (
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
-
-// StatusRecord returns the status recorded for location on u (the JSON of
-// status.kcp.io/<location>), whether there is such a record, and an error when it is not a
-// JSON object.
-func StatusRecord(u *unstructured.Unstructured, location string) (map[string]interface{}, bool, error) {
-	raw, ok := u.GetAnnotations()[contract.StatusRecordAnnotationPrefix+location]
-	if !ok {
-		return nil, false, nil
-	}
-	var status map[string]interface{}
-	if err := json.Unmarshal([]byte(raw), &status); err != nil {
-		return nil, true, err
-	}
-	return status, true, nil
-}
-
-// StatusRecordLocations returns the locations that have a status record on u.
-func StatusRecordLocations(u *unstructured.Unstructured) []string {
-	var out []string
-	for k := range u.GetAnnotations() {
-		if loc, ok := strings.CutPrefix(k, contract.StatusRecordAnnotationPrefix); ok {
-			out = append(out, loc)
-		}
-	}
-	return out
-}
-
-// ReflectsStatus reports whether u opted in to status write-back (contract.ReflectsStatus).
-func ReflectsStatus(u *unstructured.Unstructured) bool {
-	return contract.ReflectsStatus(u.GetAnnotations())
-}
 
 // LocationView returns a copy of u (a source object assigned to locations) as location's view
 // shows it without Customizations: RenderView, or when location's spec-diff.kcp.io/ patch
@@ -57,10 +27,11 @@ func LocationView(u *unstructured.Unstructured, locations []string, location str
 
 // RenderView returns a copy of u (a source object assigned to locations) as location's view
 // shows it without Customizations: baseView, then location's own patch
-// spec-diff.kcp.io/<location> applied (DESIGN.md, "The control plane objects"). The error is a
-// *specdiff.Error when the patch cannot be applied.
+// spec-diff.kcp.io/<location> applied (DESIGN.md, "The control plane objects"), within
+// rendercheck.DefaultMaxBytes. The error is a *specdiff.Error when the patch cannot be applied
+// or is refused, a *customization.RenderError when the result is too large.
 func RenderView(u *unstructured.Unstructured, locations []string, location string) (*unstructured.Unstructured, error) {
-	return renderFor(nil, schema.GroupVersionResource{}, "", u, locations, location)
+	return renderFor(context.Background(), nil, schema.GroupVersionResource{}, "", u, locations, location, 0)
 }
 
 // baseView returns a copy of u as location's view shows it before any rendering: the status
@@ -73,8 +44,8 @@ func baseView(u *unstructured.Unstructured, locations []string, location string)
 // keepOwnPatch is set (the input of a rendering, which applies and then removes it).
 func viewOf(u *unstructured.Unstructured, locations []string, location string, keepOwnPatch bool) *unstructured.Unstructured {
 	u = u.DeepCopy()
-	if ReflectsStatus(u) || len(StatusRecordLocations(u)) > 0 {
-		status, ok, err := StatusRecord(u, location)
+	if ann := u.GetAnnotations(); contract.ReflectsStatus(ann) || contract.HasStatusRecords(ann) {
+		status, ok, err := contract.StatusRecord(ann, location)
 		switch {
 		case ok && err == nil:
 			u.Object["status"] = status
@@ -201,7 +172,8 @@ func needsVariants(u *unstructured.Unstructured, locations []string, marks *dele
 // records, or reflects status while assigned to several locations (then .status is some
 // location's, or nobody's).
 func statusDiffers(u *unstructured.Unstructured, locations []string) bool {
-	return len(StatusRecordLocations(u)) > 0 || (ReflectsStatus(u) && len(locations) > 1)
+	ann := u.GetAnnotations()
+	return contract.HasStatusRecords(ann) || (contract.ReflectsStatus(ann) && len(locations) > 1)
 }
 
 // ForLocation returns the object as location's view shows it (DESIGN.md, issue "Status
@@ -273,18 +245,4 @@ func (o *Object) render(location string) *Object {
 	v.variants, v.statusDiffers = nil, false
 	v.compact(nil) // bytes only
 	return v
-}
-
-// StatusObjects returns the objects whose .status differs per location: those carrying status
-// records (status.kcp.io/<location>) or reflecting status while assigned to several
-// locations. The status record reconciler visits only these; their number does not grow with
-// the cache's total.
-func (s *ResourceStore) StatusObjects() []*Object {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make([]*Object, 0, len(s.statusObjects))
-	for _, o := range s.statusObjects {
-		out = append(out, o)
-	}
-	return out
 }

@@ -181,25 +181,3 @@ func TestIngestDropsManagedFields(t *testing.T) {
 		t.Fatalf("managedFields kept: %v", got.GetManagedFields())
 	}
 }
-
-// TestStatusObjectsOnlyWithStatusDifferences: objects that only need a per-location copy to hide
-// other locations (several locations, no status write-back) are not visited by the status
-// record reconciler.
-func TestStatusObjectsOnlyWithStatusDifferences(t *testing.T) {
-	s := newTestStore(t, StoreOptions{})
-	mustReplace(t, s, 1)
-	mustAdd(t, s, cm("ns", "plain", 2, locs("east", "west")))
-	records := cm("ns", "records", 3, locs("east", "west"))
-	ann := records.GetAnnotations()
-	ann[contract.StatusRecordAnnotation("east")] = `{}`
-	records.SetAnnotations(ann)
-	mustAdd(t, s, records)
-	got := s.StatusObjects()
-	if len(got) != 1 || got[0].Name() != "records" {
-		var names []string
-		for _, o := range got {
-			names = append(names, o.Name())
-		}
-		t.Fatalf("StatusObjects = %v, want [records]", names)
-	}
-}

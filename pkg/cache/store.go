@@ -36,6 +36,9 @@ const (
 	DefaultSnapshotTTL = 2 * time.Minute
 	// DefaultMaxSnapshotsPerLocation bounds the snapshots kept per location.
 	DefaultMaxSnapshotsPerLocation = 16
+	// DefaultHistoryMaxAge is how long an event is kept for watch resumption at most: the
+	// freshness kube-apiserver's watch cache sizes its buffer for (eventFreshDuration, 75 s).
+	DefaultHistoryMaxAge = 75 * time.Second
 )
 
 // StoreOptions configures a ResourceStore. Zero values select the defaults.
@@ -52,6 +55,19 @@ type StoreOptions struct {
 	ClusterFromAnnotation bool
 	// HistorySize is the number of events kept for watch resumption (DefaultHistorySize).
 	HistorySize int
+	// HistoryMaxAge is how long an event is kept for watch resumption at most
+	// (DefaultHistoryMaxAge; negative: no age bound).
+	HistoryMaxAge time.Duration
+	// HistoryBudget, when not nil, bounds the memory the histories of every store sharing it
+	// keep alive together (history.go). nil: no memory bound.
+	HistoryBudget *HistoryBudget
+	// HistoryMaxObjectSize is the size of an object's JSON above which a superseded version is
+	// not kept in the history (history.go); 0: every version is kept.
+	HistoryMaxObjectSize int
+	// Renderer, when not nil, makes the renderings that run a Customization's CEL, away from
+	// ingest (renderer.go); nil: they are made when a version is stored, as every other
+	// rendering.
+	Renderer *Renderer
 	// WatcherBufferSize is the number of events buffered per watcher before it is closed as
 	// too slow (DefaultWatcherBufferSize).
 	WatcherBufferSize int
@@ -70,12 +86,22 @@ type StoreOptions struct {
 	// object deleting (deletion.go), with the store's lock held: it must return at once (queue
 	// the work). mapper-apiserver records an Event on the object from it.
 	DeletionPending func(PendingDeletion)
+	// MaxRenderingBytes bounds the size of a rendering (pkg/rendercheck.TooLarge: 0 is
+	// rendercheck.DefaultMaxBytes, negative no bound); a larger one is refused as a failed
+	// rendering and not kept (mapper-apiserver --max-rendering-bytes).
+	MaxRenderingBytes int64
 }
 
 // withDefaults returns o with zero fields defaulted.
 func (o StoreOptions) withDefaults() StoreOptions {
 	if o.HistorySize <= 0 {
 		o.HistorySize = DefaultHistorySize
+	}
+	switch {
+	case o.HistoryMaxAge == 0:
+		o.HistoryMaxAge = DefaultHistoryMaxAge
+	case o.HistoryMaxAge < 0:
+		o.HistoryMaxAge = 0
 	}
 	if o.WatcherBufferSize <= 0 {
 		o.WatcherBufferSize = DefaultWatcherBufferSize
@@ -125,13 +151,9 @@ type ResourceStore struct {
 	// the resourceVersion last rejected, so that each version is counted and logged once.
 	// Guarded by writeMu.
 	rejected map[types.UID]string
-	// statusObjects are the objects whose .status differs per location (status records or
-	// status reflection across several locations; see Object.ForLocation), for the status
-	// record reconciler, which so visits only them.
-	statusObjects map[contract.Key]*Object
-	// failingObjects are the objects whose rendering fails for some location (render.go): a
-	// GET of one withheld from the view answers 503 rather than 404, and RenderFailures
-	// reports them, without scanning the store.
+	// failingObjects are the objects whose rendering fails, or is pending, for some location
+	// (render.go): a GET of one withheld from the view answers 503 rather than 404, and
+	// RenderFailures reports the failures, without scanning the store.
 	failingObjects map[contract.Key]*Object
 	// locs has an entry for every location that holds objects or watchers of this resource.
 	// An entry is freed as soon as it holds neither (releaseLocked), so location names seen
@@ -191,15 +213,15 @@ func NewResourceStore(gvr schema.GroupVersionResource, gvk schema.GroupVersionKi
 		objects:        map[contract.Key]*Object{},
 		byUID:          map[types.UID]contract.Key{},
 		rejected:       map[types.UID]string{},
-		statusObjects:  map[contract.Key]*Object{},
 		failingObjects: map[contract.Key]*Object{},
 		locs:           map[string]*locationIndex{},
-		history:        history{size: opts.HistorySize},
-		bookmarks:      newBookmarkSchedule(opts.BookmarkInterval),
-		changed:        make(chan struct{}),
-		snaps:          newSnapshots(opts.SnapshotTTL, opts.MaxSnapshotsPerLocation),
-		created:        opts.Clock.Now(),
-		typeMeta:       metav1.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind},
+		history: history{size: opts.HistorySize, maxAge: opts.HistoryMaxAge, maxObjectSize: opts.HistoryMaxObjectSize,
+			budget: opts.HistoryBudget, evicted: newEvictionCounters(gvr.GroupResource().String())},
+		bookmarks: newBookmarkSchedule(opts.BookmarkInterval),
+		changed:   make(chan struct{}),
+		snaps:     newSnapshots(opts.SnapshotTTL, opts.MaxSnapshotsPerLocation),
+		created:   opts.Clock.Now(),
+		typeMeta:  metav1.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind},
 	}
 }
 
@@ -283,6 +305,21 @@ func (s *ResourceStore) notifyLocked() {
 	}
 }
 
+// trimHistory drops the events of the history that its age and memory bounds no longer allow
+// (history.trim); the write lock is taken only when there are some.
+func (s *ResourceStore) trimHistory() {
+	now := s.clock.Now()
+	s.mu.RLock()
+	need := s.history.needsTrim(now)
+	s.mu.RUnlock()
+	if !need {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.history.trim(now)
+}
+
 // closedError is returned by calls on a closed store (the resource left the source).
 func (s *ResourceStore) closedError() error {
 	return apierrors.NewServiceUnavailable(fmt.Sprintf("%s is no longer mirrored from the source", s.gvr.GroupResource()))
@@ -309,7 +346,6 @@ func (s *ResourceStore) Close() {
 	s.metrics.objects.Add(-float64(len(s.objects)))
 	s.objects = map[contract.Key]*Object{}
 	s.byUID = map[types.UID]contract.Key{}
-	s.statusObjects = map[contract.Key]*Object{}
 	s.failingObjects = map[contract.Key]*Object{}
 	s.locs = map[string]*locationIndex{}
 	s.history.reset(s.rv)

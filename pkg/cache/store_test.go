@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -237,7 +239,12 @@ func TestInitialEventsUnderLoad(t *testing.T) {
 			mustUpdate(t, s, cm("ns", name(i), uint64(3001+i), locs("east"), "d:v=1"))
 		}
 	}()
-	time.Sleep(time.Millisecond)
+	// Open the watch once ingest is under way (while it runs on, as far as the machine lets it).
+	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Microsecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return s.ResourceVersion() > 3010, nil
+	}); err != nil {
+		t.Fatal("ingest did not start")
+	}
 	w := mustWatch(t, s, "east", WatchOptions{InitialEvents: true, InitialEventsEndBookmark: true})
 	<-done
 	state := map[string]uint64{}
@@ -571,18 +578,11 @@ func TestBookmarks(t *testing.T) {
 	w := mustWatch(t, s, "east", WatchOptions{AllowBookmarks: true})
 	nb := mustWatch(t, s, "east", WatchOptions{})
 	w2 := mustWatch(t, s, "west", WatchOptions{AllowBookmarks: true})
-	waitTickers := func() {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for clk.Waiters() < 1 && time.Now().Before(deadline) { // the store's bookmark ticker
-			time.Sleep(time.Millisecond)
-		}
-	}
-	waitTickers()
-	clk.Step(time.Second)
+	waitTicker(t, clk)
+	step(t, s, clk, time.Second)
 	expectNothing(t, w) // RV has not moved
 	s.UpdateResourceVersion("15")
-	clk.Step(time.Second)
+	step(t, s, clk, time.Second)
 	// Both watchers get the same BOOKMARK object, encoded once per encoder.
 	e1, e2 := next(t, w), next(t, w2)
 	if ev(e1) != "BOOKMARK@15" || ev(e2) != "BOOKMARK@15" {
@@ -608,7 +608,7 @@ func TestBookmarks(t *testing.T) {
 	}
 	mustAdd(t, s, cm("ns", "a", 16, locs("east")))
 	mustAdd(t, s, cm("ns", "b", 17, locs("west")))
-	clk.Step(time.Second)
+	step(t, s, clk, time.Second)
 	expect(t, w, "ADDED a@16", "BOOKMARK@17")
 	expect(t, w2, "ADDED b@17") // no BOOKMARK at the resourceVersion of its last event
 	expect(t, nb, "ADDED a@16")
@@ -616,6 +616,55 @@ func TestBookmarks(t *testing.T) {
 	s.UpdateResourceVersion("12")
 	if s.ResourceVersion() != 17 {
 		t.Fatalf("rv %d", s.ResourceVersion())
+	}
+}
+
+// waitTicker waits until the store's bookmark ticker waits on clk.
+func waitTicker(t testing.TB, clk *testingclock.FakeClock) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return clk.Waiters() >= 1, nil
+	}); err != nil {
+		t.Fatal("the store's bookmark ticker does not wait on the clock")
+	}
+}
+
+// step moves clk by d and waits until the store's bookmark ticker has handled the tick.
+func step(t testing.TB, s *ResourceStore, clk *testingclock.FakeClock, d time.Duration) {
+	t.Helper()
+	clk.Step(d)
+	waitBookmarksSent(t, s, clk.Now())
+}
+
+// waitBookmarksSent waits until the store's bookmark ticker has handled the watchers due at
+// now (sendBookmarks moves every due watcher to its next bucket, whether it sends a bookmark
+// or not).
+func waitBookmarksSent(t testing.TB, s *ResourceStore, now time.Time) {
+	t.Helper()
+	nowKey := now.UnixNano() / int64(s.bookmarks.granularity)
+	if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		s.bookmarks.mu.Lock()
+		defer s.bookmarks.mu.Unlock()
+		for k := range s.bookmarks.due {
+			if k <= nowKey {
+				return false, nil
+			}
+		}
+		return true, nil
+	}); err != nil {
+		t.Fatal("the bookmark ticker did not handle the due watchers")
+	}
+}
+
+// waitWaiters waits until n callers wait for a change of the store (waitUntil).
+func waitWaiters(t testing.TB, s *ResourceStore, n int) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		return s.waiters == n, nil
+	}); err != nil {
+		t.Fatalf("%d callers do not wait for the store", n)
 	}
 }
 
@@ -630,21 +679,25 @@ func TestWaitForResourceVersion(t *testing.T) {
 	if err := s.WaitForResourceVersion(ctx, 11); err != context.DeadlineExceeded {
 		t.Fatalf("got %v", err)
 	}
-	errc := make(chan error)
-	go func() { errc <- s.WaitForResourceVersion(context.Background(), 12) }()
-	time.Sleep(5 * time.Millisecond)
+	// A wait for 12 is woken by 11 and keeps waiting: it returns with the store at 12.
+	type result struct {
+		err error
+		rv  uint64
+	}
+	returned := make(chan result, 1)
+	go func() {
+		err := s.WaitForResourceVersion(context.Background(), 12)
+		returned <- result{err, s.ResourceVersion()}
+	}()
+	waitWaiters(t, s, 1)
 	mustAdd(t, s, cm("ns", "a", 11, nil))
-	select {
-	case err := <-errc:
-		t.Fatalf("returned early: %v", err)
-	case <-time.After(10 * time.Millisecond):
-	}
 	s.UpdateResourceVersion("12")
-	if err := <-errc; err != nil {
-		t.Fatal(err)
+	if r := <-returned; r.err != nil || r.rv < 12 {
+		t.Fatalf("WaitForResourceVersion(12) returned %v with the store at %d", r.err, r.rv)
 	}
+	errc := make(chan error)
 	go func() { errc <- s.WaitForResourceVersion(context.Background(), 100) }()
-	time.Sleep(5 * time.Millisecond)
+	waitWaiters(t, s, 1)
 	s.Close()
 	if err := <-errc; !apierrors.IsServiceUnavailable(err) {
 		t.Fatalf("after close: %v", err)
@@ -661,7 +714,7 @@ func TestWatchWaitsForSync(t *testing.T) {
 		}
 		got <- w
 	}()
-	time.Sleep(10 * time.Millisecond)
+	waitWaiters(t, s, 1) // the watch waits for the first sync
 	if s.HasSynced() {
 		t.Fatal("synced")
 	}
@@ -681,8 +734,7 @@ func TestWatchWaitsForSync(t *testing.T) {
 func TestStopAndCloseReleaseEverything(t *testing.T) {
 	s := newTestStore(t, StoreOptions{})
 	mustReplace(t, s, 1, cm("ns", "a", 1, locs("east")))
-	time.Sleep(10 * time.Millisecond)
-	base := runtime_NumGoroutine()
+	before := goleak.IgnoreCurrent()
 
 	var ws []watch.Interface
 	for i := 0; i < 20; i++ {
@@ -720,7 +772,7 @@ func TestStopAndCloseReleaseEverything(t *testing.T) {
 	if _, err := s.Watch(context.Background(), "east", WatchOptions{}); !apierrors.IsServiceUnavailable(err) {
 		t.Fatalf("watch on closed store: %v", err)
 	}
-	waitGoroutines(t, base)
+	goleak.VerifyNone(t, before)
 }
 
 // TestEventObjectsShared checks that all watchers get the same *Object for one event (so the

@@ -150,7 +150,7 @@ func setVisibility(prev, obj *Object) {
 	statusOnlyMatters := func(loc string) bool { return prev.ViewGeneration(loc) != obj.generation }
 	unchanged, statusOnly := viewChanges(prev, obj, prevU, statusOnlyMatters)
 	for loc := range obj.lastGood {
-		// Its patch failed: it keeps showing prev's rendering (render.go).
+		// Its rendering failed or is pending: it keeps showing prev's rendering (render.go).
 		if unchanged == nil {
 			unchanged = map[string]bool{}
 		}

@@ -149,8 +149,8 @@ func TestViewsUnchangedMatchesRendering(t *testing.T) {
 	shortcuts, olderGenerations := 0, 0
 	for i := 0; i < 5000; i++ {
 		prev, obj := random(1), random(2)
-		prev.settleRendering(nil, gvr, nil, ignore)
-		obj.settleRendering(nil, gvr, prev, ignore)
+		prev.settleRendering(nil, gvr, 0, nil, nil, ignore)
+		obj.settleRendering(nil, gvr, 0, prev, nil, ignore)
 		if rng.Intn(2) == 0 {
 			for _, l := range prev.locations {
 				prev.ForLocation(l) // compared from the cached variant

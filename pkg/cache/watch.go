@@ -99,6 +99,10 @@ func (s *ResourceStore) Watch(ctx context.Context, location string, opts WatchOp
 				return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, s.history.start))
 			}
 			init.replay = s.history.resumeFrom(from)
+			if e := firstDropped(init.replay, location, opts.Predicate); e != nil {
+				return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d): the history no longer holds the version of %s before resourceVersion %d, larger than the history keeps",
+					from, s.history.start, e.obj.name, e.rv))
+			}
 		}
 		init.replayFrom = from
 	}
@@ -147,4 +151,15 @@ func (s *ResourceStore) unregisterLocked(w *watcher) {
 	}
 	s.metrics.watchers.Dec()
 	s.releaseLocked(w.loc)
+}
+
+// firstDropped returns the first event of replay that a watcher of location with predicate
+// pred would need and whose content the history dropped (event.needsDropped), nil if none.
+func firstDropped(replay []*event, location string, pred func(*Object) bool) *event {
+	for _, e := range replay {
+		if e.needsDropped(location, pred) {
+			return e
+		}
+	}
+	return nil
 }

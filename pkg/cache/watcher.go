@@ -165,7 +165,7 @@ func (w *watcher) sendInitial(init *initialEvents) bool {
 			if init.prefix != "" && !strings.HasPrefix(string(o.key), string(init.prefix)) {
 				return false
 			}
-			if w.pred != nil && !w.pred(o) {
+			if w.pred != nil && !w.pred(o.selectable(w.location)) {
 				return true
 			}
 			ok = w.send(watch.Event{Type: watch.Added, Object: o})

@@ -26,6 +26,12 @@ type Options struct {
 	// WatchErrorHandler, when set, is called when a list or watch fails, instead of client-go's
 	// DefaultWatchErrorHandler (as a SharedIndexInformer's SetWatchErrorHandlerWithContext).
 	WatchErrorHandler cache.WatchErrorHandlerWithContext
+	// ObjectType is the type of the objects the ListWatch returns (client-go's reflector drops
+	// watch events of another type); nil is *unstructured.Unstructured. A metadata ListWatch
+	// (k8s.io/client-go/metadata) returns *metav1.PartialObjectMetadata.
+	ObjectType runtime.Object
+	// Indexers are the store's indexes (by the objects the store holds: Transform's results).
+	Indexers cache.Indexers
 }
 
 // Informer is an informer on one resource whose store is keyed by contract.Key (see the
@@ -62,12 +68,20 @@ func NewForResource(client dynamic.Interface, gvr schema.GroupVersionResource, h
 	}, handler, opts)
 }
 
-// New returns the Informer of the objects lw lists and watches (as *unstructured.Unstructured),
-// calling handler for every change. lw is used without streaming lists
+// New returns the Informer of the objects lw lists and watches (*unstructured.Unstructured
+// unless Options.ObjectType says otherwise), calling handler for every change. lw is used without streaming lists
 // (WithoutStreamingLists). Run starts it.
 func New(lw *cache.ListWatch, handler cache.ResourceEventHandler, opts Options) *Informer {
 	keyFunc := KeyFunc(opts.Clusters)
-	store := cache.NewIndexer(keyFunc, cache.Indexers{})
+	indexers := opts.Indexers
+	if indexers == nil {
+		indexers = cache.Indexers{}
+	}
+	store := cache.NewIndexer(keyFunc, indexers)
+	objectType := opts.ObjectType
+	if objectType == nil {
+		objectType = &unstructured.Unstructured{}
+	}
 	fifo := cache.NewDeltaFIFOWithOptions(cache.DeltaFIFOOptions{
 		KeyFunction: keyFunc, KnownObjects: store, EmitDeltaTypeReplaced: true, Transformer: opts.Transform,
 	})
@@ -75,7 +89,7 @@ func New(lw *cache.ListWatch, handler cache.ResourceEventHandler, opts Options) 
 	inf.controller = cache.New(&cache.Config{
 		Queue:                        fifo,
 		ListerWatcher:                WithoutStreamingLists(lw),
-		ObjectType:                   &unstructured.Unstructured{},
+		ObjectType:                   objectType,
 		ObjectDescription:            opts.Description,
 		Process:                      inf.process,
 		WatchErrorHandlerWithContext: opts.WatchErrorHandler,
@@ -130,3 +144,6 @@ func (inf *Informer) LastSyncResourceVersion() string {
 // GetStore returns the store, keyed by contract.Key (KeyFunc). It holds the handler's objects:
 // READ-ONLY.
 func (inf *Informer) GetStore() cache.Store { return inf.store }
+
+// GetIndexer returns the store with its indexes (Options.Indexers). READ-ONLY, as GetStore.
+func (inf *Informer) GetIndexer() cache.Indexer { return inf.store }

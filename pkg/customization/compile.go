@@ -82,7 +82,17 @@ type compiled struct {
 	// every object it selects fails.
 	errs []CompileError
 
-	gvrs sync.Map // schema.GroupVersionResource -> bool: whether resources match
+	gvrs *sync.Map // schema.GroupVersionResource -> bool: whether resources match
+
+	// creation orders the Customizations of a namespace for its limits (the oldest first).
+	creation metav1.Time
+	// mutations is the number of the spec's mutations.
+	mutations int
+	// limited, when not "", says why a snapshot does not apply the Customization (its
+	// namespace's limits, Limits): every object it selects fails to render with
+	// ReasonLimitExceeded. Set on a snapshot's own copy (Compiler.Snapshot), never on the
+	// compiled Customization the Compiler keeps.
+	limited string
 }
 
 // fingerprint returns the SHA-256 of spec's JSON.
@@ -95,7 +105,8 @@ func fingerprint(spec *controlv1alpha1.CustomizationSpec) [sha256.Size]byte {
 // is recorded in errs. A label selector that does not parse selects everything (so the
 // objects it was meant to select fail to render rather than silently render unchanged).
 func compile(c *controlv1alpha1.Customization, key RuleKey, fp [sha256.Size]byte) *compiled {
-	r := &compiled{key: key, fingerprint: fp, objects: labels.Everything()}
+	r := &compiled{key: key, fingerprint: fp, objects: labels.Everything(), gvrs: &sync.Map{},
+		creation: c.CreationTimestamp, mutations: len(c.Spec.Mutations)}
 	fail := func(field string, err error) {
 		r.errs = append(r.errs, CompileError{Cluster: key.Cluster, Namespace: key.Namespace, Name: key.Name, Field: field, Err: err})
 	}
@@ -217,9 +228,10 @@ func (r *compiled) selectsObject(gvr schema.GroupVersionResource, cluster, names
 		r.objects.Matches(objLabels)
 }
 
-// sameAs reports whether r and o render alike: the same Customization with the same spec.
+// sameAs reports whether r and o render alike: the same Customization with the same spec,
+// applied by both or limited by both.
 func (r *compiled) sameAs(o *compiled) bool {
-	return r == o || (r.key == o.key && r.fingerprint == o.fingerprint)
+	return r == o || (r.key == o.key && r.fingerprint == o.fingerprint && (r.limited == "") == (o.limited == ""))
 }
 
 // compileErr is the error of a rendering that a compile error prevents.

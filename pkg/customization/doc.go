@@ -14,6 +14,12 @@
 // JSONPatch and ApplyConfiguration patchers, webhook/matchconditions for matchConditions), with
 // the same cost limits. The one addition is the variable `location` (env.go).
 //
+// Every step of a rendering (each mutation, the object's own patch) is held to
+// pkg/rendercheck's rule: it may change neither the object's identity nor the system's marks,
+// and may not grow past Options.MaxRenderingBytes; a refused step fails the rendering
+// (ReasonProtectedFieldChanged, ReasonRenderingTooLarge).
+//
 // A Follower keeps Snapshots current from informers on the source's Customizations and
-// SyncTargets and delivers them in resourceVersion order.
+// SyncTargets and delivers them in resourceVersion order. A StatusWriter reports failures in
+// the Customizations' status, an EventWriter refused renderings as Events on their objects.
 package customization

@@ -111,17 +111,23 @@ type locationProgram struct {
 	cel.Program
 }
 
-// ContextEval evaluates with the location of ctx.
+// ContextEval evaluates with the location of ctx, and counts the cost in the Meter of ctx
+// (WithMeter), if any.
 func (p locationProgram) ContextEval(ctx context.Context, input any) (ref.Val, *cel.EvalDetails, error) {
-	b, ok := ctx.Value(locationKey{}).(*locationBinding)
-	if !ok {
-		return p.Program.ContextEval(ctx, input)
+	if b, ok := ctx.Value(locationKey{}).(*locationBinding); ok {
+		act, err := interpreter.NewActivation(input)
+		if err != nil {
+			return nil, nil, err
+		}
+		input = interpreter.NewHierarchicalActivation(act, b)
 	}
-	act, err := interpreter.NewActivation(input)
-	if err != nil {
-		return nil, nil, err
+	v, details, err := p.Program.ContextEval(ctx, input)
+	if m := meterFrom(ctx); m != nil && details != nil {
+		if cost := details.ActualCost(); cost != nil {
+			m.add(*cost)
+		}
 	}
-	return p.Program.ContextEval(ctx, interpreter.NewHierarchicalActivation(act, b))
+	return v, details, err
 }
 
 // locationKey is the context key of the location binding.

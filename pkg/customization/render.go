@@ -2,6 +2,7 @@ package customization
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -10,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
-	celconfig "k8s.io/apiserver/pkg/apis/cel"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/rendercheck"
 	"github.com/cluster-mapper/cluster-mapper/pkg/specdiff"
 )
 
@@ -26,14 +27,20 @@ const (
 	// ReasonMutationFailed: a mutation failed: its expression (an error, the cost limit), a
 	// JSON patch that does not apply, an apply configuration the schema refuses, or no schema.
 	ReasonMutationFailed = "MutationFailed"
-	// ReasonProtectedFieldChanged: the mutations changed apiVersion, kind, the object's
-	// identity (name, namespace, uid), resourceVersion, generation or status.
-	ReasonProtectedFieldChanged = "ProtectedFieldChanged"
+	// ReasonProtectedFieldChanged: a mutation, or the object's spec-diff.kcp.io/<location>
+	// patch, would change what a rendering may not change (rendercheck.Changed: identity,
+	// version, lifecycle, status, the kcp.io marks); Err wraps a *rendercheck.Refusal.
+	ReasonProtectedFieldChanged = rendercheck.ReasonProtectedFieldChanged
+	// ReasonRenderingTooLarge: after a mutation, or the spec-diff.kcp.io/<location> patch, the
+	// rendering is larger than Options.MaxRenderingBytes; Err wraps a *rendercheck.Refusal.
+	ReasonRenderingTooLarge = rendercheck.ReasonTooLarge
 	// ReasonSpecDiffFailed: the object's spec-diff.kcp.io/<location> patch cannot be applied
 	// (Err is a *specdiff.Error).
 	ReasonSpecDiffFailed = "SpecDiffFailed"
 	// ReasonInternalError: the machinery panicked; the panic was recovered.
 	ReasonInternalError = "InternalError"
+	// ReasonLimitExceeded: the Customization is over its namespace's Limits and not applied.
+	ReasonLimitExceeded = controlv1alpha1.ReasonLimitExceeded
 )
 
 // RenderError is a rendering that failed: the object cannot be shown as it would land on the
@@ -99,8 +106,11 @@ func (s *Snapshot) Render(ctx context.Context, gvr schema.GroupVersionResource, 
 		}
 	}
 	out, err = specdiff.Apply(cur, location, diff)
+	if err == nil && out != cur {
+		err = rendercheck.TooLarge(out, s.maxRenderingBytes()).AsError()
+	}
 	if err != nil {
-		return nil, &RenderError{Reason: ReasonSpecDiffFailed, Err: err}
+		return nil, &RenderError{Reason: refusalReason(err, ReasonSpecDiffFailed), Err: err}
 	}
 	if out == obj {
 		out = obj.DeepCopy()
@@ -119,6 +129,9 @@ func (s *Snapshot) apply(ctx context.Context, r *compiled, gvr schema.GroupVersi
 			out, err = nil, fail("", ReasonInternalError, fmt.Errorf("rendering panicked: %v", p))
 		}
 	}()
+	if r.limited != "" {
+		return nil, fail("", ReasonLimitExceeded, errors.New(r.limited))
+	}
 	if len(r.errs) > 0 {
 		return nil, fail("", ReasonCompilationFailed, r.compileErr())
 	}
@@ -129,8 +142,15 @@ func (s *Snapshot) apply(ctx context.Context, r *compiled, gvr schema.GroupVersi
 		VersionedKind:   gvk,
 		VersionedObject: in,
 	}
+	meter := meterFrom(ctx)
+	if meter != nil && meter.exceeded() {
+		return nil, fail("", ReasonBudgetExceeded, meter.exceededError())
+	}
 	if r.matcher != nil {
 		res := r.matcher.Match(ctx, vattrs, nil, nil)
+		if meter != nil && meter.exceeded() {
+			return nil, fail("spec.matchConditions", ReasonBudgetExceeded, meter.exceededError())
+		}
 		if res.Error != nil {
 			return nil, fail("spec.matchConditions", ReasonMatchConditionFailed, res.Error)
 		}
@@ -146,7 +166,10 @@ func (s *Snapshot) apply(ctx context.Context, r *compiled, gvr schema.GroupVersi
 				return nil, fail(field, ReasonMutationFailed, fmt.Errorf("no schema for %s: an ApplyConfiguration needs the resource's OpenAPI schema", gvk))
 			}
 		}
-		o, err := p.Patch(ctx, req, celconfig.RuntimeCELCostBudget)
+		o, err := p.Patch(ctx, req, meter.budget())
+		if meter != nil && meter.exceeded() {
+			return nil, fail(field, ReasonBudgetExceeded, meter.exceededError())
+		}
 		if err != nil {
 			return nil, fail(field, ReasonMutationFailed, err)
 		}
@@ -158,13 +181,15 @@ func (s *Snapshot) apply(ctx context.Context, r *compiled, gvr schema.GroupVersi
 			}
 			u = &unstructured.Unstructured{Object: m}
 		}
+		// Each mutation's result is checked before the next runs (pkg/rendercheck): no
+		// mutation may change a protected field, even one a later mutation would restore, and
+		// a rendering that grew too large stops here, so nothing larger is kept.
+		if err := rendercheck.Check(in, u, s.maxRenderingBytes()); err != nil {
+			return nil, fail(field, refusalReason(err, ReasonMutationFailed), err)
+		}
 		vattrs.VersionedObject = u
 	}
-	out = vattrs.VersionedObject.(*unstructured.Unstructured)
-	if path, changed := specdiff.ChangedProtected(in, out); changed {
-		return nil, fail("spec.mutations", ReasonProtectedFieldChanged, fmt.Errorf("the mutations change %s, which a Customization may not change", path))
-	}
-	return out, nil
+	return vattrs.VersionedObject.(*unstructured.Unstructured), nil
 }
 
 // typeConverter returns the schema of gvk for ApplyConfiguration, nil when unknown.

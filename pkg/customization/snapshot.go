@@ -2,10 +2,12 @@ package customization
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -56,11 +58,17 @@ type Options struct {
 	// then ignored, as on every object of a plain source). Empty: a kcp source, where a
 	// Customization's cluster is its kcp.io/cluster annotation.
 	PlainCluster string
+	// Limits bound what one namespace's Customizations may ask of the server.
+	Limits Limits
 	// TypeConverters give the schema of a kind for ApplyConfiguration mutations
 	// (k8s.io/apiserver's patch.NewTypeConverterManager over the source's OpenAPI v3, as
 	// kube-apiserver's MutatingAdmissionPolicy plugin uses). Nil: ApplyConfiguration mutations
 	// fail to render (ReasonMutationFailed, "no schema"); JSONPatch mutations need none.
 	TypeConverters patch.TypeConverterManager
+	// MaxRenderingBytes bounds the size of a rendering after each mutation
+	// (rendercheck.TooLarge: 0 is rendercheck.DefaultMaxBytes, negative no bound), so that a
+	// rendering that grows past it stops there and nothing larger is kept.
+	MaxRenderingBytes int64
 }
 
 // Compiler builds Snapshots and keeps the compiled Customizations between them, so that a
@@ -91,6 +99,7 @@ func (c *Compiler) Snapshot(rv uint64, customizations []*controlv1alpha1.Customi
 	}
 	var errs []CompileError
 	seen := make(map[RuleKey]bool, len(customizations))
+	created := make(map[RuleKey]metav1.Time, len(customizations))
 	for _, cz := range customizations {
 		if cz.DeletionTimestamp != nil {
 			continue
@@ -106,6 +115,7 @@ func (c *Compiler) Snapshot(rv uint64, customizations []*controlv1alpha1.Customi
 			c.cache[key] = r
 		}
 		seen[r.key] = true
+		created[r.key] = cz.CreationTimestamp
 		errs = append(errs, r.errs...)
 		sc := scope{cluster: r.key.Cluster, namespace: r.key.Namespace}
 		s.scopes[sc] = append(s.scopes[sc], r)
@@ -116,10 +126,93 @@ func (c *Compiler) Snapshot(rv uint64, customizations []*controlv1alpha1.Customi
 		}
 	}
 	s.errs = errs
-	for _, rs := range s.scopes {
+	for sc, rs := range s.scopes {
+		s.limit(rs, created)
 		slices.SortFunc(rs, func(a, b *compiled) int { return strings.Compare(a.key.Name, b.key.Name) })
+		s.scopes[sc] = rs
 	}
 	return s, errs
+}
+
+// Limits bound what the Customizations of one namespace (of a logical cluster) may ask of the
+// server (docs/customization.md, "Fairness and budgets"). A Customization is applied when,
+// together with the older applied Customizations of its namespace (by creationTimestamp, then
+// name), it stays within both limits; the others are limited: every object one selects fails
+// to render with ReasonLimitExceeded (the views keep the last rendering, never show the object
+// without it), and its status says Degraded. A new Customization so never displaces an older
+// one. Zero fields: no limit. A ResourceQuota on count/customizations.control.mapper.kcp.io
+// refuses extra Customizations at admission instead (docs/customization.md).
+type Limits struct {
+	// CustomizationsPerNamespace is the most Customizations of a namespace that are applied.
+	CustomizationsPerNamespace int
+	// MutationsPerNamespace is the most mutations (spec.mutations) that the applied
+	// Customizations of a namespace have together.
+	MutationsPerNamespace int
+}
+
+// Defaults of Limits (mapper-apiserver's flags).
+const (
+	// DefaultMaxCustomizationsPerNamespace: a namespace's Customizations applied at most.
+	DefaultMaxCustomizationsPerNamespace = 64
+	// DefaultMaxMutationsPerNamespace: the mutations of a namespace's applied Customizations
+	// at most; eight Customizations of the CRD's most (32).
+	DefaultMaxMutationsPerNamespace = 256
+)
+
+// limit replaces in rs (the Customizations of one namespace) those over s's Limits by limited
+// copies, and records them in s.limited. created holds each one's creationTimestamp.
+func (s *Snapshot) limit(rs []*compiled, created map[RuleKey]metav1.Time) {
+	l := s.opts.Limits
+	if l.CustomizationsPerNamespace <= 0 && l.MutationsPerNamespace <= 0 {
+		return
+	}
+	order := slices.Clone(rs)
+	slices.SortFunc(order, func(a, b *compiled) int {
+		ta, tb := created[a.key], created[b.key]
+		switch {
+		case ta.Before(&tb):
+			return -1
+		case tb.Before(&ta):
+			return 1
+		}
+		return strings.Compare(a.key.Name, b.key.Name)
+	})
+	limited := map[*compiled]string{}
+	count, mutations := 0, 0
+	for _, r := range order {
+		switch {
+		case l.CustomizationsPerNamespace > 0 && count+1 > l.CustomizationsPerNamespace:
+			limited[r] = fmt.Sprintf("the namespace has %d older Customizations, the most applied per namespace (--max-customizations-per-namespace)", count)
+		case l.MutationsPerNamespace > 0 && mutations+r.mutations > l.MutationsPerNamespace:
+			limited[r] = fmt.Sprintf("its %d mutations and the %d of the namespace's older Customizations are more than the %d applied per namespace (--max-mutations-per-namespace)",
+				r.mutations, mutations, l.MutationsPerNamespace)
+		default:
+			count++
+			mutations += r.mutations
+		}
+	}
+	for i, r := range rs {
+		msg, ok := limited[r]
+		if !ok {
+			continue
+		}
+		c := *r
+		c.limited = "the Customization is not applied: " + msg
+		rs[i] = &c
+		if s.limited == nil {
+			s.limited = map[RuleKey]string{}
+		}
+		s.limited[r.key] = c.limited
+	}
+}
+
+// Limited returns the Customizations the snapshot does not apply because of its namespace's
+// Limits, with the reason (read only).
+func (s *Snapshot) Limited() map[RuleKey]string {
+	if s == nil {
+		return nil
+	}
+	return s.limited
 }
 
 // fingerprintOf returns the fingerprint of the compiled Customization key (zero if none).
@@ -157,6 +250,8 @@ type Snapshot struct {
 	scopes    map[scope][]*compiled
 	locations map[string]*locationInfo
 	errs      []CompileError
+	// limited are the Customizations over their namespace's Limits, with the reason.
+	limited map[RuleKey]string
 	// bindings are the bound locations of each namespace (bindings.go); nil: every location.
 	bindings *locationbinding.Index
 }

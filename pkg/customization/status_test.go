@@ -22,8 +22,8 @@ func TestDesiredStatus(t *testing.T) {
 	c.Generation = 3
 	t0, t1 := metav1.NewTime(time.Unix(1000, 0)), metav1.NewTime(time.Unix(2000, 0))
 
-	ok := desiredStatus(c, nil, nil, t0)
-	if ok.ObservedGeneration != 3 || ok.FailingObjects != 0 || ok.Failures != nil {
+	ok := desiredStatus(c, nil, Failures{}, 4, "", false, t0)
+	if ok.ObservedGeneration != 3 || ok.FailingObjects != 0 || ok.Failures != nil || ok.SelectedObjects == nil || *ok.SelectedObjects != 4 {
 		t.Errorf("status without failures: %+v", ok)
 	}
 	for _, typ := range []string{controlv1alpha1.CustomizationCompiled, controlv1alpha1.CustomizationReady} {
@@ -32,7 +32,7 @@ func TestDesiredStatus(t *testing.T) {
 		}
 	}
 	c.Status = ok
-	if again := desiredStatus(c, nil, nil, t1); !apiequality.Semantic.DeepEqual(again, ok) {
+	if again := desiredStatus(c, nil, Failures{}, 4, "", false, t1); !apiequality.Semantic.DeepEqual(again, ok) {
 		t.Errorf("an unchanged status was computed differently later:\n%+v\n%+v", again, ok)
 	}
 
@@ -41,7 +41,7 @@ func TestDesiredStatus(t *testing.T) {
 		failures = append(failures, Failure{Resource: "deployments.apps", Namespace: "apps", Name: fmt.Sprintf("web-%02d", i),
 			Location: "east", Reason: ReasonMutationFailed, Message: "no such key: zone"})
 	}
-	failing := desiredStatus(c, nil, failures, t1)
+	failing := desiredStatus(c, nil, Failures{Count: int64(len(failures)), Some: failures}, 24, "", false, t1)
 	ready := meta.FindStatusCondition(failing.Conditions, controlv1alpha1.CustomizationReady)
 	if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != controlv1alpha1.ReasonRenderFailed || !ready.LastTransitionTime.Equal(&t1) {
 		t.Errorf("Ready with failures: %+v", ready)
@@ -56,7 +56,7 @@ func TestDesiredStatus(t *testing.T) {
 		t.Errorf("first failure %+v, want apps/web-01 for east", f)
 	}
 
-	broken := desiredStatus(c, []CompileError{{Name: "region", Namespace: "apps", Field: "spec.variables[0].expression", Err: errors.New("Syntax error")}}, nil, t1)
+	broken := desiredStatus(c, []CompileError{{Name: "region", Namespace: "apps", Field: "spec.variables[0].expression", Err: errors.New("Syntax error")}}, Failures{}, 4, "", false, t1)
 	compiled := meta.FindStatusCondition(broken.Conditions, controlv1alpha1.CustomizationCompiled)
 	if compiled == nil || compiled.Status != metav1.ConditionFalse || compiled.Reason != controlv1alpha1.ReasonCompilationFailed {
 		t.Errorf("Compiled with a compile error: %+v", compiled)
@@ -67,7 +67,26 @@ func TestDesiredStatus(t *testing.T) {
 
 	long := []Failure{{Resource: "deployments.apps", Namespace: "apps", Name: "web", Location: "east", Reason: ReasonMutationFailed,
 		Message: "spec.mutations[0]: expression '" + strings.Repeat("x", 400) + "' resulted in error: no such key: zone"}}
-	if m := desiredStatus(c, nil, long, t1).Failures[0].Message; len(m) > maxFailureMessage+len("…") || !strings.HasSuffix(m, "no such key: zone") {
+	if m := desiredStatus(c, nil, Failures{Count: 1, Some: long}, 4, "", false, t1).Failures[0].Message; len(m) > maxFailureMessage+len("…") || !strings.HasSuffix(m, "no such key: zone") {
 		t.Errorf("a long message is kept as %q (%d bytes), want its last %d bytes with the cause", m, len(m), maxFailureMessage)
+	}
+}
+
+// TestDesiredStatusSelectsNothing: a Customization that selects no (object, location) pair
+// says so: selectedObjects 0 and Ready True with reason NoObjectsSelected, not
+// AllObjectsRendered; once it selects some, AllObjectsRendered with the count.
+func TestDesiredStatusSelectsNothing(t *testing.T) {
+	c := customization("region")
+	now := metav1.NewTime(time.Unix(1000, 0))
+	none := desiredStatus(c, nil, Failures{}, 0, "", false, now)
+	ready := meta.FindStatusCondition(none.Conditions, controlv1alpha1.CustomizationReady)
+	if none.SelectedObjects == nil || *none.SelectedObjects != 0 || ready == nil || ready.Status != metav1.ConditionTrue || ready.Reason != controlv1alpha1.ReasonNoObjectsSelected {
+		t.Fatalf("selecting nothing: selectedObjects %v, Ready %+v; want 0 and True/NoObjectsSelected", none.SelectedObjects, ready)
+	}
+	c.Status = none
+	some := desiredStatus(c, nil, Failures{}, 6, "", false, now)
+	ready = meta.FindStatusCondition(some.Conditions, controlv1alpha1.CustomizationReady)
+	if *some.SelectedObjects != 6 || ready.Reason != controlv1alpha1.ReasonAllObjectsRendered || !strings.Contains(ready.Message, "6 selected") {
+		t.Fatalf("selecting 6 pairs: selectedObjects %d, Ready %+v", *some.SelectedObjects, ready)
 	}
 }

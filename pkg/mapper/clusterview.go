@@ -2,14 +2,12 @@ package mapper
 
 import (
 	"fmt"
-	"net/http"
-	"strings"
-	"sync"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/sourcecluster"
 )
 
 // clusterViews builds and keeps the dynamic clients of the per-cluster paths of a location's
@@ -18,20 +16,16 @@ import (
 // hold answers 400, and the per-cluster path lets the view write the right source object. All
 // clients share the view client's HTTP client (connections, TLS).
 type clusterViews struct {
-	base       *rest.Config
-	httpClient *http.Client
-
-	mu      sync.Mutex
-	clients map[string]dynamic.Interface
+	paths *sourcecluster.PathClients
 }
 
 // newClusterViews returns the per-cluster clients of the view whose all-clusters config is view.
 func newClusterViews(view *rest.Config) (*clusterViews, error) {
-	hc, err := rest.HTTPClientFor(view)
+	paths, err := sourcecluster.NewPathClients(view)
 	if err != nil {
 		return nil, err
 	}
-	return &clusterViews{base: rest.CopyConfig(view), httpClient: hc, clients: map[string]dynamic.Interface{}}, nil
+	return &clusterViews{paths: paths}, nil
 }
 
 // For returns the client of cluster's view path, building it on first use. cluster must be a
@@ -40,17 +34,5 @@ func (c *clusterViews) For(cluster string) (dynamic.Interface, error) {
 	if err := contract.ValidateClusterName(cluster); err != nil {
 		return nil, fmt.Errorf("cannot write through the view: %w", err)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if d, ok := c.clients[cluster]; ok {
-		return d, nil
-	}
-	cfg := rest.CopyConfig(c.base)
-	cfg.Host = strings.TrimSuffix(cfg.Host, "/") + "/" + contract.ClustersSegment + "/" + cluster
-	d, err := dynamic.NewForConfigAndClient(cfg, c.httpClient)
-	if err != nil {
-		return nil, err
-	}
-	c.clients[cluster] = d
-	return d, nil
+	return c.paths.For("/" + contract.ClustersSegment + "/" + cluster)
 }

@@ -39,6 +39,10 @@ func (l locationMetrics) conflictsCurrent(resource string) metrics.GaugeMetric {
 	return conflictsCurrent.WithLabelValues(l.location, resource)
 }
 
+func (l locationMetrics) identityRefusals(resource string) metrics.CounterMetric {
+	return identityRefusals.WithLabelValues(l.location, resource)
+}
+
 func (l locationMetrics) errors(resource, operation string) metrics.CounterMetric {
 	return errorsTotal.WithLabelValues(l.location, resource, operation)
 }

@@ -67,6 +67,12 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"location", "resource"})
 
+	identityRefusals = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "mapper_identity_refusals_total",
+		Help:           "Syncs refused because the view object's identity is not its source's (no uid, or the view holds another object under its name): nothing is applied; retried with backoff.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"location", "resource"})
+
 	errorsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name:           "mapper_errors_total",
 		Help:           "Failed operations, by operation: apply, delete, namespace, status, sweep. Each is retried with backoff.",
@@ -158,6 +164,6 @@ func firstN(s []string, n int) []string {
 func RegisterMetrics() {
 	registerMetricsOnce.Do(func() {
 		legacyregistry.MustRegister(viewObjects, objectsMapped, applies, deletes, finalizerWrites, conflictsTotal, conflictsCurrent,
-			errorsTotal, resourceHalted, syncLag, statusWrites, sweeps, initialSyncComplete, namespaceMappingInUse, viewClusters)
+			identityRefusals, errorsTotal, resourceHalted, syncLag, statusWrites, sweeps, initialSyncComplete, namespaceMappingInUse, viewClusters)
 	})
 }

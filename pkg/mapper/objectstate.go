@@ -13,6 +13,7 @@ const (
 	outcomeMapped                  // the target copy was applied at the object's latest version
 	outcomeConflict                // an unmanaged target object is in the way
 	outcomeError                   // the apply failed; retried with backoff
+	outcomeRefused                 // the view object's identity is not its source's (confirmIdentity)
 )
 
 // objectStates keeps the outcome of every view object's latest sync, for the
@@ -22,11 +23,29 @@ type objectStates struct {
 	mu         sync.Mutex
 	outcomes   map[itemKey]outcome
 	dirtySince map[itemKey]time.Time
-	metrics    locationMetrics
+	// failedAt is, for an object whose sync failed, the view resourceVersion of its latest
+	// failed version (see failed).
+	failedAt map[itemKey]string
+	metrics  locationMetrics
 }
 
 func newObjectStates(metrics locationMetrics) *objectStates {
-	return &objectStates{outcomes: map[itemKey]outcome{}, dirtySince: map[itemKey]time.Time{}, metrics: metrics}
+	return &objectStates{outcomes: map[itemKey]outcome{}, dirtySince: map[itemKey]time.Time{}, failedAt: map[itemKey]string{}, metrics: metrics}
+}
+
+// failed records that the sync of key failed (outcomeError) at the view object's
+// resourceVersion rv, and reports whether it is the first failure at that version since the
+// object was last in sync: the mapper logs that one at the default verbosity, and its
+// retries with backoff only at higher verbosity.
+func (s *objectStates) failed(key itemKey, rv string) (first bool) {
+	s.set(key, outcomeError)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if prev, ok := s.failedAt[key]; ok && prev == rv {
+		return false
+	}
+	s.failedAt[key] = rv
+	return true
 }
 
 // dirty records that key changed in the view now, unless it is already waiting.
@@ -67,6 +86,7 @@ func (s *objectStates) set(key itemKey, o outcome) outcome {
 		s.outcomes[key] = o
 	}
 	if o == outcomeMapped || o == outcomeNone {
+		delete(s.failedAt, key)
 		if since, ok := s.dirtySince[key]; ok {
 			s.metrics.syncLag(resource).Observe(time.Since(since).Seconds())
 			delete(s.dirtySince, key)

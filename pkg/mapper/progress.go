@@ -176,7 +176,7 @@ func (p *progress) logSummary(logger klog.Logger) {
 	for _, gvr := range sortedGVRs(totals) {
 		c := p.m.states.counts(gvr.GroupResource().String())
 		logger.Info("Initial sync of a resource", "resource", gvr.GroupResource().String(), "objects", totals[gvr],
-			"mapped", c[outcomeMapped], "conflicts", c[outcomeConflict], "failing", c[outcomeError])
+			"mapped", c[outcomeMapped], "conflicts", c[outcomeConflict], "failing", c[outcomeError], "refused", c[outcomeRefused])
 	}
 	halted := []string{}
 	for _, r := range p.m.resourceList() {

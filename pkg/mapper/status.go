@@ -18,7 +18,7 @@ import (
 
 // targetChanged enqueues the status write-back of a managed target object whose status
 // changed, or whose contract.SourceGenerationAnnotation changed (the status it reports
-// depends on it: reportedStatus), or that the informer saw for the first time.
+// depends on it: ReportedStatus), or that the informer saw for the first time.
 func (m *Mapper) targetChanged(r *resource, old, obj interface{}) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
@@ -37,7 +37,7 @@ func (m *Mapper) targetChanged(r *resource, old, obj interface{}) {
 
 // reflectStatus writes the status of the target copy of key back to its source through the
 // view's /status subresource (invariant 3), when the source opted in (Reflects) and the view
-// shows a different status than the copy reports (reportedStatus). A write that meets a newer source object (409 Conflict) is
+// shows a different status than the copy reports (ReportedStatus). A write that meets a newer source object (409 Conflict) is
 // retried with a fresh read through the view. It is the status queue's work function.
 func (m *Mapper) reflectStatus(ctx context.Context, key itemKey) error {
 	r := m.resource(key.GVR)
@@ -59,7 +59,7 @@ func (m *Mapper) reflectStatus(ctx context.Context, key itemKey) error {
 	if ref, _, ok := MarkedSource(live, m.cfg.Location, r.namespaced); !ok || ref != key.source() {
 		return nil
 	}
-	status := reportedStatus(live, obj)
+	status := ReportedStatus(live, obj)
 	if len(status) == 0 || equality.Semantic.DeepEqual(obj.Object["status"], status) {
 		return nil
 	}
@@ -106,9 +106,10 @@ func (m *Mapper) reflectStatus(ctx context.Context, key itemKey) error {
 	return nil
 }
 
-// reportedStatus returns the status the target copy live reports to its view object view: a
+// ReportedStatus returns the status the target copy live reports to its view object view: a
 // copy of live's .status (nil when it has none) whose status.observedGeneration, when
-// present, counts the view's generations instead of the target's:
+// present, counts the view's generations instead of the target's. The mapper writes it back
+// when the view's .status differs from it, and `mapper verify` compares the two (invariant 3):
 //   - when live's controller observed live's own generation (status.observedGeneration ≥
 //     metadata.generation), it observed the view generation live was applied from
 //     (contract.SourceGenerationAnnotation), which is reported;
@@ -118,7 +119,7 @@ func (m *Mapper) reflectStatus(ctx context.Context, key itemKey) error {
 // A view's generation moves only with a change it shows outside .status (docs/views.md), so
 // a status write never moves what is reported here: the write-back does not feed itself.
 // The Summarize policy turns the reported generations into the source's (docs/status.md).
-func reportedStatus(live, view *unstructured.Unstructured) map[string]interface{} {
+func ReportedStatus(live, view *unstructured.Unstructured) map[string]interface{} {
 	status, _ := runtime.DeepCopyJSONValue(live.Object["status"]).(map[string]interface{})
 	observed, found, err := unstructured.NestedInt64(status, "observedGeneration")
 	if !found || err != nil {

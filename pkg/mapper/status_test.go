@@ -51,11 +51,11 @@ func TestReportedStatus(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			l, v := mustObject(t, tc.live), mustObject(t, tc.view)
 			before := l.DeepCopy()
-			if got := reportedStatus(l, v); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("reportedStatus = %v, want %v", got, tc.want)
+			if got := ReportedStatus(l, v); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("ReportedStatus = %v, want %v", got, tc.want)
 			}
 			if !reflect.DeepEqual(l.Object, before.Object) {
-				t.Error("reportedStatus changed the target copy")
+				t.Error("ReportedStatus changed the target copy")
 			}
 		})
 	}

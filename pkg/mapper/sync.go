@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // sync makes the target match the view for one object: apply its copy when the view has it,
@@ -57,17 +59,6 @@ func (m *Mapper) sync(ctx context.Context, key itemKey) error {
 func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstructured.Unstructured, ns string) error {
 	logger := klog.FromContext(ctx)
 	src := SourceOf(obj, m.cfg.ClusterName)
-	if r.namespaced {
-		if err := m.namespaces.ensure(ctx, ns, src, m.namespaceMapping()); err != nil {
-			var nc *namespaceConflict
-			if errors.As(err, &nc) {
-				return m.reportConflict(ctx, key, ns, nc.Error())
-			}
-			m.metrics.errors(r.name(), "namespace").Inc()
-			m.states.set(key, outcomeError)
-			return err
-		}
-	}
 
 	// The live copy: from the target informer, or read fresh when the informer does not have
 	// it (it sees only managed objects) or the previous attempt failed (it may be stale).
@@ -79,8 +70,7 @@ func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstr
 			live = nil
 		} else if err != nil {
 			m.metrics.errors(r.name(), "apply").Inc()
-			m.states.set(key, outcomeError)
-			return fmt.Errorf("reading the target copy: %w", err)
+			return m.applyFailed(ctx, r, key, obj, fmt.Errorf("reading the target copy: %w", err))
 		}
 	}
 	if live != nil {
@@ -88,6 +78,21 @@ func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstr
 			return m.reportConflict(ctx, key, ns, "an object of that name exists on the target without the mapper's label and source annotations")
 		} else if ref != src {
 			return m.reportConflict(ctx, key, ns, "the target object of that name is the copy of "+ref.String())
+		}
+	}
+	// Before anything is written (the namespace included): the object is the source it claims
+	// to be.
+	if err := m.confirmIdentity(ctx, r, key, obj, live); err != nil {
+		return err
+	}
+	if r.namespaced {
+		if err := m.namespaces.ensure(ctx, ns, src, m.namespaceMapping()); err != nil {
+			var nc *namespaceConflict
+			if errors.As(err, &nc) {
+				return m.reportConflict(ctx, key, ns, nc.Error())
+			}
+			m.metrics.errors(r.name(), "namespace").Inc()
+			return m.applyFailed(ctx, r, key, obj, fmt.Errorf("creating the target namespace %s: %w", ns, err))
 		}
 	}
 
@@ -115,7 +120,6 @@ func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstr
 	if err != nil {
 		m.metrics.applies(r.name(), "error").Inc()
 		m.metrics.errors(r.name(), "apply").Inc()
-		m.states.set(key, outcomeError)
 		m.namespaces.forget(ns)
 		if apierrors.IsNotFound(err) {
 			// The namespace, or the resource itself, is gone from the target (a CRD deleted):
@@ -125,14 +129,36 @@ func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstr
 				m.setServed(ctx, r, false)
 			}
 		}
-		logger.V(2).Info("Applying onto the target failed; retrying with backoff", "resource", r.name(), "source", src.String(), "err", err.Error())
-		return fmt.Errorf("applying %s %s: %w", r.name(), src.String(), err)
+		return m.applyFailed(ctx, r, key, obj, err)
 	}
 	m.metrics.applies(r.name(), "success").Inc()
 	if prev := m.states.set(key, outcomeMapped); prev != outcomeMapped {
 		logger.V(4).Info("Mapped", "resource", r.name(), "source", src.String(), "targetNamespace", ns)
 	}
 	return nil
+}
+
+// maxLoggedError is how many bytes of a failed apply's error the mapper logs (a target's
+// answer can quote the whole object).
+const maxLoggedError = 1024
+
+// applyFailed records that the apply of key's view object obj failed with err and returns
+// the error the sync queue retries with backoff. The first failure of each version of the
+// view object is logged at the default verbosity (the object, its view resourceVersion and
+// the error, truncated to maxLoggedError bytes), the retries of that version at verbosity 2:
+// an apply the target keeps rejecting shows once in the log, and again when the object
+// changes, without a line per retry.
+func (m *Mapper) applyFailed(ctx context.Context, r *resource, key itemKey, obj *unstructured.Unstructured, err error) error {
+	src := SourceOf(obj, m.cfg.ClusterName)
+	rv := obj.GetResourceVersion()
+	msg := contract.Truncate(err.Error(), maxLoggedError)
+	if m.states.failed(key, rv) {
+		klog.FromContext(ctx).Info("Cannot apply an object onto the target; retrying with backoff (logged once per version of the view object)",
+			"resource", r.name(), "source", src.String(), "resourceVersion", rv, "err", msg)
+	} else {
+		klog.FromContext(ctx).V(2).Info("Applying onto the target failed again; retrying with backoff", "resource", r.name(), "source", src.String(), "resourceVersion", rv, "err", msg)
+	}
+	return fmt.Errorf("applying %s %s: %w", r.name(), src.String(), err)
 }
 
 // deleteCopy deletes the target copy, in target namespace ns, of an object that is not (or no

@@ -11,7 +11,7 @@ import (
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 )
 
-// BenchmarkDecide measures one object's decision among 1,000 matching locations (issue 15's
+// BenchmarkDecide measures one object's decision among 1,000 matching locations (the design
 // scale: 1,000 SyncTargets), for Duplicate over 2 and Divide over all.
 func BenchmarkDecide(b *testing.B) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 )
@@ -26,16 +27,33 @@ type Location struct {
 	Since time.Time
 	// SyncTarget is the object, for capacity weights.
 	SyncTarget *controlv1alpha1.SyncTarget
+	// Resources are the resources of the location's view ("configmaps", "deployments.apps")
+	// as its mapper reported them (status.resources); nil before it reported any.
+	Resources sets.Set[string]
 }
 
 // LocationOf reads st.
 func LocationOf(st *controlv1alpha1.SyncTarget) Location {
 	l := Location{Name: st.Name, Labels: st.Labels, Unschedulable: st.Spec.Unschedulable, Since: st.CreationTimestamp.Time, SyncTarget: st}
+	if len(st.Status.Resources) > 0 {
+		l.Resources = sets.New[string]()
+		for _, r := range st.Status.Resources {
+			l.Resources.Insert(r.Resource)
+		}
+	}
 	if c := meta.FindStatusCondition(st.Status.Conditions, controlv1alpha1.SyncTargetReady); c != nil {
 		l.Ready = c.Status == metav1.ConditionTrue
 		l.Since = c.LastTransitionTime.Time
 	}
 	return l
+}
+
+// Mirrors reports whether the location's view serves the resource gr ("secrets",
+// "deployments.apps"): false only when its mapper has reported the view's resources and gr is
+// not among them. The views of one mapper-apiserver all serve the resources it mirrors, so a
+// resource missing from one location's report is missing everywhere.
+func (l Location) Mirrors(gr string) bool {
+	return l.Resources == nil || l.Resources.Has(gr)
 }
 
 // FailedAt returns when the location counts as failed for a tolerance: Since+tolerance when

@@ -272,3 +272,82 @@ func TestCapacityWeights(t *testing.T) {
 		t.Errorf("10 replicas by label weights 1, 4, invalid: %v %v", d.Locations, d.Replicas)
 	}
 }
+
+// TestNewWorkOnlyOnReadyLocations: a location that has never been Ready (registered a moment
+// ago) takes no new group and no divided replicas, whatever it ranks; one that is not Ready
+// within its tolerance keeps what it has and takes nothing new.
+func TestNewWorkOnlyOnReadyLocations(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := t0.Add(time.Hour)
+	fresh := loc("fresh", false, now.Add(-10*time.Second)) // no Ready condition: Since is its creation
+	locs := []Location{loc("a", true, t0), loc("b", true, t0), fresh}
+	dup := compile(t, specOf(1, ""))
+	div := compile(t, specOf(0, controlv1alpha1.ReplicasDivide))
+	for i := range 200 {
+		key := GroupKey("", fmt.Sprintf("ns-%d", i))
+		if d := dup.Decide(key, nil, 0, dup.Pool(locs, nil, now)); slices.Contains(d.Locations, "fresh") || len(d.Locations) != 1 {
+			t.Fatalf("%s: a new group went to %v", key, d.Locations)
+		}
+		if d := div.Decide(key, nil, 10, div.Pool(locs, nil, now)); slices.Contains(d.Locations, "fresh") || len(d.Locations) != 2 {
+			t.Fatalf("%s: divided over %v", key, d.Locations)
+		}
+	}
+	// b is not Ready since 10 s (tolerance 5m): Divide keeps its part, a new group avoids it.
+	locs[1] = loc("b", false, now.Add(-10*time.Second))
+	if d := div.Decide("k", []string{"a", "b"}, 10, div.Pool(locs, nil, now)); fmt.Sprint(d.Locations) != "[a b]" {
+		t.Errorf("divided over %v, want b to keep its part within the tolerance", d.Locations)
+	}
+	if d := div.Decide("k", nil, 10, div.Pool(locs, nil, now)); fmt.Sprint(d.Locations) != "[a]" {
+		t.Errorf("a new group divided over %v, want a alone", d.Locations)
+	}
+	if d := dup.Decide("k", []string{"b"}, 0, dup.Pool(locs, nil, now)); fmt.Sprint(d.Locations) != "[b]" {
+		t.Errorf("a group on b within the tolerance moved to %v", d.Locations)
+	}
+}
+
+// TestGroupChoice: a group is ranked once over the union of its objects' locations, so a
+// group left on two locations (a move interrupted) ends up together, and a group on a held
+// location moves whole to one new location, never split between the two.
+func TestGroupChoice(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := t0.Add(time.Hour)
+	p := compile(t, specOf(1, ""))
+	locs := []Location{loc("a", true, t0), loc("b", true, t0), loc("c", true, t0)}
+	pool := p.Pool(locs, nil, now)
+	key := GroupKey("", "shop")
+	c := p.Choose(key, []string{"a", "b"}, pool)
+	if len(c.Locations) != 1 || (c.Locations[0] != "a" && c.Locations[0] != "b") {
+		t.Fatalf("a group on a and b chose %v, want one of them", c.Locations)
+	}
+	for _, replicas := range []int64{0, 3} {
+		if d := p.Split(c, replicas, pool); !slices.Equal(d.Locations, c.Locations) {
+			t.Errorf("an object of the group goes to %v, the group to %v", d.Locations, c.Locations)
+		}
+	}
+	// a fails beyond the tolerance: the whole group moves to b or c, and nothing stays on a.
+	locs[0] = loc("a", false, t0)
+	pool = p.Pool(locs, nil, now)
+	c = p.Choose(key, []string{"a"}, pool)
+	if len(c.Locations) != 1 || c.Locations[0] == "a" || len(c.Stuck) != 0 {
+		t.Errorf("a group on a held location chose %+v", c)
+	}
+	// The group key is the namespace's: every Placement of it ranks alike, different
+	// namespaces spread.
+	used := map[string]bool{}
+	pool = p.Pool([]Location{loc("a", true, t0), loc("b", true, t0), loc("c", true, t0)}, nil, now)
+	for i := range 30 {
+		used[p.Choose(GroupKey("", fmt.Sprintf("ns-%d", i)), nil, pool).Locations[0]] = true
+	}
+	if len(used) != 3 {
+		t.Errorf("30 namespaces on %v, want all 3 locations", used)
+	}
+}
+
+// specOf returns a spec with numberOfLocations n (0: unset) and replicas.
+func specOf(n int32, replicas string) controlv1alpha1.PlacementSpec {
+	spec := controlv1alpha1.PlacementSpec{Replicas: replicas}
+	if n > 0 {
+		spec.NumberOfLocations = ptr.To(n)
+	}
+	return spec
+}

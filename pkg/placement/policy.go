@@ -15,7 +15,7 @@ import (
 )
 
 // DefaultTolerance is how long a location may be not Ready before a Placement moves its
-// objects when spec.notReadyTolerance is absent (issue 15: 5 minutes).
+// objects when spec.notReadyTolerance is absent: 5 minutes.
 const DefaultTolerance = 5 * time.Minute
 
 // Policy is a Placement's spec, compiled.
@@ -26,6 +26,11 @@ type Policy struct {
 	Divide bool
 	// Tolerance is spec.notReadyTolerance or DefaultTolerance.
 	Tolerance time.Duration
+	// SpreadByObject is spec.spreadBy: Object: each object is ranked alone (ObjectKey),
+	// otherwise everything the Placement selects is one group (GroupKey).
+	SpreadByObject bool
+	// IgnoreDependencies is spec.dependencies: Ignore.
+	IgnoreDependencies bool
 
 	objects   labels.Selector
 	locations labels.Selector
@@ -35,10 +40,13 @@ type Policy struct {
 }
 
 // Compile checks spec and compiles it. Errors say which field is wrong: a resource named with
-// "*" or a subresource, a malformed selector, a negative tolerance. The CRD's schema refuses
+// "*" or a subresource, a malformed selector, a negative tolerance, an unknown spreadBy or
+// dependencies. The CRD's schema refuses
 // most of these already; Compile guards against objects written before it did.
 func Compile(spec *controlv1alpha1.PlacementSpec) (*Policy, error) {
-	p := &Policy{Divide: spec.Replicas == controlv1alpha1.ReplicasDivide, Tolerance: DefaultTolerance, weights: spec.Weights}
+	p := &Policy{Divide: spec.Replicas == controlv1alpha1.ReplicasDivide, Tolerance: DefaultTolerance, weights: spec.Weights,
+		SpreadByObject:     spec.SpreadBy == controlv1alpha1.SpreadByObject,
+		IgnoreDependencies: spec.Dependencies == controlv1alpha1.DependenciesIgnore}
 	var err error
 	if p.Resources, err = controlv1alpha1.ExactResources(spec.Resources); err != nil {
 		return nil, fmt.Errorf("spec.resources: %w", err)
@@ -58,6 +66,16 @@ func Compile(spec *controlv1alpha1.PlacementSpec) (*Policy, error) {
 			return nil, fmt.Errorf("spec.numberOfLocations: must be at least 1, got %d", *spec.NumberOfLocations)
 		}
 		p.n = int(*spec.NumberOfLocations)
+	}
+	switch spec.SpreadBy {
+	case "", controlv1alpha1.SpreadByNamespace, controlv1alpha1.SpreadByObject:
+	default:
+		return nil, fmt.Errorf("spec.spreadBy: must be %s or %s, got %q", controlv1alpha1.SpreadByNamespace, controlv1alpha1.SpreadByObject, spec.SpreadBy)
+	}
+	switch spec.Dependencies {
+	case "", controlv1alpha1.DependenciesFollow, controlv1alpha1.DependenciesIgnore:
+	default:
+		return nil, fmt.Errorf("spec.dependencies: must be %s or %s, got %q", controlv1alpha1.DependenciesFollow, controlv1alpha1.DependenciesIgnore, spec.Dependencies)
 	}
 	if spec.NotReadyTolerance != nil {
 		if spec.NotReadyTolerance.Duration < 0 {
@@ -100,7 +118,8 @@ type Pool struct {
 
 	matching    []string
 	matchingSet sets.Set[string]
-	usable      sets.Set[string] // may take new work
+	usable      sets.Set[string] // Ready, schedulable and not held: may take new work
+	schedulable sets.Set[string] // not unschedulable and not held: may keep divided work
 	held        sets.Set[string] // evicted: keeps what it has only when nothing can replace it
 	weights     map[string]int64
 }
@@ -108,10 +127,13 @@ type Pool struct {
 // Pool sorts locs at now: a matching location is held when it has been not Ready beyond the
 // tolerance (it is then evicted, dated now) or was evicted and has not been Ready since the
 // tolerance passed after the eviction (so that work moves at most once per tolerance period
-// per location); otherwise it is usable unless unschedulable. evictions are the Placement's
-// evictions so far (status.evictions); those of locations that no longer match are dropped.
+// per location). A location that is not held and not unschedulable is schedulable, and
+// usable (it may take new work) only while it is Ready: a location that has not been Ready
+// since it was registered takes nothing, and one that is not Ready within its tolerance keeps
+// what it has and takes nothing new. evictions are the Placement's evictions so far
+// (status.evictions); those of locations that no longer match are dropped.
 func (p *Policy) Pool(locs []Location, evictions map[string]time.Time, now time.Time) Pool {
-	pool := Pool{Evictions: map[string]time.Time{}, usable: sets.New[string](), held: sets.New[string](), weights: map[string]int64{}}
+	pool := Pool{Evictions: map[string]time.Time{}, usable: sets.New[string](), schedulable: sets.New[string](), held: sets.New[string](), weights: map[string]int64{}}
 	later := func(t time.Time) {
 		if pool.Next.IsZero() || t.Before(pool.Next) {
 			pool.Next = t
@@ -143,7 +165,10 @@ func (p *Policy) Pool(locs []Location, evictions map[string]time.Time, now time.
 			later(failAt)
 		}
 		if !l.Unschedulable {
-			pool.usable.Insert(l.Name)
+			pool.schedulable.Insert(l.Name)
+			if l.Ready {
+				pool.usable.Insert(l.Name)
+			}
 		}
 	}
 	slices.Sort(pool.matching)
@@ -157,105 +182,137 @@ func (pool Pool) Matching() []string { return pool.matching }
 // Held returns the names of the held (evicted) locations, sorted.
 func (pool Pool) Held() []string { return sets.List(pool.held) }
 
+// Choice is where one group goes: with spreadBy: Namespace everything a Placement selects,
+// with spreadBy: Object one object.
+type Choice struct {
+	// Locations are the group's locations in rank order (Divide divides over them in this
+	// order); empty: nowhere.
+	Locations []string
+	// Keep says to leave the group's objects assigned as they are: the group is assigned
+	// and no location may take it (Divide: none usable; Duplicate: none matches).
+	Keep bool
+	// Stuck are held locations the group keeps because no other location can take it.
+	Stuck []string
+}
+
 // Decision is where one object goes.
 type Decision struct {
 	// Locations are the object's locations, sorted; empty: the object is assigned nowhere.
 	Locations []string
 	// Replicas are the divided replicas per location (Divide only).
 	Replicas map[string]int64
-	// Keep says to leave the object's assignment as it is: the object is assigned and no
-	// location may take it (Divide: none usable; Duplicate: none matches).
+	// Keep says to leave the object's assignment as it is (Choice.Keep).
 	Keep bool
 	// Stuck are held locations the object keeps because no other location can take it.
 	Stuck []string
 }
 
-// Decide returns where the object with key (resource/namespace/name, with its logical
-// cluster in kcp mode) goes. current are the locations this Placement assigned it to before
-// (nil for a new object); replicas is its spec.replicas (Divide only).
+// Choose returns where the group ranked by key (GroupKey, or ObjectKey for an object placed
+// alone) goes. current are the locations this Placement assigned the group's objects to
+// before, their union (nil for a new group): the group as a whole keeps or leaves each of
+// them, so objects that were left on different locations (a move interrupted by a restart)
+// end up together, and a group is never split between a held location and a new one.
 //
-// Duplicate is sticky: the object keeps each current location that still matches and is not
-// held (an unschedulable one included), and vacancies up to numberOfLocations are filled from
-// the usable locations in rendezvous order; a held location is replaced when a usable one is
-// free and kept (Stuck) otherwise. New locations therefore take new objects only, and a
-// location that comes back does not take its objects back. Without numberOfLocations every
-// usable location is chosen, and held ones are kept (there is nowhere to move to). An object
-// for which no location remains (none matches any more) keeps its assignment (Keep): only
-// deleting the Placement, or another Placement, takes it away.
+// Duplicate is sticky: the group keeps each current location that still matches and is not
+// held (an unschedulable one, or one not Ready within its tolerance, included), and
+// vacancies up to numberOfLocations are filled from the usable locations in rendezvous
+// order; a held location is replaced when a usable one is free and kept (Stuck) otherwise.
+// New locations therefore take new groups only, and a location that comes back does not
+// take its groups back. Without numberOfLocations every usable location is chosen, and held
+// ones are kept (there is nowhere to move to). A group for which no location remains (none
+// matches any more) keeps its assignment (Keep): only deleting the Placement, or another
+// Placement, takes it away.
 //
-// Divide re-divides: the chosen locations are the usable ones (the first numberOfLocations in
-// rendezvous order), and replicas are divided over them by weight (Divide); locations that get
-// 0 are not assigned, except that an object with 0 replicas goes to its first location. When
-// no location is usable the current assignment is kept.
-func (p *Policy) Decide(key string, current []string, replicas int64, pool Pool) Decision {
-	n := p.n
-	if n == 0 {
-		n = -1
-	}
-	if p.Divide {
-		set := top(scoreAll(key, pool.matching), n, pool.usable.Has)
-		if len(set) == 0 {
-			if len(current) > 0 {
-				return Decision{Keep: true, Stuck: heldOf(current, pool)}
-			}
-			return Decision{}
-		}
-		weights := make([]int64, len(set))
-		for i, l := range set {
-			weights[i] = pool.weights[l]
-		}
-		parts := Divide(replicas, set, weights)
-		d := Decision{Replicas: map[string]int64{}}
-		for _, l := range set {
-			if parts[l] > 0 {
-				d.Locations = append(d.Locations, l)
-				d.Replicas[l] = parts[l]
-			}
-		}
-		if len(d.Locations) == 0 {
-			d.Locations, d.Replicas[set[0]] = []string{set[0]}, 0
-		}
-		slices.Sort(d.Locations)
-		return d
-	}
-
+// Divide re-chooses: the first numberOfLocations in rendezvous order among the usable
+// locations and the group's current ones that are schedulable (a current location that is
+// not Ready within its tolerance keeps its part; a new group goes only to Ready ones). So a
+// location that ranks higher, once Ready, takes whole groups at once. When no location
+// qualifies the current assignment is kept.
+func (p *Policy) Choose(key string, current []string, pool Pool) Choice {
 	cur := sets.New(current...)
-	var d Decision
+	if p.Divide {
+		n := p.n
+		if n == 0 {
+			n = -1
+		}
+		set := top(scoreAll(key, pool.matching), n, func(l string) bool {
+			return pool.usable.Has(l) || (cur.Has(l) && pool.schedulable.Has(l))
+		})
+		if len(set) == 0 && len(current) > 0 {
+			return Choice{Keep: true, Stuck: heldOf(current, pool)}
+		}
+		return Choice{Locations: set}
+	}
 	if p.n > 0 && len(current) == p.n && p.keepsAll(current, pool) {
 		// The common case, every reconcile of an unchanged namespace: nothing to rank.
-		d.Locations = slices.Sorted(slices.Values(current))
-		return d
+		return Choice{Locations: slices.Sorted(slices.Values(current))}
 	}
+	var c Choice
 	if p.n == 0 {
 		for _, l := range pool.matching {
 			switch {
 			case pool.held.Has(l) && cur.Has(l):
-				d.Locations = append(d.Locations, l)
-				d.Stuck = append(d.Stuck, l)
+				c.Locations = append(c.Locations, l)
+				c.Stuck = append(c.Stuck, l)
 			case pool.usable.Has(l) || (cur.Has(l) && !pool.held.Has(l)):
-				d.Locations = append(d.Locations, l)
+				c.Locations = append(c.Locations, l)
 			}
 		}
-		if len(d.Locations) == 0 && len(current) > 0 {
-			return Decision{Keep: true}
+		if len(c.Locations) == 0 && len(current) > 0 {
+			return Choice{Keep: true}
 		}
-		return d
+		return c
 	}
 	s := scoreAll(key, pool.matching)
 	chosen := top(s, p.n, func(l string) bool { return cur.Has(l) && !pool.held.Has(l) })
 	kept := sets.New(chosen...)
 	chosen = append(chosen, top(s, p.n-len(chosen), func(l string) bool { return pool.usable.Has(l) && !kept.Has(l) })...)
 	if len(chosen) < p.n {
-		d.Stuck = top(s, p.n-len(chosen), func(l string) bool { return pool.held.Has(l) && cur.Has(l) })
-		chosen = append(chosen, d.Stuck...)
+		c.Stuck = top(s, p.n-len(chosen), func(l string) bool { return pool.held.Has(l) && cur.Has(l) })
+		chosen = append(chosen, c.Stuck...)
 	}
 	if len(chosen) == 0 && len(current) > 0 {
-		return Decision{Keep: true}
+		return Choice{Keep: true}
 	}
-	slices.Sort(chosen)
-	slices.Sort(d.Stuck)
-	d.Locations = chosen
+	slices.Sort(c.Stuck)
+	c.Locations = chosen
+	return c
+}
+
+// Split returns where one object of a group goes, given the group's choice c: with Divide,
+// its replicas (its spec.replicas) divided over c's locations by weight (Divide); locations
+// that get 0 are not assigned, except that an object with 0 replicas goes to the first.
+// Otherwise the object goes to every location of c.
+func (p *Policy) Split(c Choice, replicas int64, pool Pool) Decision {
+	if c.Keep || len(c.Locations) == 0 {
+		return Decision{Keep: c.Keep, Stuck: c.Stuck}
+	}
+	if !p.Divide {
+		return Decision{Locations: slices.Sorted(slices.Values(c.Locations)), Stuck: c.Stuck}
+	}
+	weights := make([]int64, len(c.Locations))
+	for i, l := range c.Locations {
+		weights[i] = pool.weights[l]
+	}
+	parts := Divide(replicas, c.Locations, weights)
+	d := Decision{Replicas: map[string]int64{}, Stuck: c.Stuck}
+	for _, l := range c.Locations {
+		if parts[l] > 0 {
+			d.Locations = append(d.Locations, l)
+			d.Replicas[l] = parts[l]
+		}
+	}
+	if len(d.Locations) == 0 {
+		d.Locations, d.Replicas[c.Locations[0]] = []string{c.Locations[0]}, 0
+	}
+	slices.Sort(d.Locations)
 	return d
+}
+
+// Decide returns where an object placed alone (spreadBy: Object), ranked by key, goes:
+// Choose over its current locations, then Split of its replicas (Divide only).
+func (p *Policy) Decide(key string, current []string, replicas int64, pool Pool) Decision {
+	return p.Split(p.Choose(key, current, pool), replicas, pool)
 }
 
 // keepsAll reports whether every location of locs matches and is not held.
@@ -280,7 +337,15 @@ func heldOf(locs []string, pool Pool) []string {
 	return out
 }
 
-// ObjectKey is the key an object is ranked by: resource, logical cluster, namespace and name.
+// ObjectKey is the key an object placed alone (spreadBy: Object) is ranked by: resource,
+// logical cluster, namespace and name.
 func ObjectKey(gr schema.GroupResource, cluster, namespace, name string) string {
 	return strings.Join([]string{gr.String(), cluster, namespace, name}, "/")
+}
+
+// GroupKey is the key a group (spreadBy: Namespace) is ranked by: its logical cluster and
+// namespace. Placements of one namespace whose locations match alike therefore choose alike
+// for a new group: a namespace holding one application lands on one set of locations.
+func GroupKey(cluster, namespace string) string {
+	return cluster + "/" + namespace
 }

@@ -26,7 +26,7 @@ type Config struct {
 	Discovery discovery.DiscoveryInterface
 	// ClusterDynamic returns the client of one logical cluster of a kcp source, whose paths are
 	// those of that cluster (/clusters/<cluster>/...): kcp serves reads by name and writes only
-	// there, not on the wildcard endpoint that Dynamic reads (ClusterClients.For). nil for a
+	// there, not on the wildcard endpoint that Dynamic reads (sourcecluster.ClusterClients.For). nil for a
 	// plain source, whose one cluster is Dynamic's.
 	ClusterDynamic func(cluster string) (dynamic.Interface, error)
 	// Objects, when set, is the client List and Watch read through (NewObjectClient, from the

@@ -15,17 +15,13 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/rendercheck"
 )
 
-// protectedPaths are the JSON pointers a spec-diff patch may not touch, nor anything under
-// them: what identifies the object (a patched name or namespace would be another object on the
-// target), its version and its status (which the target reports, not the source).
-var protectedPaths = []string{"/apiVersion", "/kind", "/metadata/name", "/metadata/namespace",
-	"/metadata/uid", "/metadata/resourceVersion", "/metadata/generation", "/status"}
-
 // Error is a patch that cannot be applied: malformed JSON, not an RFC 6902 patch, an operation
-// that fails on the object (a test that does not hold, a path that does not exist), or an
-// operation on a protected path. It names the annotation so that a person can find it.
+// that fails on the object (a test that does not hold, a path that does not exist), or a
+// patch that would change what a rendering may not change (then Err is a
+// *rendercheck.Refusal). It names the annotation so that a person can find it.
 type Error struct {
 	// Location is the location whose patch failed.
 	Location string
@@ -65,7 +61,16 @@ func annotations(u *unstructured.Unstructured) map[string]interface{} {
 // Apply returns view with the patch patch (the value of spec-diff.kcp.io/<location>, "" for
 // none) applied and every spec-diff.kcp.io/ annotation removed. view is not changed; the result
 // is a new object, or view itself when there is neither a patch nor an annotation to remove.
-// The error is an *Error; on error the result is nil.
+//
+// A patch may not change what a rendering may not change (pkg/rendercheck): an operation that
+// changes a protected field, anything below one or an ancestor of one (the whole object,
+// /metadata, /metadata/labels, /metadata/annotations) is refused before the patch runs, and
+// the patched object is compared with view (rendercheck.Changed) as well, so that no sequence
+// of operations gets around the rule. A test, and a copy from a protected field, read it only
+// and are allowed.
+//
+// The error is an *Error (wrapping a *rendercheck.Refusal for a refused patch); on error the
+// result is nil.
 func Apply(view *unstructured.Unstructured, location, patch string) (*unstructured.Unstructured, error) {
 	out := view
 	if patch != "" {
@@ -73,32 +78,50 @@ func Apply(view *unstructured.Unstructured, location, patch string) (*unstructur
 		if err != nil {
 			return nil, &Error{Location: location, Err: err}
 		}
-		doc, err := json.Marshal(view.Object)
-		if err != nil {
+		if out, err = applyDecoded(view, p); err != nil {
 			return nil, &Error{Location: location, Err: err}
 		}
-		patched, err := p.Apply(doc)
-		if err != nil {
-			return nil, &Error{Location: location, Err: err}
-		}
-		// util/json decodes numbers as int64 where they are integers, as unstructured objects hold them.
-		obj := map[string]interface{}{}
-		if err := utiljson.Unmarshal(patched, &obj); err != nil {
-			return nil, &Error{Location: location, Err: fmt.Errorf("the patched object is not a JSON object: %w", err)}
-		}
-		out = &unstructured.Unstructured{Object: obj}
 	}
 	return stripAnnotations(out, out != view), nil
 }
 
-// decode parses an RFC 6902 patch and refuses operations on protected paths.
+// applyDecoded returns a new object: view with p applied, refused (a *rendercheck.Refusal)
+// when the result changes a protected field whatever the operations were.
+func applyDecoded(view *unstructured.Unstructured, p jsonpatch.Patch) (*unstructured.Unstructured, error) {
+	doc, err := json.Marshal(view.Object)
+	if err != nil {
+		return nil, err
+	}
+	patched, err := p.Apply(doc)
+	if err != nil {
+		return nil, err
+	}
+	// util/json decodes numbers as int64 where they are integers, as unstructured objects hold them.
+	obj := map[string]interface{}{}
+	if err := utiljson.Unmarshal(patched, &obj); err != nil {
+		return nil, fmt.Errorf("the patched object is not a JSON object: %w", err)
+	}
+	out := &unstructured.Unstructured{Object: obj}
+	if path, changed := rendercheck.Changed(view, out); changed {
+		return nil, &rendercheck.Refusal{Reason: rendercheck.ReasonProtectedFieldChanged, Path: path}
+	}
+	return out, nil
+}
+
+// decode parses an RFC 6902 patch and refuses an operation that would change a protected
+// field (rendercheck.ModifiesProtected): the path of add, remove, replace, move and copy, and
+// the from of move (which removes it). A test and the from of a copy only read.
 func decode(patch string) (jsonpatch.Patch, error) {
 	p, err := jsonpatch.DecodePatch([]byte(patch))
 	if err != nil {
 		return nil, fmt.Errorf("not an RFC 6902 JSON patch: %w", err)
 	}
 	for i, op := range p {
+		kind := op.Kind()
 		for _, key := range []string{"path", "from"} {
+			if kind == "test" || (key == "from" && kind != "move") {
+				continue
+			}
 			raw, ok := op[key]
 			if !ok || raw == nil {
 				continue
@@ -107,13 +130,8 @@ func decode(patch string) (jsonpatch.Patch, error) {
 			if err := json.Unmarshal(*raw, &path); err != nil {
 				return nil, fmt.Errorf("operation %d: %s is not a string", i, key)
 			}
-			if path == "" {
-				return nil, fmt.Errorf("operation %d replaces the whole object, which a per-location patch may not do", i)
-			}
-			for _, protected := range protectedPaths {
-				if path == protected || strings.HasPrefix(path, protected+"/") {
-					return nil, fmt.Errorf("operation %d changes %q, which a per-location patch may not change", i, path)
-				}
+			if protected, ok := rendercheck.ModifiesProtected(path); ok {
+				return nil, fmt.Errorf("operation %d (%s %s %q): %w", i, kind, key, path, &rendercheck.Refusal{Reason: rendercheck.ReasonProtectedFieldChanged, Path: protected})
 			}
 		}
 	}

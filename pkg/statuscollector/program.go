@@ -5,6 +5,7 @@ package statuscollector
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -166,13 +167,38 @@ type accumulator struct {
 	allInts       bool
 }
 
+// ErrBudgetExceeded is the error of SummarizeWithin when the evaluations spent more than the
+// budget: the summary is not complete and must not be written.
+var ErrBudgetExceeded = errors.New("the CEL cost of the summary went past its budget")
+
 // Summarize evaluates the program on rows (in the caller's order) and returns the results of
 // a StatusSummary: rows counted, groups (sorted by their groupBy values, at most limit), or
 // without combinedFields the select rows (at most limit), and the first evaluation errors. A
 // row whose filter or groupBy fails is left out; a subject that fails or is not a number
-// leaves that value out of its group's aggregation. Values are JSON.
+// leaves that value out of its group's aggregation. Values are JSON. It has no budget beyond
+// each expression's own cost limit (SummarizeWithin has).
 func (p *Program) Summarize(rows []Row) controlv1alpha1.StatusSummaryResults {
+	res, _, _ := p.SummarizeWithin(rows, 0)
+	return res
+}
+
+// SummarizeWithin is Summarize with a budget: it returns the results, the CEL cost the
+// evaluations spent (k8s.io/apiserver's cost units, cel.EvalDetails.ActualCost), and
+// ErrBudgetExceeded, with incomplete results, as soon as they spent more than budget (0 or
+// less: no budget).
+func (p *Program) SummarizeWithin(rows []Row, budget int64) (controlv1alpha1.StatusSummaryResults, int64, error) {
 	var res controlv1alpha1.StatusSummaryResults
+	var cost int64
+	eval := func(prg cel.Program, act map[string]interface{}) (ref.Val, error) {
+		v, details, err := prg.Eval(act)
+		if details != nil {
+			if c := details.ActualCost(); c != nil {
+				cost += int64(min(*c, math.MaxInt64/2))
+			}
+		}
+		return v, err
+	}
+	over := func() bool { return budget > 0 && cost > budget }
 	errorf := func(row Row, format string, args ...interface{}) {
 		if len(res.Errors) < maxErrors {
 			res.Errors = append(res.Errors, fmt.Sprintf("%s at %s: ", row.Object, row.Location)+fmt.Sprintf(format, args...))
@@ -180,9 +206,12 @@ func (p *Program) Summarize(rows []Row) controlv1alpha1.StatusSummaryResults {
 	}
 	groups := map[string]*group{}
 	for _, row := range rows {
+		if over() {
+			return res, cost, ErrBudgetExceeded
+		}
 		act := activation(row)
 		if p.filter != nil {
-			v, _, err := p.filter.Eval(act)
+			v, err := eval(p.filter, act)
 			if err != nil {
 				errorf(row, "filter: %v", err)
 				continue
@@ -196,7 +225,7 @@ func (p *Program) Summarize(rows []Row) controlv1alpha1.StatusSummaryResults {
 			if len(res.Selected) < p.limit {
 				sr := controlv1alpha1.SummaryRow{Object: row.Object, Location: row.Location}
 				for _, s := range p.selects {
-					v, _, err := s.prg.Eval(act)
+					v, err := eval(s.prg, act)
 					if err != nil {
 						errorf(row, "select %s: %v", s.name, err)
 						continue
@@ -210,7 +239,7 @@ func (p *Program) Summarize(rows []Row) controlv1alpha1.StatusSummaryResults {
 		values := make([]interface{}, 0, len(p.groupBy))
 		failed := false
 		for _, g := range p.groupBy {
-			v, _, err := g.prg.Eval(act)
+			v, err := eval(g.prg, act)
 			if err != nil {
 				errorf(row, "groupBy %s: %v", g.name, err)
 				failed = true
@@ -235,7 +264,7 @@ func (p *Program) Summarize(rows []Row) controlv1alpha1.StatusSummaryResults {
 			if c.prg == nil {
 				continue
 			}
-			v, _, err := c.prg.Eval(act)
+			v, err := eval(c.prg, act)
 			if err != nil {
 				errorf(row, "%s: %v", c.name, err)
 				continue
@@ -287,7 +316,10 @@ func (p *Program) Summarize(rows []Row) controlv1alpha1.StatusSummaryResults {
 	if len(res.Text) > 256 {
 		res.Text = res.Text[:253] + "..."
 	}
-	return res
+	if over() {
+		return res, cost, ErrBudgetExceeded
+	}
+	return res, cost, nil
 }
 
 // result returns the JSON of an aggregation over a group of count rows.

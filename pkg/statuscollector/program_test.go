@@ -1,6 +1,7 @@
 package statuscollector
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -71,5 +72,23 @@ func TestSelectAndErrors(t *testing.T) {
 	}
 	if _, errs := Compile(&controlv1alpha1.StatusCollectorSpec{GroupBy: []controlv1alpha1.NamedExpression{{Name: "x", Expression: "obj."}}}); len(errs) != 1 || !strings.Contains(errs[0].Error(), "spec.groupBy[0].expression") {
 		t.Errorf("compile errors %v, want one naming spec.groupBy[0].expression", errs)
+	}
+}
+
+// TestSummarizeWithinBudget: SummarizeWithin reports the CEL cost of a summary (the same as
+// Summarize spends), and stops with ErrBudgetExceeded, counting the rows done, once it spent
+// more than its budget.
+func TestSummarizeWithinBudget(t *testing.T) {
+	p := mustCompile(t, controlv1alpha1.StatusCollectorSpec{
+		GroupBy:        []controlv1alpha1.NamedExpression{{Name: "n", Expression: `lists.range(50).map(i, lists.range(50).size()).size()`}},
+		CombinedFields: []controlv1alpha1.CombinedField{{Name: "rows", Type: controlv1alpha1.AggregationCount}},
+	})
+	full, cost, err := p.SummarizeWithin(rows(), 0)
+	if err != nil || full.Rows != 4 || cost < 4*1000 {
+		t.Fatalf("without a budget: %d rows, cost %d, %v; want 4 rows costing at least 4,000", full.Rows, cost, err)
+	}
+	res, spent, err := p.SummarizeWithin(rows(), cost/2)
+	if !errors.Is(err, ErrBudgetExceeded) || res.Rows >= 4 || spent <= cost/2 || spent > cost {
+		t.Fatalf("with half the budget: %d rows, cost %d of %d, %v; want ErrBudgetExceeded before the last row", res.Rows, spent, cost, err)
 	}
 }

@@ -30,7 +30,7 @@ type Config struct {
 	// ConfigMaps.
 	DeploymentPercent int `json:"deploymentPercent"`
 	// Placements is the number of namespaces, each with one Placement, that scenario 10
-	// spreads Objects unassigned ConfigMaps over.
+	// spreads Objects unassigned objects over, as applications of 5 objects.
 	Placements int `json:"placements"`
 	// BulkObjects are additionally assigned to the location "bulk", which scenario 6 maps onto a
 	// target cluster (capped at Objects).
@@ -176,7 +176,7 @@ func largePreset() Config {
 	c.PresetScenarios = []int{4, 5}
 	c.Scope = "scenarios 5 and 4 only (start-up to Ready and memory): issue 12 states its targets 3 and 2 at 250k objects, " +
 		"and its other targets at the design scale, which the default preset measures. Scenario 10 alone would take over " +
-		"20 minutes here (it adds N more ConfigMaps and places each); `--scenarios` runs the others anyway."
+		"20 minutes here (it adds N more objects as applications and places each); `--scenarios` runs the others anyway."
 	return c
 }
 

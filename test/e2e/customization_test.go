@@ -16,6 +16,7 @@ import (
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
+	"github.com/cluster-mapper/cluster-mapper/test/framework"
 )
 
 // regionEnvRegistryCustomization is a Customization apps/region (issue 14's test): every
@@ -69,6 +70,8 @@ func setRegion(t *testing.T, ctx context.Context, env *locationsEnv, location, r
 // Customization that sets REGION from the location's region label and rewrites image
 // registries per region, on real servers with three mappers:
 //   - each view shows its own variant, and each target gets it;
+//   - mapper-controller writes the Customization's status: 3 selected (object, location) pairs;
+//     a Customization whose objectSelector selects nothing is Ready with NoObjectsSelected;
 //   - relabelling a SyncTarget re-renders its view, and its target follows within seconds;
 //   - a broken CEL expression (a runtime error, then a compile error) sets the Customization's
 //     Ready condition False with the failing objects, while every view and target keeps the last
@@ -88,6 +91,9 @@ func TestCustomization(t *testing.T) {
 	for l := range regions {
 		env.startMapper(t, "mapper-"+l, l, nil, locationMapperArgs...)
 	}
+	// mapper-controller writes the Customizations' status, from the failures mapper-apiserver's
+	// `locations` report (through the source's aggregator).
+	framework.StartMapperController(t, ctx, env.source, time.Minute, "--controllers=customizationstatus")
 
 	// variant returns REGION and the first image of a Deployment, "" when absent.
 	variant := func(obj *unstructured.Unstructured) (region, image string) {
@@ -138,6 +144,41 @@ func TestCustomization(t *testing.T) {
 			if got := inView(l); got != want(r) {
 				t.Errorf("%s's view shows %s, want %s", l, got, want(r))
 			}
+		}
+	})
+
+	t.Run("the status counts the selected pairs, and says when there are none", func(t *testing.T) {
+		st := waitCustomizationCondition(t, ctx, custs, "region", controlv1alpha1.CustomizationReady, "True", controlv1alpha1.ReasonAllObjectsRendered)
+		if st.SelectedObjects == nil || *st.SelectedObjects != 3 {
+			t.Errorf("selectedObjects %v, want 3 (web for each location)", st.SelectedObjects)
+		}
+		// A Customization whose objectSelector matches no object.
+		typo := regionEnvRegistryCustomization(`location.metadata.labels["region"]`)
+		typo.SetName("typo")
+		_ = unstructured.SetNestedStringMap(typo.Object, map[string]string{"app": "wbe"}, "spec", "objectSelector", "matchLabels")
+		if _, err := custs.Create(ctx, typo, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		st = waitCustomizationCondition(t, ctx, custs, "typo", controlv1alpha1.CustomizationReady, "True", controlv1alpha1.ReasonNoObjectsSelected)
+		if st.SelectedObjects == nil || *st.SelectedObjects != 0 {
+			t.Errorf("selectedObjects %v, want 0", st.SelectedObjects)
+		}
+		// Written by mapper-controller.
+		u, err := custs.Get(ctx, "typo", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		writers := []string{}
+		for _, m := range u.GetManagedFields() {
+			if m.Subresource == "status" {
+				writers = append(writers, m.Manager)
+			}
+		}
+		if strings.Join(writers, ",") != "mapper-controller-customization-status" {
+			t.Errorf("the status was written by %v, want mapper-controller-customization-status alone", writers)
+		}
+		if err := custs.Delete(ctx, "typo", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
 		}
 	})
 
@@ -234,7 +275,7 @@ func TestCustomization(t *testing.T) {
 
 // waitCustomizationCondition waits (at most a minute) until the Customization name of ri has the
 // condition condType with status and reason for its current generation (status.observedGeneration),
-// i.e. until mapper-apiserver's status writer has described it, and returns its status.
+// i.e. until mapper-controller's status writer has described it, and returns its status.
 func waitCustomizationCondition(t *testing.T, ctx context.Context, ri dynamic.ResourceInterface, name, condType, status, reason string) controlv1alpha1.CustomizationStatus {
 	t.Helper()
 	var got controlv1alpha1.CustomizationStatus

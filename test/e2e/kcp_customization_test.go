@@ -41,7 +41,8 @@ func flavorOf(cluster string, version int) string { return fmt.Sprintf("%s-v%d",
 // each setting a different data.flavor:
 //   - with both Customizations in mapper-apiserver's first list, east's per-cluster views
 //     (/clusters/<c>) and its all-cluster view show each cluster's ConfigMap with its own
-//     cluster's flavor only, and mapper-apiserver writes the status of both Customizations;
+//     cluster's flavor only, and mapper-controller (in kcp mode) writes the status of both
+//     Customizations, each in its own cluster, counting its cluster's ConfigMap only;
 //   - deleting one cluster's Customization removes its flavor from that cluster's ConfigMap
 //     only; re-creating it (seen by watch) brings it back, the other cluster's unchanged.
 //
@@ -65,13 +66,21 @@ func TestKCPCustomizationsPerCluster(t *testing.T) {
 		}
 	}})
 	a, b := env.clusters[0], env.clusters[1]
+	// mapper-controller writes the Customizations' status, in kcp mode: it reads the proxy's
+	// wildcard endpoint and writes each Customization in its own cluster. Without leader
+	// election: the wildcard endpoint takes no Lease.
+	framework.StartMapperControllerUnelected(t, env.proxyKubeconfig, append(framework.MapperAPIServerArgs(t, env.server),
+		"--source-mode=kcp", "--controllers=customizationstatus", "--view-discovery-interval=1s")...)
 
 	// Each step starts from the state the previous one checked.
 	if !t.Run("each cluster's Customization applies to its own cluster only", func(t *testing.T) {
 		env.waitFlavors(t, ctx, map[string]string{a: flavorOf(a, 1), b: flavorOf(b, 1)})
 		for _, c := range env.clusters {
-			waitCustomizationCondition(t, ctx, env.customizations(c), kcpCustName,
+			st := waitCustomizationCondition(t, ctx, env.customizations(c), kcpCustName,
 				controlv1alpha1.CustomizationReady, "True", controlv1alpha1.ReasonAllObjectsRendered)
+			if st.SelectedObjects == nil || *st.SelectedObjects != 1 {
+				t.Errorf("%s's Customization selects %v (object, location) pairs, want 1: its own cluster's ConfigMap for east", c, st.SelectedObjects)
+			}
 		}
 	}) {
 		return

@@ -43,8 +43,10 @@ var (
 // --source-mode=kcp reading it through /clusters/*, and one target per location.
 type lcEnv struct {
 	*mapperEnv
-	proxy    *kcpproxy.Server
-	clusters []string
+	proxy *kcpproxy.Server
+	// proxyKubeconfig is the admin's kubeconfig of the proxy's wildcard endpoint.
+	proxyKubeconfig string
+	clusters        []string
 	// cluster are dynamic clients of each logical cluster through the proxy.
 	cluster map[string]dynamic.Interface
 }
@@ -127,8 +129,9 @@ func startLogicalClustersEnv(t *testing.T, ctx context.Context, o lcOptions) *lc
 			source: source, targets: map[string]*framework.ControlPlane{}, tgt: map[string]dynamic.Interface{},
 			viewKubeconfig: map[string]string{}, targetKubeconfig: map[string]string{}, owner: t,
 		},
-		proxy:   proxy,
-		cluster: map[string]dynamic.Interface{},
+		proxy:           proxy,
+		proxyKubeconfig: proxyKubeconfig,
+		cluster:         map[string]dynamic.Interface{},
 	}
 	if !o.noTargets {
 		env.bin = framework.BuildBinary(t, "./cmd/mapper")

@@ -127,6 +127,19 @@ func testMapperHaltedResource(t *testing.T, ctx context.Context, env *mapperEnv,
 		v := mapperSumMetric(west, "mapper_errors_total", `resource="gadgets.example.com"`, `operation="apply"`)
 		return v > 0, "mapper_errors_total=" + mapperFtoa(v)
 	})
+	// The rejection is in the log at the default verbosity, once per version of the object (by
+	// each mapper that led meanwhile), not once per retry.
+	rejections := 0
+	for _, m := range west {
+		for _, line := range strings.Split(m.proc.LogTail(1<<30), "\n") {
+			if strings.Contains(line, "Cannot apply an object onto the target") && strings.Contains(line, "gadget-too-big") {
+				rejections++
+			}
+		}
+	}
+	if rejections < 1 || rejections > len(west) {
+		t.Errorf("west's %d mappers logged the rejected gadget's failed apply %d times at the default verbosity, want once per leader", len(west), rejections)
+	}
 	env.mutate(t, ctx, gadgetsGVR, "team-a", "gadget-too-big", func(u *unstructured.Unstructured) {
 		_ = unstructured.SetNestedField(u.Object, int64(10), "spec", "size")
 	})

@@ -14,8 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
+	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	ctrlplacement "github.com/cluster-mapper/cluster-mapper/pkg/controller/placement"
+	"github.com/cluster-mapper/cluster-mapper/pkg/mapper/heartbeat"
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
 	"github.com/cluster-mapper/cluster-mapper/test/framework"
 )
@@ -70,7 +72,7 @@ func waitAssignment(t *testing.T, ctx context.Context, objects dynamic.ResourceI
 	})
 }
 
-// TestPlacement (issue 15, "Tests") on real servers: four locations with real targets, each
+// TestPlacement (docs/placement.md) on real servers: four locations with real targets, each
 // with kube-controller-manager and a mapper, and mapper-controller.
 //   - A Deployment of 10 replicas divided over the three region=eu|us locations runs 4/3/3 on
 //     their targets, and the source's status sums their deployment controllers' reports.
@@ -78,7 +80,8 @@ func waitAssignment(t *testing.T, ctx context.Context, objects dynamic.ResourceI
 //     returns, its copy is removed (an ordinary unassignment), and only once the tolerance has
 //     passed since the move does the location take replicas again.
 //   - A fourth matching location appears: the split rebalances to 3/3/2/2.
-//   - numberOfLocations: 2 over five locations: when one leaves, only its objects move.
+//   - numberOfLocations: 2 over five locations, spreadBy: Object: when one leaves, only its
+//     objects move.
 //   - kcp mode (objects and Placements carrying kcp.io/cluster): a Placement places only the
 //     objects of its own logical cluster.
 //   - Two Placements selecting the same objects: the older places them, both statuses show the
@@ -207,10 +210,25 @@ func TestPlacement(t *testing.T) {
 
 	t.Run("numberOfLocations 2 of 5: only the leaving location's objects move", func(t *testing.T) {
 		ensureNamespace(t, ctx, env.src, "pairs")
-		for _, l := range []string{"p1", "p2", "p3", "p4", "p5"} {
+		pairs := []string{"p1", "p2", "p3", "p4", "p5"}
+		for _, l := range pairs {
 			if _, err := env.dyn.Resource(synctarget.Resource).Create(ctx, newSyncTarget(l, map[string]string{"tier": "pair"}), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
+		}
+		// These SyncTargets have no mappers: the heartbeat of pkg/mapper/heartbeat, run here,
+		// renews their Leases and reports them Ready (work goes only to Ready locations).
+		for _, l := range pairs {
+			go func() {
+				_ = heartbeat.Run(ctx, heartbeat.Config{Location: l, Identity: "e2e-" + l, Version: "e2e", Mode: controlv1alpha1.ModePull,
+					Source: env.source.AdminConfig(), RenewInterval: time.Second, LeaseDuration: 10 * time.Second,
+					Observe: func(context.Context, bool) heartbeat.Observation {
+						return heartbeat.Observation{Ready: metav1.ConditionTrue, Reason: controlv1alpha1.ReasonMapperReady, Message: "e2e heartbeat"}
+					}})
+			}()
+		}
+		for _, l := range pairs {
+			waitSyncTarget(t, ctx, env.dyn, l, time.Minute, "Ready=True", readyIs(metav1.ConditionTrue, ""))
 		}
 		cms := env.src.Resource(configMapsGVR).Namespace("pairs")
 		for i := range 30 {
@@ -218,11 +236,12 @@ func TestPlacement(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		// These SyncTargets have no mappers: a long tolerance keeps them usable.
+		// Each ConfigMap on its own (spreadBy: Object): the test is about how objects spread.
 		if _, err := env.src.Resource(ctrlplacement.Resource).Namespace("pairs").Create(ctx, newPlacement("pairs", "pairs", "", "v1", "configmaps", map[string]interface{}{
 			"locationSelector":  map[string]interface{}{"matchLabels": map[string]interface{}{"tier": "pair"}},
 			"numberOfLocations": int64(2),
 			"notReadyTolerance": "1h",
+			"spreadBy":          "Object",
 		}), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}

@@ -72,6 +72,9 @@ func TestStatusWriteBack(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	env := startStatusEnv(t, ctx)
+	// mapper-controller keeps the status records in step (folds, removals); mapper-apiserver
+	// writes to the source only the status written through its views.
+	framework.StartMapperController(t, ctx, env.source, time.Minute, append(framework.MapperAPIServerArgs(t, env.server), "--controllers=statusrecords")...)
 
 	t.Run("single location", func(t *testing.T) { testStatusSingleLocation(t, ctx, env) })
 	t.Run("patch types", func(t *testing.T) { testStatusPatchTypes(t, ctx, env) })
@@ -289,6 +292,20 @@ func testStatusSeveralLocations(t *testing.T, ctx context.Context, env *statusEn
 	})
 	if err != nil {
 		t.Errorf("east's record was not folded into .status once east was the only location: %v", err)
+	}
+	// mapper-controller folded it, under its leader election.
+	src, err = env.src.Resource(thingsGVR).Namespace("apps").Get(ctx, "shared", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	folder := ""
+	for _, m := range src.GetManagedFields() {
+		if m.Subresource == "status" && m.Manager == "mapper-controller-status-records" {
+			folder = m.Manager
+		}
+	}
+	if folder == "" {
+		t.Errorf("no status written by mapper-controller-status-records on the source; managedFields %+v", src.GetManagedFields())
 	}
 	if obj := env.viewGet(t, ctx, "east", thingsGVR, "apps", "shared"); !reflect.DeepEqual(obj.Object["status"], statuses["east"]) {
 		t.Errorf("east's view shows .status %v, want east's %v", obj.Object["status"], statuses["east"])

@@ -48,7 +48,7 @@ type tenancyEnv struct {
 // may write.
 func startTenancyEnv(t *testing.T, ctx context.Context) *tenancyEnv {
 	t.Helper()
-	env := &tenancyEnv{locationsEnv: startLocationsEnvWith(t, ctx, "configmaps", []string{"--location-access=Bound"}, "west"), tenants: map[string]dynamic.Interface{}}
+	env := &tenancyEnv{locationsEnv: startLocationsEnvWith(t, ctx, "configmaps", nil, []string{"--location-access=Bound"}, "west"), tenants: map[string]dynamic.Interface{}}
 	env.admin = env.source.Admin()
 	// east is registered without a target: its view is all the tests read of it.
 	if _, err := env.dyn.Resource(synctarget.Resource).Create(ctx, newSyncTarget("east", map[string]string{"region": "east"}), metav1.CreateOptions{}); err != nil {

@@ -91,6 +91,27 @@ func StartMapperController(t TB, ctx context.Context, cp *ControlPlane, grace ti
 	return p
 }
 
+// StartMapperControllerUnelected builds cmd/mapper-controller and runs it with the source
+// kubeconfig kubeconfig, without leader election and without metrics endpoint, and extraArgs
+// (--controllers, --source-mode ...), for a source where it cannot hold a Lease: a kcp
+// source's wildcard endpoint serves no writes. Its log is kept as StartMapperController's.
+func StartMapperControllerUnelected(t TB, kubeconfig string, extraArgs ...string) *Process {
+	t.Helper()
+	bin := BuildBinary(t, "./cmd/mapper-controller")
+	return StartProcess(t, ProcessSpec{Name: "mapper-controller", Path: bin, LogDir: os.Getenv(LogDirEnv), Args: append([]string{
+		"--kubeconfig=" + kubeconfig, "--bind-address=0", "--leader-elect=false", "-v=2",
+	}, extraArgs...)})
+}
+
+// MapperAPIServerArgs returns the mapper-controller flag that reaches m's mapper.kcp.io API
+// (`locations` and the views) directly, as the admin of the control plane m mirrors:
+// --mapper-apiserver-kubeconfig. The tests start mapper-apiserver without registering it with
+// an aggregator, so the source's server does not serve the group.
+func MapperAPIServerArgs(t TB, m *MapperAPIServer) []string {
+	t.Helper()
+	return []string{"--mapper-apiserver-kubeconfig=" + m.Source.Admin().KubeconfigFor(t, m.URL, m.ServingCA.CertPEM)}
+}
+
 // EnsureNamespace creates the namespace name in cp unless it exists.
 func EnsureNamespace(t TB, ctx context.Context, cp *ControlPlane, name string) {
 	t.Helper()

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -43,12 +45,10 @@ func TestBinDirMissingNamesInstallCommand(t *testing.T) {
 func TestProcessStopKillsGroup(t *testing.T) {
 	// The shell leaves a background child in its group; Stop must take both down.
 	p := StartProcess(t, ProcessSpec{Name: "sh", Path: "/bin/sh", Args: []string{"-c", "sleep 300 & echo started; wait"}})
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(p.LogTail(5), "started") {
-		if time.Now().After(deadline) {
-			t.Fatalf("shell did not start; log: %s", p.LogTail(5))
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return strings.Contains(p.LogTail(5), "started"), nil
+	}); err != nil {
+		t.Fatalf("shell did not start; log: %s", p.LogTail(5))
 	}
 	if live := LiveProcesses(p.PID); len(live) != 2 {
 		t.Errorf("LiveProcesses(%d) = %v, want the shell and its sleep", p.PID, live)
@@ -76,8 +76,10 @@ func TestProcessStopEscalatesToKill(t *testing.T) {
 	defer func(d time.Duration) { StopTimeout = d }(StopTimeout)
 	StopTimeout = 200 * time.Millisecond
 	p := StartProcess(t, ProcessSpec{Name: "stubborn", Path: "/bin/sh", Args: []string{"-c", "trap '' TERM; echo ready; while :; do sleep 1; done"}})
-	for !strings.Contains(p.LogTail(1), "ready") {
-		time.Sleep(10 * time.Millisecond)
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return strings.Contains(p.LogTail(1), "ready"), nil
+	}); err != nil {
+		t.Fatalf("the shell did not start; log: %s", p.LogTail(5))
 	}
 	if err := p.Stop(); err == nil || !strings.Contains(err.Error(), "killed them") {
 		t.Errorf("Stop of a process ignoring SIGTERM: got %v, want an error saying it was killed", err)

@@ -100,6 +100,37 @@ type LocationStatus struct {
 	// It is a property of the server, not of the location, and is the same on
 	// every Location: none of their views serves these resources.
 	UnsyncedResources []UnsyncedResource
+
+	// CustomizationFailures are, per Customization, the objects assigned to
+	// the location that its mutations fail to render for the location.
+	CustomizationFailures []CustomizationFailures
+}
+
+// CustomizationFailures are the objects of one location that one
+// Customization fails to render.
+type CustomizationFailures struct {
+	// Cluster is the Customization's logical cluster.
+	Cluster string
+	// Namespace and Name name the Customization.
+	Namespace string
+	Name      string
+	// FailingObjects is the number of the location's objects whose rendering
+	// the Customization fails.
+	FailingObjects int64
+	// Failures are the first few of them.
+	Failures []RenderFailure
+}
+
+// RenderFailure is one object that fails to render.
+type RenderFailure struct {
+	// Resource is the object's group-qualified resource.
+	Resource string
+	// Namespace and Name identify the object.
+	Namespace string
+	Name      string
+	// Reason is a CamelCase word; Message says what failed.
+	Reason  string
+	Message string
 }
 
 // LocationMapper identifies the mapper of a location.

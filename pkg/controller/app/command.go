@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
@@ -35,10 +33,13 @@ import (
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/binding"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/dependencies"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/informers"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/location"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/managedfields"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/placement"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/push"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/served"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/statuscollector"
 	"github.com/cluster-mapper/cluster-mapper/pkg/healthserver"
 	"github.com/cluster-mapper/cluster-mapper/pkg/locationbinding"
@@ -56,7 +57,11 @@ func NewCommand() *cobra.Command {
 			"lifecycle controller sets a SyncTarget's Ready condition to Unknown when the location's mapper has not renewed " +
 			"its Lease (cluster-mapper-system/<location>) for --location-grace-period, and records Events when Ready " +
 			"changes. Its push mode controller runs a mapper in-process for every SyncTarget with spec.kubeconfigSecretRef " +
-			"(the --push-mapper-* flags are cmd/mapper's). See docs/locations.md.",
+			"(the --push-mapper-* flags are cmd/mapper's). See docs/locations.md. Its placement controller places the objects " +
+			"Placements select (docs/placement.md), and its dependency controller assigns what assigned workloads reference " +
+			"to their locations (docs/dependencies.md). It keeps the per-location status records of source objects in step " +
+			"with their assignments and writes the status of Customizations, from what mapper-apiserver's views and locations " +
+			"report (docs/status.md, docs/customization.md).",
 		SilenceUsage: true,
 		Args:         cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -127,8 +132,14 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	// Kinds of placed resources: discovery once, again when a resource is not known.
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
+	// Kinds of placed and referenced resources: discovery once, again when a resource is not
+	// known (served.Resolver, at most every 10 s).
+	cachedDiscovery := memory.NewMemCacheClient(disco)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cachedDiscovery)
+	views, err := newViewControllers(o, cfg, dyn, metadataClient, cachedDiscovery)
+	if err != nil {
+		return err
+	}
 	var watchdog *leaderelection.HealthzAdaptor
 	var live []healthz.HealthChecker
 	if o.LeaderElection.LeaderElect {
@@ -150,51 +161,62 @@ func Run(ctx context.Context, o *Options) error {
 		defer broadcaster.Shutdown()
 		recorder := broadcaster.NewRecorder(scheme, "mapper-controller")
 		o.Push.Complete(o.LeaseNamespace)
-		shared := informers.NewSet(dyn, metadataClient, placement.TrimManagedFields)
+		// The placement and dependency controllers read their own managedFields entries only.
+		shared := informers.NewSet(dyn, metadataClient, managedfields.Keep(placement.FieldManager, dependencies.FieldManager))
 		defer shared.Shutdown()
-		var wg sync.WaitGroup
-		// The Bound mode (docs/tenancy.md): the bindings every controller reads, their status,
-		// and the Events on objects assigned to unbound locations.
+		resolver := served.New(mapper)
+		// The Bound mode (docs/tenancy.md): the bindings the Placements and StatusCollectors
+		// read (nil in the Open mode: every location bound).
 		var bindings *binding.Tracker
 		if access, _ := locationbinding.ParseMode(o.LocationAccess); access == locationbinding.ModeBound {
 			bindings = binding.NewTracker(shared)
-			statuses := binding.New(dyn, bindings, o.Workers)
-			var resources []schema.GroupResource
-			for _, r := range o.UnboundReportResources {
-				resources = append(resources, schema.ParseGroupResource(strings.TrimSpace(r)))
+		}
+		controllers := map[string]func(context.Context){
+			StatusCollectorController: func(ctx context.Context) {
+				statuscollector.New(statuscollector.Config{Dynamic: dyn, Informers: shared, Workers: o.StatusCollectorWorkers,
+					CostPerSummary: o.StatusCollectorCostPerSummary, CostPerSecond: o.StatusCollectorCostPerSecond,
+					MaxPerNamespace: o.MaxStatusCollectorsPerNamespace, Bindings: bindings}).Run(ctx)
+			},
+			PlacementController: func(ctx context.Context) {
+				placement.New(placement.Config{Dynamic: placementDyn, Metadata: placementMetadata, Informers: shared, Resolver: resolver, Workers: o.ConcurrentPlacementSyncs, ConcurrentWrites: o.ConcurrentPlacementWrites, Recorder: recorder, Bindings: bindings}).Run(ctx)
+			},
+			DependencyController: func(ctx context.Context) {
+				dependencies.New(dependencies.Config{Dynamic: placementDyn, Metadata: placementMetadata, Informers: shared, Resolver: resolver, Workers: o.ConcurrentDependencySyncs, ConcurrentWrites: o.ConcurrentDependencyWrites, Recorder: recorder}).Run(ctx)
+			},
+			PushController: func(ctx context.Context) {
+				push.New(push.Config{
+					Kube: kube, Dynamic: dyn, Source: cfg, SecretNamespace: o.Push.SecretNamespace,
+					Connection: o.Push.Connection, RunOptions: o.Push.Run, Heartbeat: o.Push.Heartbeat,
+					Workers: o.Workers, Recorder: recorder,
+				}).Run(ctx)
+			},
+			LocationController: func(ctx context.Context) {
+				location.New(location.Config{
+					Kube: kube, Dynamic: dyn, LeaseNamespace: o.LeaseNamespace, GracePeriod: o.LocationGracePeriod,
+					Workers: o.Workers, Recorder: recorder, Metadata: metadataClient, Discovery: kube.Discovery(),
+				}).Run(ctx)
+			},
+			LocationBindingController: func(ctx context.Context) {
+				if bindings == nil {
+					return // the Open mode: no bindings to keep or report
+				}
+				runBindingControllers(ctx, o, dyn, bindings, shared, mapper, recorder)
+			},
+			viewControllersName: func(ctx context.Context) {
+				views.run(ctx, o.Enabled(StatusRecordsController), o.Enabled(CustomizationStatusController))
+			},
+		}
+		var wg sync.WaitGroup
+		for name, run := range controllers {
+			if name != viewControllersName && !o.Enabled(name) {
+				continue
 			}
-			reporter := binding.NewReporter(bindings, shared, mapper, recorder, resources)
-			wg.Add(2)
+			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				statuses.Run(ctx)
-			}()
-			go func() {
-				defer wg.Done()
-				reporter.Run(ctx)
+				run(ctx)
 			}()
 		}
-		wg.Add(3)
-		go func() {
-			defer wg.Done()
-			statuscollector.New(statuscollector.Config{Dynamic: dyn, Informers: shared, Bindings: bindings}).Run(ctx)
-		}()
-		go func() {
-			defer wg.Done()
-			placement.New(placement.Config{Dynamic: placementDyn, Metadata: placementMetadata, Informers: shared, Mapper: mapper, Workers: o.ConcurrentPlacementSyncs, ConcurrentWrites: o.ConcurrentPlacementWrites, Recorder: recorder, Bindings: bindings}).Run(ctx)
-		}()
-		go func() {
-			defer wg.Done()
-			push.New(push.Config{
-				Kube: kube, Dynamic: dyn, Source: cfg, SecretNamespace: o.Push.SecretNamespace,
-				Connection: o.Push.Connection, RunOptions: o.Push.Run, Heartbeat: o.Push.Heartbeat,
-				Workers: o.Workers, Recorder: recorder,
-			}).Run(ctx)
-		}()
-		location.New(location.Config{
-			Kube: kube, Dynamic: dyn, LeaseNamespace: o.LeaseNamespace, GracePeriod: o.LocationGracePeriod,
-			Workers: o.Workers, Recorder: recorder, Metadata: metadataClient, Discovery: kube.Discovery(),
-		}).Run(ctx)
 		wg.Wait()
 	}
 	if !o.LeaderElection.LeaderElect {

@@ -1,6 +1,7 @@
 // Package app is the command line of mapper-controller (cmd/mapper-controller): flags,
 // logs, metrics and health endpoints from component-base and k8s.io/apiserver, leader
-// election in the source, and the controllers it runs: the location lifecycle and push mode.
+// election in the source, and the controllers it runs: the location lifecycle, push mode,
+// placement, dependencies, StatusCollectors, status records and the status of Customizations.
 package app
 
 import (
@@ -16,8 +17,12 @@ import (
 	"k8s.io/component-base/config/options"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/dependencies"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/placement"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/statuscollector"
+	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
 	"github.com/cluster-mapper/cluster-mapper/pkg/locationbinding"
+	"github.com/cluster-mapper/cluster-mapper/pkg/sourcecluster"
 )
 
 // Options are mapper-controller's flags.
@@ -41,12 +46,30 @@ type Options struct {
 	// ConcurrentPlacementWrites is how many server-side applies of placed objects the
 	// placement controller has in flight at once, over all its namespaces.
 	ConcurrentPlacementWrites int
-	// PlacementKubeAPIQPS and PlacementKubeAPIBurst limit the placement controller's own
-	// client: placing a new Placement's objects is one write each (50,000 objects placed
-	// within a minute is issue 15's target), which the shared client's limits would stretch
-	// to an hour. The source's API Priority and Fairness still applies.
+	// ConcurrentDependencySyncs is how many namespaces the dependency controller reconciles
+	// at once.
+	ConcurrentDependencySyncs int
+	// ConcurrentDependencyWrites is how many patches of dependencies the dependency
+	// controller has in flight at once, over all its namespaces.
+	ConcurrentDependencyWrites int
+	// PlacementKubeAPIQPS and PlacementKubeAPIBurst limit the own client of the placement and
+	// dependency controllers: placing a new Placement's objects is one write each, and
+	// assigning their dependencies one more per dependency, which the shared client's limits
+	// would stretch to an hour for 50,000 objects. The source's API Priority and Fairness
+	// still applies.
 	PlacementKubeAPIQPS   float32
 	PlacementKubeAPIBurst int
+	// StatusCollectorWorkers, StatusCollectorCostPerSummary, StatusCollectorCostPerSecond and
+	// MaxStatusCollectorsPerNamespace configure the fair computation of StatusSummaries
+	// (statuscollector.Config; docs/status.md, "Fairness and budgets").
+	StatusCollectorWorkers          int
+	StatusCollectorCostPerSummary   int64
+	StatusCollectorCostPerSecond    int64
+	MaxStatusCollectorsPerNamespace int
+	// MaxCustomizationsPerNamespace and MaxMutationsPerNamespace are mapper-apiserver's flags
+	// of the same names: the status of Customizations reports those past them (LimitExceeded).
+	MaxCustomizationsPerNamespace int
+	MaxMutationsPerNamespace      int
 	// BindAddress serves /metrics, /healthz and /readyz ("0": nowhere).
 	BindAddress string
 	// Profiling serves Go's /debug/pprof on BindAddress (unauthenticated, so off by default;
@@ -56,6 +79,19 @@ type Options struct {
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
 	// Push configures push mode's in-process mappers.
 	Push *PushOptions
+	// Clusters are --source-mode, --cluster-name and --source-cluster-path, as
+	// mapper-apiserver's: how a source object's logical cluster is found and where writes to
+	// it go (status records, Customizations' status). They must be mapper-apiserver's.
+	Clusters *sourcecluster.Options
+	// MapperAPIKubeconfig reaches mapper-apiserver's mapper.kcp.io API (`locations` and the
+	// location views); empty: the source's server (its aggregator) without a trailing
+	// /clusters/*, with the source's credentials.
+	MapperAPIKubeconfig string
+	// Controllers are --controllers: the controllers to run (Enabled).
+	Controllers []string
+	// ViewDiscoveryInterval is how often the views' discovery (the resources mapper-apiserver
+	// mirrors, whose objects' metadata mapper-controller follows) is re-read.
+	ViewDiscoveryInterval time.Duration
 	// LocationAccess is the location-access mode, as mapper-apiserver's --location-access
 	// (docs/tenancy.md): in Bound, Placements choose and StatusCollectors see only the
 	// locations bound to their namespace, and the LocationBinding controller runs.
@@ -71,18 +107,29 @@ type Options struct {
 // cluster-mapper-system/mapper-controller with kube-controller-manager's timings.
 func NewOptions() *Options {
 	return &Options{
-		LocationGracePeriod:       40 * time.Second,
-		LeaseNamespace:            contract.ControlNamespace,
-		Workers:                   2,
-		KubeAPIQPS:                20,
-		KubeAPIBurst:              30,
-		ConcurrentPlacementSyncs:  8,
-		ConcurrentPlacementWrites: placement.DefaultConcurrentWrites,
-		PlacementKubeAPIQPS:       1000,
-		PlacementKubeAPIBurst:     2000,
-		BindAddress:               ":8081",
-		Push:                      NewPushOptions(),
-		LocationAccess:            string(locationbinding.ModeBound),
+		LocationGracePeriod:             40 * time.Second,
+		LeaseNamespace:                  contract.ControlNamespace,
+		Workers:                         2,
+		KubeAPIQPS:                      20,
+		KubeAPIBurst:                    30,
+		ConcurrentPlacementSyncs:        8,
+		ConcurrentPlacementWrites:       placement.DefaultConcurrentWrites,
+		ConcurrentDependencySyncs:       8,
+		ConcurrentDependencyWrites:      dependencies.DefaultConcurrentWrites,
+		PlacementKubeAPIQPS:             1000,
+		PlacementKubeAPIBurst:           2000,
+		StatusCollectorWorkers:          statuscollector.DefaultWorkers,
+		StatusCollectorCostPerSummary:   statuscollector.DefaultCostPerSummary,
+		StatusCollectorCostPerSecond:    statuscollector.DefaultCostPerSecond,
+		MaxStatusCollectorsPerNamespace: statuscollector.DefaultMaxPerNamespace,
+		MaxCustomizationsPerNamespace:   customization.DefaultMaxCustomizationsPerNamespace,
+		MaxMutationsPerNamespace:        customization.DefaultMaxMutationsPerNamespace,
+		BindAddress:                     ":8081",
+		Push:                            NewPushOptions(),
+		Clusters:                        sourcecluster.NewOptions(),
+		ViewDiscoveryInterval:           10 * time.Second,
+		Controllers:                     []string{"*"},
+		LocationAccess:                  string(locationbinding.ModeBound),
 		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
 			LeaderElect:       true,
 			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
@@ -105,14 +152,26 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests to the source above --kube-api-qps, per client.")
 	fs.IntVar(&o.ConcurrentPlacementSyncs, "concurrent-placement-syncs", o.ConcurrentPlacementSyncs, "Namespaces whose Placements are reconciled at once.")
 	fs.IntVar(&o.ConcurrentPlacementWrites, "concurrent-placement-writes", o.ConcurrentPlacementWrites, "Server-side applies of placed objects in flight at once, over all namespaces.")
-	fs.Float32Var(&o.PlacementKubeAPIQPS, "placement-kube-api-qps", o.PlacementKubeAPIQPS, "Requests per second of the placement controller's own client to the source (its writes of assignments). A value below zero turns client-side limiting off.")
-	fs.IntVar(&o.PlacementKubeAPIBurst, "placement-kube-api-burst", o.PlacementKubeAPIBurst, "Burst of the placement controller's requests above --placement-kube-api-qps.")
+	fs.IntVar(&o.ConcurrentDependencySyncs, "concurrent-dependency-syncs", o.ConcurrentDependencySyncs, "Namespaces whose dependencies are reconciled at once.")
+	fs.IntVar(&o.ConcurrentDependencyWrites, "concurrent-dependency-writes", o.ConcurrentDependencyWrites, "Patches of dependencies' assignments in flight at once, over all namespaces.")
+	fs.Float32Var(&o.PlacementKubeAPIQPS, "placement-kube-api-qps", o.PlacementKubeAPIQPS, "Requests per second of the own client of the placement and dependency controllers to the source (their writes of assignments). A value below zero turns client-side limiting off.")
+	fs.IntVar(&o.PlacementKubeAPIBurst, "placement-kube-api-burst", o.PlacementKubeAPIBurst, "Burst of the placement and dependency controllers' requests above --placement-kube-api-qps.")
+	fs.IntVar(&o.StatusCollectorWorkers, "status-collector-workers", o.StatusCollectorWorkers, "StatusSummaries computed at once; one namespace has one at most, so that its expensive StatusCollectors never hold another's.")
+	fs.Int64Var(&o.StatusCollectorCostPerSummary, "status-collector-cost-per-summary", o.StatusCollectorCostPerSummary, "CEL cost units one StatusSummary may spend; past it the summary keeps its last results and the StatusCollector is marked Degraded.")
+	fs.Int64Var(&o.StatusCollectorCostPerSecond, "status-collector-cost-per-second", o.StatusCollectorCostPerSecond, "CEL cost units per second the StatusCollectors of one namespace may spend on average; a namespace that spent more waits (Degraded, reason Throttled).")
+	fs.IntVar(&o.MaxCustomizationsPerNamespace, "max-customizations-per-namespace", o.MaxCustomizationsPerNamespace, "mapper-apiserver's flag of the same name (keep them equal): the Customizations of a namespace past it are reported Degraded (LimitExceeded). 0: no limit.")
+	fs.IntVar(&o.MaxMutationsPerNamespace, "max-mutations-per-namespace", o.MaxMutationsPerNamespace, "mapper-apiserver's flag of the same name (keep them equal): the Customizations whose mutations go past it are reported Degraded (LimitExceeded). 0: no limit.")
+	fs.IntVar(&o.MaxStatusCollectorsPerNamespace, "max-status-collectors-per-namespace", o.MaxStatusCollectorsPerNamespace, "StatusCollectors of one namespace computed, the oldest first; the others are marked Degraded and their StatusSummaries left as they are.")
 	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "Address serving /metrics, /healthz and /readyz; \"0\" turns it off.")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's profiles at /debug/pprof on --bind-address (without authentication).")
 	fs.StringVar(&o.LocationAccess, "location-access", o.LocationAccess, "\"Bound\" or \"Open\", as mapper-apiserver's --location-access (keep both the same): in Bound, Placements choose and StatusCollectors see only the locations a LocationBinding binds to their namespace, and the status of LocationBindings is kept. See docs/tenancy.md.")
 	fs.StringSliceVar(&o.UnboundReportResources, "unbound-report-resources", o.UnboundReportResources, "With --location-access=Bound: resources (resource.group, e.g. configmaps,deployments.apps) whose objects get a Warning Event UnboundLocation when kcp.io/assigned-locations names a location not bound to their namespace (views ignore such assignments). Their metadata is watched, so mapper-controller needs list and watch on them; keep in step with mapper-apiserver's --resources. Empty: no such Events.")
 	options.BindLeaderElectionFlags(&o.LeaderElection, fs)
 	o.Push.AddFlags(fs)
+	o.Clusters.AddFlags(fs)
+	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, "The controllers to run, as kube-controller-manager's flag: '*' runs every controller, 'foo' runs foo, '-foo' does not run foo. Controllers: "+strings.Join(AllControllers, ", ")+".")
+	fs.StringVar(&o.MapperAPIKubeconfig, "mapper-apiserver-kubeconfig", o.MapperAPIKubeconfig, "Kubeconfig reaching mapper-apiserver's mapper.kcp.io API (locations and location views), directly or through an aggregator. Empty: the source's server (its aggregator), without a trailing /clusters/*, with --kubeconfig's credentials.")
+	fs.DurationVar(&o.ViewDiscoveryInterval, "view-discovery-interval", o.ViewDiscoveryInterval, "How often the location views' discovery (the resources mapper-apiserver mirrors, whose objects' metadata the status record and Customization status controllers follow) is re-read.")
 }
 
 // Validate returns every invalid value.
@@ -124,6 +183,9 @@ func (o *Options) Validate() error {
 	if o.Workers < 1 {
 		errs = append(errs, errors.New("--workers must be at least 1"))
 	}
+	if o.StatusCollectorWorkers < 1 || o.StatusCollectorCostPerSummary < 1 || o.StatusCollectorCostPerSecond < 1 || o.MaxStatusCollectorsPerNamespace < 1 {
+		errs = append(errs, errors.New("--status-collector-workers, --status-collector-cost-per-summary, --status-collector-cost-per-second and --max-status-collectors-per-namespace must be at least 1"))
+	}
 	if o.KubeAPIQPS >= 0 && o.KubeAPIBurst < 1 {
 		errs = append(errs, errors.New("--kube-api-burst must be at least 1 when --kube-api-qps is not negative"))
 	}
@@ -132,6 +194,12 @@ func (o *Options) Validate() error {
 	}
 	if o.ConcurrentPlacementWrites < 1 {
 		errs = append(errs, errors.New("--concurrent-placement-writes must be at least 1"))
+	}
+	if o.ConcurrentDependencySyncs < 1 {
+		errs = append(errs, errors.New("--concurrent-dependency-syncs must be at least 1"))
+	}
+	if o.ConcurrentDependencyWrites < 1 {
+		errs = append(errs, errors.New("--concurrent-dependency-writes must be at least 1"))
 	}
 	if o.PlacementKubeAPIQPS >= 0 && o.PlacementKubeAPIBurst < 1 {
 		errs = append(errs, errors.New("--placement-kube-api-burst must be at least 1 when --placement-kube-api-qps is not negative"))
@@ -154,6 +222,9 @@ func (o *Options) Validate() error {
 	if le.LeaderElect && le.ResourceLock != resourcelock.LeasesResourceLock {
 		errs = append(errs, errors.New("--leader-elect-resource-lock must be leases"))
 	}
-	errs = append(errs, o.Push.Validate())
+	if o.ViewDiscoveryInterval < time.Second {
+		errs = append(errs, errors.New("--view-discovery-interval must be at least 1s"))
+	}
+	errs = append(errs, o.Push.Validate(), o.Clusters.Validate(), o.validateControllers())
 	return errors.Join(errs...)
 }

@@ -28,6 +28,17 @@ type Set struct {
 
 	mu   sync.Mutex
 	stop <-chan struct{}
+	// full are the resources of the informers of whole objects asked for so far.
+	full map[schema.GroupVersionResource]bool
+	// listErrors are the last list or watch error of each informer, by resource and whether
+	// it holds whole objects.
+	listErrors map[informerKey]error
+}
+
+// informerKey names one informer of a Set.
+type informerKey struct {
+	gvr  schema.GroupVersionResource
+	full bool
 }
 
 // NewSet returns a Set over dyn and meta with no resync (handlers see changes only); meta may
@@ -36,7 +47,8 @@ type Set struct {
 // metadata informers alike: it may drop what no controller of the process reads, before the
 // object is stored.
 func NewSet(dyn dynamic.Interface, meta metadata.Interface, transform cache.TransformFunc) *Set {
-	s := &Set{factory: dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0), transform: transform}
+	s := &Set{factory: dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0), transform: transform,
+		full: map[schema.GroupVersionResource]bool{}, listErrors: map[informerKey]error{}}
 	if meta != nil {
 		s.metadata = metadatainformer.NewSharedInformerFactory(meta, 0)
 	}
@@ -69,7 +81,25 @@ func (s *Set) startLocked() {
 // Set is started). It stores *unstructured.Unstructured objects; its indexer has the namespace
 // index (cache.NamespaceIndex).
 func (s *Set) Informer(gvr schema.GroupVersionResource) cache.SharedIndexInformer {
-	return s.prepare(s.factory.ForResource(gvr).Informer())
+	return s.prepare(informerKey{gvr, true}, s.factory.ForResource(gvr).Informer())
+}
+
+// Watches reports whether the Set has an informer of the whole objects of gvr: a controller
+// that needs only metadata can use it instead of a second watch.
+func (s *Set) Watches(gvr schema.GroupVersionResource) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.full[gvr]
+}
+
+// ListError returns the last error of the list or watch of the informer of gvr (whole
+// objects when full, metadata otherwise), nil when there was none. An informer that has not
+// synced and whose list failed with 403 Forbidden or 404 Not Found will not sync until the
+// permission or the resource comes.
+func (s *Set) ListError(gvr schema.GroupVersionResource, full bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.listErrors[informerKey{gvr, full}]
 }
 
 // MetadataInformer returns the metadata informer of gvr, creating it on first use (and
@@ -80,17 +110,28 @@ func (s *Set) MetadataInformer(gvr schema.GroupVersionResource) cache.SharedInde
 	if s.metadata == nil {
 		panic("informers: MetadataInformer of a Set without a metadata client")
 	}
-	return s.prepare(s.metadata.ForResource(gvr).Informer())
+	return s.prepare(informerKey{gvr, false}, s.metadata.ForResource(gvr).Informer())
 }
 
-// prepare sets the Set's transform on inf and starts it when the Set is started.
-func (s *Set) prepare(inf cache.SharedIndexInformer) cache.SharedIndexInformer {
+// prepare sets the Set's transform and error handler on inf, the informer k, and starts it
+// when the Set is started.
+func (s *Set) prepare(k informerKey, inf cache.SharedIndexInformer) cache.SharedIndexInformer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if k.full {
+		s.full[k.gvr] = true
+	}
 	if s.transform != nil {
 		// Fails only once the informer has started, when the transform is already set.
 		_ = inf.SetTransform(s.transform)
 	}
+	// Also fails only once started, when the handler is already set.
+	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		s.mu.Lock()
+		s.listErrors[k] = err
+		s.mu.Unlock()
+		cache.DefaultWatchErrorHandler(ctx, r, err)
+	})
 	s.startLocked()
 	return inf
 }

@@ -22,6 +22,8 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/binding"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/informers"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/pending"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/served"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/worker"
 	"github.com/cluster-mapper/cluster-mapper/pkg/placement"
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
@@ -48,10 +50,10 @@ type Config struct {
 	// Informers are the process's shared informers over the source; they need a metadata
 	// client (informers.NewSet).
 	Informers *informers.Set
-	// Mapper gives the kind of a placed resource, for the applies: the metadata informers
-	// that serve Placements which do not divide replicas carry no kind. A
-	// restmapper.DeferredDiscoveryRESTMapper re-reads discovery when it does not know one.
-	Mapper meta.RESTMapper
+	// Resolver says whether the source serves a placed resource and gives its kind, for the
+	// applies: the metadata informers that serve Placements which do not divide replicas
+	// carry no kind.
+	Resolver *served.Resolver
 	// Workers is the number of namespaces reconciled at once; default 2.
 	Workers int
 	// ConcurrentWrites is the number of server-side applies of objects in flight at once,
@@ -71,14 +73,16 @@ type Controller struct {
 	dyn       dynamic.Interface
 	metadata  metadata.Interface
 	informers *informers.Set
-	mapper    meta.RESTMapper
+	resolver  *served.Resolver
 	workers   int
 	recorder  events.EventRecorder
 	now       func() time.Time
 	bindings  *binding.Tracker
 	queue     workqueue.TypedRateLimitingInterface[string]
-	// slots bounds the object writes in flight (Config.ConcurrentWrites).
-	slots chan struct{}
+	// limit bounds the object writes in flight (Config.ConcurrentWrites).
+	limit *worker.Limit
+	// pending are the writes the informers have not delivered yet.
+	pending *pending.Writes
 	// applyWrite writes one write to the source (applyAll); tests replace it, as
 	// kube-controller-manager's controllers let tests replace their syncHandler.
 	applyWrite func(ctx context.Context, w *write) error
@@ -127,17 +131,16 @@ func New(cfg Config) *Controller {
 		cfg.ConcurrentWrites = DefaultConcurrentWrites
 	}
 	c := &Controller{
-		dyn: cfg.Dynamic, metadata: cfg.Metadata, informers: cfg.Informers, mapper: cfg.Mapper, workers: cfg.Workers, recorder: cfg.Recorder, now: cfg.Now, bindings: cfg.Bindings,
+		dyn: cfg.Dynamic, metadata: cfg.Metadata, informers: cfg.Informers, resolver: cfg.Resolver, workers: cfg.Workers, recorder: cfg.Recorder, now: cfg.Now, bindings: cfg.Bindings,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "placement"}),
 		placements: cfg.Informers.Informer(Resource),
 		targets:    cfg.Informers.Informer(synctarget.Resource),
 		watched:    sets.New[watchedInformer](),
-		slots:      make(chan struct{}, cfg.ConcurrentWrites),
+		limit:      worker.NewLimit(cfg.ConcurrentWrites),
+		pending:    pending.New(),
 	}
-	c.applyWrite = func(ctx context.Context, w *write) error {
-		return apply(ctx, c.metadata, w.gvr, w.gvk, w.obj, w.annotations)
-	}
+	c.applyWrite = c.apply
 	_, _ = c.placements.AddEventHandler(c.namespaceEvents())
 	if cfg.Bindings != nil {
 		// A namespace's bound locations are its Placements' choices.
@@ -194,12 +197,20 @@ func (c *Controller) enqueueObject(obj interface{}) {
 }
 
 // namespaceEvents is the event handler of Placements and placed objects: every event queues
-// the object's namespace.
+// the object's namespace; a deleted object's pending write is forgotten.
 func (c *Controller) namespaceEvents() toolscache.ResourceEventHandlerFuncs {
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueObject,
 		UpdateFunc: func(_, obj interface{}) { c.enqueueObject(obj) },
-		DeleteFunc: c.enqueueObject,
+		DeleteFunc: func(obj interface{}) {
+			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if o, err := meta.Accessor(obj); err == nil {
+				c.pending.Forget(o.GetUID())
+			}
+			c.enqueueObject(obj)
+		},
 	}
 }
 
@@ -210,8 +221,8 @@ func (c *Controller) enqueueAll() {
 	}
 }
 
-// placementInput returns what placement reads of a SyncTarget (pkg/placement.Location and
-// capacity), as a comparable string; "" when obj is not one.
+// placementInput returns what placement reads of a SyncTarget (pkg/placement.Location:
+// capacity and the view's resources too), as a comparable string; "" when obj is not one.
 func placementInput(obj interface{}) string {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
@@ -222,12 +233,14 @@ func placementInput(obj interface{}) string {
 		return ""
 	}
 	l := placement.LocationOf(st)
-	return fmt.Sprint(l.Name, l.Labels, l.Unschedulable, l.Ready, l.Since.Unix(), st.Status.Capacity)
+	return fmt.Sprint(l.Name, l.Labels, l.Unschedulable, l.Ready, l.Since.Unix(), st.Status.Capacity, sets.List(l.Resources))
 }
 
 // watch returns the informer of gvr, with this controller's event handler added once: the
-// whole objects when full, their metadata otherwise.
+// whole objects when full or when another controller of the process watches them whole
+// already (one watch of the source instead of two), their metadata otherwise.
 func (c *Controller) watch(gvr schema.GroupVersionResource, full bool) toolscache.SharedIndexInformer {
+	full = full || c.informers.Watches(gvr)
 	inf := c.informers.MetadataInformer
 	if full {
 		inf = c.informers.Informer

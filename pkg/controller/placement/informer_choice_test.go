@@ -17,6 +17,8 @@ import (
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/informers"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/managedfields"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/served"
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
 )
 
@@ -79,8 +81,8 @@ func TestPlacementReadsMetadataUnlessDividing(t *testing.T) {
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)
 
-	set := informers.NewSet(dyn, metadataClient, TrimManagedFields)
-	c := New(Config{Dynamic: dyn, Informers: set, Mapper: mapper})
+	set := informers.NewSet(dyn, metadataClient, managedfields.Keep(FieldManager))
+	c := New(Config{Dynamic: dyn, Informers: set, Resolver: served.New(mapper)})
 	var mu sync.Mutex
 	written := map[string]*write{}
 	c.applyWrite = func(_ context.Context, w *write) error {

@@ -30,14 +30,3 @@ func registerMetrics() {
 		legacyregistry.MustRegister(objectWrites, statusWrites)
 	})
 }
-
-// result names the outcome of a write for the metrics.
-func result(err error, conflict bool) string {
-	switch {
-	case err == nil:
-		return "Written"
-	case conflict:
-		return "Conflict"
-	}
-	return "Error"
-}

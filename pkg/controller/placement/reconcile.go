@@ -17,6 +17,9 @@ import (
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/managedfields"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/pending"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/served"
 	"github.com/cluster-mapper/cluster-mapper/pkg/placement"
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
 )
@@ -32,12 +35,32 @@ type entry struct {
 	// unbound are the locations the Placement selects that are not bound to its namespace
 	// (bound.go), sorted.
 	unbound []string
+	// locs are the candidate locations by name (candidates), for what their views mirror.
+	locs map[string]placement.Location
 
-	placed    int64
-	locations sets.Set[string]
-	stuck     sets.Set[string]
-	conflicts []controlv1alpha1.PlacementConflict
-	lost      int // selected objects it does not place (conflicts other than YoungerPlacement)
+	// notServed are the errors of the resources the source does not serve.
+	notServed []string
+	// members are the objects it places this round, in resource and name order.
+	members []*member
+
+	placed     int64
+	groups     sets.Set[string] // the keys of the groups with a placed object
+	locations  sets.Set[string]
+	stuck      sets.Set[string]
+	unmirrored sets.Set[string] // placed resources some of whose locations' views lack them
+	conflicts  []controlv1alpha1.PlacementConflict
+	lost       int // selected objects it does not place (conflicts other than YoungerPlacement)
+}
+
+// member is one object a Placement places, with what placing it needs.
+type member struct {
+	gvr schema.GroupVersionResource
+	gvk schema.GroupVersionKind
+	obj metav1.Object
+	// current are the locations of its assignment (written by a Placement), parsed.
+	current []string
+	// replicas is its spec.replicas (Divide only).
+	replicas int64
 }
 
 // conflict records a conflict on e.
@@ -53,9 +76,34 @@ func (e *entry) selects(gvr schema.GroupVersionResource, obj metav1.Object) bool
 	return e.live && e.policy != nil && slices.Contains(e.policy.Resources, gvr) && e.policy.SelectsObject(obj.GetLabels())
 }
 
+// name is the Placement's namespace/name, for messages and logs.
+func (e *entry) name() string { return e.pl.Namespace + "/" + e.pl.Name }
+
+// placedOn records that an object of resource gr in group is placed on locations.
+func (e *entry) placedOn(gr schema.GroupResource, group string, locations []string) {
+	e.placed++
+	e.groups.Insert(group)
+	e.locations.Insert(locations...)
+	for _, l := range locations {
+		if loc, ok := e.locs[l]; ok && !loc.Mirrors(gr.String()) {
+			e.unmirrored.Insert(gr.String())
+		}
+	}
+}
+
+// watchedResource is a resource of a namespace's Placements that the source serves, with its
+// kind and informer.
+type watchedResource struct {
+	gvr      schema.GroupVersionResource
+	gvk      schema.GroupVersionKind
+	informer toolscache.SharedIndexInformer
+}
+
 // reconcile places the objects of one namespace (key: see key) for all its Placements, then
 // writes their statuses and finalizers. It writes nothing before the SyncTarget and object
-// informers have synced: an unsynced cache must not unassign anything.
+// informers have synced: an unsynced cache must not unassign anything. A resource that the
+// source does not serve is reported on the Placements naming it (Ready=False,
+// ResourceNotServed) and is left out: it blocks neither them nor the other Placements.
 func (c *Controller) reconcile(ctx context.Context, k string) error {
 	cluster, namespace := splitKey(k)
 	now := c.now().Truncate(time.Second)
@@ -63,48 +111,23 @@ func (c *Controller) reconcile(ctx context.Context, k string) error {
 	if len(entries) == 0 {
 		return nil
 	}
-
-	// The resources of every Placement, the deleting ones too (their assignments go), and
-	// which of them a Placement divides: only those need the whole objects (spec.replicas);
-	// the others are watched as metadata, which costs the source, the watch and the informer
-	// a fraction of the bytes.
-	var gvrs []schema.GroupVersionResource
-	divided := sets.New[schema.GroupVersionResource]()
-	for _, e := range entries {
-		if e.policy == nil {
-			continue
-		}
-		for _, gvr := range e.policy.Resources {
-			if !slices.Contains(gvrs, gvr) {
-				gvrs = append(gvrs, gvr)
-			}
-			if e.policy.Divide {
-				divided.Insert(gvr)
-			}
-		}
+	resources, err := c.resources(entries)
+	if err != nil {
+		return err
 	}
-	infs := make([]toolscache.SharedIndexInformer, len(gvrs))
-	kinds := make([]schema.GroupVersionKind, len(gvrs))
-	for i, gvr := range gvrs {
-		// Whole objects, once watched for one namespace, serve every namespace.
-		infs[i] = c.watch(gvr, divided.Has(gvr) || c.watchesFull(gvr))
-		if !infs[i].HasSynced() {
+	for _, r := range resources {
+		if !r.informer.HasSynced() {
 			c.queue.AddAfter(k, time.Second)
 			return nil
 		}
-		gvk, err := c.mapper.KindFor(gvr)
-		if err != nil {
-			return fmt.Errorf("finding the kind of %s: %w", gvr, err)
-		}
-		kinds[i] = gvk
 	}
 	byName := map[string]*entry{}
 	for _, e := range entries {
 		byName[e.pl.Name] = e
 	}
 	var writes []*write
-	for i, gvr := range gvrs {
-		stored, err := infs[i].GetIndexer().ByIndex(toolscache.NamespaceIndex, namespace)
+	for _, r := range resources {
+		stored, err := r.informer.GetIndexer().ByIndex(toolscache.NamespaceIndex, namespace)
 		if err != nil {
 			return err
 		}
@@ -119,11 +142,13 @@ func (c *Controller) reconcile(ctx context.Context, k string) error {
 			if o.GetDeletionTimestamp() != nil || o.GetAnnotations()[contract.ClusterAnnotation] != cluster {
 				continue
 			}
-			if w := c.placeObject(gvr, o, entries, byName); w != nil {
-				w.gvk = kinds[i]
+			if w := c.selectObject(r, o, entries, byName); w != nil {
 				writes = append(writes, w)
 			}
 		}
+	}
+	for _, e := range entries {
+		writes = append(writes, e.place(cluster, namespace, c.pending)...)
 	}
 	c.applyAll(ctx, writes)
 	for _, w := range writes {
@@ -155,22 +180,69 @@ func (c *Controller) reconcile(ctx context.Context, k string) error {
 	return nil
 }
 
+// resources returns the resources of every Placement of entries, the deleting ones too (their
+// assignments go), that the source serves, each with its informer: the whole objects of a
+// resource that a Placement divides (spec.replicas) or that is watched whole anyway, the
+// metadata of the others, which costs the source, the watch and the informer a fraction of
+// the bytes. A resource the source does not serve is recorded on the entries naming it; an
+// error reading discovery is returned (the round is retried).
+func (c *Controller) resources(entries []*entry) ([]watchedResource, error) {
+	var gvrs []schema.GroupVersionResource
+	divided := sets.New[schema.GroupVersionResource]()
+	for _, e := range entries {
+		if e.policy == nil {
+			continue
+		}
+		for _, gvr := range e.policy.Resources {
+			if !slices.Contains(gvrs, gvr) {
+				gvrs = append(gvrs, gvr)
+			}
+			if e.policy.Divide {
+				divided.Insert(gvr)
+			}
+		}
+	}
+	var out []watchedResource
+	for _, gvr := range gvrs {
+		gvk, err := c.resolver.Kind(gvr)
+		if served.IsNotServed(err) {
+			for _, e := range entries {
+				if e.policy != nil && slices.Contains(e.policy.Resources, gvr) {
+					e.notServed = append(e.notServed, err.Error())
+				}
+			}
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("finding the kind of %s, a resource of the Placements of %s: %w", gvr, entries[0].pl.Namespace, err)
+		}
+		// Whole objects, once watched, serve every namespace.
+		out = append(out, watchedResource{gvr: gvr, gvk: gvk, informer: c.watch(gvr, divided.Has(gvr) || c.watchesFull(gvr))})
+	}
+	return out, nil
+}
+
 // entries returns the Placements of the namespace, oldest first (creation, then name), each
-// compiled, with its pool of locations at now; live ones get the finalizer.
+// compiled, with its pool of the namespace's candidate locations at now.
 func (c *Controller) entries(cluster, namespace string, now time.Time) []*entry {
 	objs, _ := c.placements.GetIndexer().ByIndex(toolscache.NamespaceIndex, namespace)
 	if len(objs) == 0 {
 		// Most object events come from namespaces without Placements.
 		return nil
 	}
-	locs, unbound := c.boundOnly(cluster, namespace, c.locations())
+	locs, unbound := c.candidates(cluster, namespace)
+	byName := make(map[string]placement.Location, len(locs))
+	for _, l := range locs {
+		byName[l.Name] = l
+	}
 	var out []*entry
 	for _, obj := range objs {
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok || u.GetAnnotations()[contract.ClusterAnnotation] != cluster {
 			continue
 		}
-		e := &entry{u: u, live: u.GetDeletionTimestamp() == nil, locations: sets.New[string](), stuck: sets.New[string]()}
+		e := &entry{u: u, live: u.GetDeletionTimestamp() == nil, locs: byName,
+			groups: sets.New[string](), locations: sets.New[string](), stuck: sets.New[string](), unmirrored: sets.New[string]()}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &e.pl); err != nil {
 			e.err = err
 		} else if e.policy, e.err = placement.Compile(&e.pl.Spec); e.err == nil {
@@ -195,6 +267,15 @@ func (c *Controller) entries(cluster, namespace string, now time.Time) []*entry 
 		return strings.Compare(a.u.GetName(), b.u.GetName())
 	})
 	return out
+}
+
+// candidates returns the locations the Placements of the namespace (in cluster) may choose
+// from: every registered location bound to the namespace (bound.go; in the Open mode every
+// registered location), and the registered locations that are not (unbound), which a
+// Placement selecting them only reports. This is the one place that narrows them for a
+// namespace; callers must not modify the slices.
+func (c *Controller) candidates(cluster, namespace string) (bound, unbound []placement.Location) {
+	return c.boundOnly(cluster, namespace, c.locations())
 }
 
 // locations returns every SyncTarget as a placement.Location; callers must not modify the
@@ -235,22 +316,22 @@ func (c *Controller) locations() []placement.Location {
 	return out
 }
 
-// placeObject decides the assignment of one object: the oldest Placement that selects it
-// places it. It returns the write that makes the object carry the decision, or nil when the
-// object already does or nothing may be written; an object kept as it is counts as placed at
-// once, a written one when its write succeeds (write.record). An object that no Placement
-// selects loses an assignment a Placement of the namespace wrote, under these preconditions:
-// the informers have synced (reconcile), the owner Placement exists and its spec compiles,
-// and its field manager owns annotations on the object. An assignment naming a Placement that
-// no longer exists stays. obj is the whole object (*unstructured.Unstructured) when a
-// Placement divides its resource (reconcile), its metadata otherwise.
-func (c *Controller) placeObject(gvr schema.GroupVersionResource, obj metav1.Object, entries []*entry, byName map[string]*entry) *write {
-	gr := gvr.GroupResource()
+// selectObject finds the Placement that places obj, of resource r: the oldest that selects it,
+// and adds the object to its members; the younger ones that select it too, and those whose
+// object someone else assigned, record a conflict. An object that no Placement selects loses
+// an assignment a Placement of the namespace wrote, and selectObject returns that write,
+// under these preconditions: the informers have synced (reconcile), the owner Placement exists
+// and its spec compiles, and its field manager owns annotations on the object. An assignment
+// naming a Placement that no longer exists stays. obj is the whole object
+// (*unstructured.Unstructured) when a Placement divides its resource (reconcile), its metadata
+// otherwise.
+func (c *Controller) selectObject(r watchedResource, obj metav1.Object, entries []*entry, byName map[string]*entry) *write {
+	gr := r.gvr.GroupResource()
 	ann := obj.GetAnnotations()
 	owner := ann[OwnerAnnotation]
 	var selecting []*entry
 	for _, e := range entries {
-		if e.selects(gvr, obj) {
+		if e.selects(r.gvr, obj) {
 			selecting = append(selecting, e)
 		}
 	}
@@ -258,10 +339,10 @@ func (c *Controller) placeObject(gvr schema.GroupVersionResource, obj metav1.Obj
 		prev := byName[owner]
 		// A Placement whose spec does not compile selects nothing; its objects stay where they
 		// are rather than lose their assignments to a typo.
-		if owner == "" || prev == nil || prev.policy == nil || ownedAnnotations(obj, FieldManager).Len() == 0 {
+		if owner == "" || prev == nil || prev.policy == nil || managedfields.OwnedAnnotations(obj, FieldManager).Len() == 0 || c.pending.Stale(obj) {
 			return nil
 		}
-		return &write{gvr: gvr, obj: obj, owner: owner}
+		return &write{gvr: r.gvr, gvk: r.gvk, obj: obj, owner: owner}
 	}
 	assigned, hasAssignment := ann[contract.AssignedLocationsAnnotation]
 	if hasAssignment && owner == "" {
@@ -275,41 +356,81 @@ func (c *Controller) placeObject(gvr schema.GroupVersionResource, obj metav1.Obj
 		other.conflict(gr, obj.GetName(), controlv1alpha1.ConflictOlderPlacement, fmt.Sprintf("the older Placement %s places it", w.pl.Name))
 		w.conflict(gr, obj.GetName(), controlv1alpha1.ConflictYoungerPlacement, fmt.Sprintf("the younger Placement %s selects it too", other.pl.Name))
 	}
-	var current []string
+	m := &member{gvr: r.gvr, gvk: r.gvk, obj: obj}
 	if hasAssignment {
-		current, _ = contract.ParseLocations(assigned)
+		m.current, _ = contract.ParseLocations(assigned)
 	}
-	var replicas int64
 	if w.policy.Divide {
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok {
 			// Cannot happen: reconcile watches the whole objects of a divided resource.
 			return nil
 		}
-		r, found, err := unstructured.NestedInt64(u.Object, "spec", "replicas")
+		replicas, found, err := unstructured.NestedInt64(u.Object, "spec", "replicas")
 		if !found || err != nil {
 			w.conflict(gr, obj.GetName(), controlv1alpha1.ConflictNotDivisible, "replicas: Divide and the object has no integer spec.replicas; it is left alone")
 			return nil
 		}
-		replicas = r
+		m.replicas = replicas
 	}
-	key := placement.ObjectKey(gr, ann[contract.ClusterAnnotation], obj.GetNamespace(), obj.GetName())
-	d := w.policy.Decide(key, current, replicas, w.pool)
-	w.stuck.Insert(d.Stuck...)
+	w.members = append(w.members, m)
+	return nil
+}
+
+// place decides where e's members go and returns the writes that make them carry it. With
+// spreadBy: Object each member is ranked alone (placement.ObjectKey); otherwise the members
+// are one group, ranked once (placement.GroupKey) over the union of their current locations,
+// and each member gets the group's locations (with Divide, its own replicas divided over
+// them). A member kept as it is counts as placed at once, a written one when its write
+// succeeds (write.record), and one whose last write the informer has not delivered yet
+// (pending) as written.
+func (e *entry) place(cluster, namespace string, pending *pending.Writes) []*write {
+	if len(e.members) == 0 || !e.live || e.policy == nil {
+		return nil
+	}
+	var writes []*write
+	if e.policy.SpreadByObject {
+		for _, m := range e.members {
+			key := placement.ObjectKey(m.gvr.GroupResource(), cluster, namespace, m.obj.GetName())
+			if w := e.decided(m, key, e.policy.Decide(key, m.current, m.replicas, e.pool), pending); w != nil {
+				writes = append(writes, w)
+			}
+		}
+		return writes
+	}
+	key := placement.GroupKey(cluster, namespace)
+	current := sets.New[string]()
+	for _, m := range e.members {
+		current.Insert(m.current...)
+	}
+	choice := e.policy.Choose(key, sets.List(current), e.pool)
+	for _, m := range e.members {
+		if w := e.decided(m, key, e.policy.Split(choice, m.replicas, e.pool), pending); w != nil {
+			writes = append(writes, w)
+		}
+	}
+	return writes
+}
+
+// decided returns the write that makes member m of the group group carry d, or nil when it
+// already does, its last write has not come back yet (pending), or nothing may be written.
+func (e *entry) decided(m *member, group string, d placement.Decision, pending *pending.Writes) *write {
+	gr := m.gvr.GroupResource()
+	e.stuck.Insert(d.Stuck...)
 	if d.Keep {
-		w.placed++
-		w.locations.Insert(current...)
+		if len(m.current) > 0 {
+			e.placedOn(gr, group, m.current)
+		}
 		return nil
 	}
 	if len(d.Locations) == 0 {
 		// No location may take a new object (an assigned one gets Keep): nothing to write.
 		return nil
 	}
-	want := desiredAnnotations(w.pl.Name, d, w.policy.Divide)
-	if upToDate(obj, want) {
-		w.placed++
-		w.locations.Insert(d.Locations...)
+	want := desiredAnnotations(e.pl.Name, d, e.policy.Divide)
+	if upToDate(m.obj, want) || pending.Stale(m.obj) {
+		e.placedOn(gr, group, d.Locations)
 		return nil
 	}
-	return &write{gvr: gvr, obj: obj, annotations: want, placer: w, decision: d}
+	return &write{gvr: m.gvr, gvk: m.gvk, obj: m.obj, annotations: want, placer: e, group: group, decision: d}
 }

@@ -15,6 +15,8 @@ import (
 	"k8s.io/klog/v2"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/worker"
 )
 
 // maxConflicts is how many conflicts a status lists (the CRD's maxItems).
@@ -23,13 +25,19 @@ const maxConflicts = 100
 // status returns e's new status from what the round found; old conditions keep their
 // lastTransitionTime when their status does not change.
 func (e *entry) status() controlv1alpha1.PlacementStatus {
-	st := controlv1alpha1.PlacementStatus{ObservedGeneration: e.pl.Generation, Conditions: slices.Clone(e.pl.Status.Conditions)}
+	// The dependency controller's fields are carried over: it writes them itself.
+	st := controlv1alpha1.PlacementStatus{ObservedGeneration: e.pl.Generation, Conditions: slices.Clone(e.pl.Status.Conditions),
+		MissingDependencies: e.pl.Status.MissingDependencies, UnmirroredDependencies: e.pl.Status.UnmirroredDependencies}
 	cond := metav1.Condition{Type: controlv1alpha1.PlacementReady, Status: metav1.ConditionTrue, Reason: controlv1alpha1.ReasonPlaced, ObservedGeneration: e.pl.Generation}
+	unmirrored := sets.List(e.unmirrored.Clone().Insert(st.UnmirroredDependencies...))
 	switch {
 	case e.err != nil:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, controlv1alpha1.ReasonInvalidSpec, e.err.Error()
 		meta.SetStatusCondition(&st.Conditions, cond)
 		return st
+	case len(e.notServed) > 0:
+		cond.Status, cond.Reason = metav1.ConditionFalse, controlv1alpha1.ReasonResourceNotServed
+		cond.Message = contract.Truncate(strings.Join(e.notServed, "; ")+"; the other resources are placed", 1024)
 	case e.stuck.Len() > 0:
 		cond.Status, cond.Reason = metav1.ConditionFalse, controlv1alpha1.ReasonNotReadyLocations
 		cond.Message = fmt.Sprintf("%s not Ready for longer than %s; their objects stay because no other matching location may take them", strings.Join(sets.List(e.stuck), ", "), e.policy.Tolerance)
@@ -44,12 +52,21 @@ func (e *entry) status() controlv1alpha1.PlacementStatus {
 	case e.placed == 0 && len(e.pool.Held()) == len(e.pool.Matching()):
 		cond.Status, cond.Reason = metav1.ConditionFalse, controlv1alpha1.ReasonNoLocations
 		cond.Message = fmt.Sprintf("every matching location (%s) has been not Ready for longer than %s", strings.Join(e.pool.Matching(), ", "), e.policy.Tolerance)
+	case len(unmirrored) > 0:
+		cond.Status, cond.Reason = metav1.ConditionFalse, controlv1alpha1.ReasonNotMirrored
+		cond.Message = contract.Truncate(fmt.Sprintf("the location views do not serve %s (mapper-apiserver's --resources): those objects are assigned but never reach a location",
+			strings.Join(unmirrored, ", ")), 1024)
 	default:
-		cond.Message = fmt.Sprintf("%d objects placed on %d locations", e.placed, e.locations.Len()) + unboundNote(e.unbound)
+		cond.Message = fmt.Sprintf("%d objects in %d groups placed on %d locations", e.placed, e.groups.Len(), e.locations.Len())
+		if st.MissingDependencies > 0 {
+			cond.Message += fmt.Sprintf("; %d references to objects that do not exist (see the Events of the referencing objects)", st.MissingDependencies)
+		}
+		cond.Message += unboundNote(e.unbound)
 	}
 	meta.SetStatusCondition(&st.Conditions, cond)
 	st.Locations = sets.List(e.locations)
 	st.PlacedObjects = e.placed
+	st.PlacedGroups = int64(e.groups.Len())
 	slices.SortFunc(e.conflicts, func(a, b controlv1alpha1.PlacementConflict) int {
 		if c := strings.Compare(a.Resource, b.Resource); c != 0 {
 			return c
@@ -72,7 +89,7 @@ func (c *Controller) writeStatus(ctx context.Context, e *entry) error {
 		u = u.DeepCopy()
 		u.SetFinalizers(append(u.GetFinalizers(), Finalizer))
 		out, err := c.dyn.Resource(Resource).Namespace(u.GetNamespace()).Update(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager})
-		statusWrites.WithLabelValues(result(err, apierrors.IsConflict(err))).Inc()
+		statusWrites.WithLabelValues(worker.Result(err)).Inc()
 		if err != nil {
 			return fmt.Errorf("adding the finalizer to Placement %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 		}
@@ -95,7 +112,7 @@ func (c *Controller) writeStatus(ctx context.Context, e *entry) error {
 	u = u.DeepCopy()
 	u.Object["status"] = obj
 	_, err = c.dyn.Resource(Resource).Namespace(u.GetNamespace()).UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager})
-	statusWrites.WithLabelValues(result(err, apierrors.IsConflict(err))).Inc()
+	statusWrites.WithLabelValues(worker.Result(err)).Inc()
 	if err != nil {
 		return fmt.Errorf("writing the status of Placement %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
@@ -114,7 +131,7 @@ func (c *Controller) finish(ctx context.Context, e *entry) error {
 	u := e.u.DeepCopy()
 	u.SetFinalizers(slices.DeleteFunc(u.GetFinalizers(), func(f string) bool { return f == Finalizer }))
 	_, err := c.dyn.Resource(Resource).Namespace(u.GetNamespace()).Update(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager})
-	statusWrites.WithLabelValues(result(err, apierrors.IsConflict(err))).Inc()
+	statusWrites.WithLabelValues(worker.Result(err)).Inc()
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("removing the finalizer of Placement %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}

@@ -29,6 +29,7 @@ func TestStatus(t *testing.T) {
 	down := placement.Location{Name: "east", Since: t0}
 	newEntry := func() *entry {
 		return &entry{pl: controlv1alpha1.Placement{Spec: spec}, policy: policy, locations: sets.New[string](), stuck: sets.New[string](),
+			groups: sets.New[string](), unmirrored: sets.New[string](),
 			pool: policy.Pool([]placement.Location{down}, nil, t0.Add(time.Hour))}
 	}
 	for _, tc := range []struct {
@@ -44,10 +45,18 @@ func TestStatus(t *testing.T) {
 			e.conflict(schema.GroupResource{Resource: "configmaps"}, "a", controlv1alpha1.ConflictAssignedByOther, "by hand")
 		}, controlv1alpha1.ReasonConflicts, "1 selected objects are not placed"},
 		{"a younger Placement is no loss", func(e *entry) {
-			e.placed = 1
-			e.locations.Insert("west")
+			e.placedOn(schema.GroupResource{Resource: "configmaps"}, "/ns", []string{"west"})
 			e.conflict(schema.GroupResource{Resource: "configmaps"}, "a", controlv1alpha1.ConflictYoungerPlacement, "younger")
-		}, controlv1alpha1.ReasonPlaced, "1 objects placed on 1 locations"},
+		}, controlv1alpha1.ReasonPlaced, "1 objects in 1 groups placed on 1 locations"},
+		{"a resource the source does not serve", func(e *entry) {
+			e.placedOn(schema.GroupResource{Resource: "configmaps"}, "/ns", []string{"west"})
+			e.notServed = []string{"the source does not serve deployment.apps"}
+		}, controlv1alpha1.ReasonResourceNotServed, "the source does not serve deployment.apps; the other resources are placed"},
+		{"a resource the views do not mirror", func(e *entry) {
+			e.locs = map[string]placement.Location{"west": {Name: "west", Resources: sets.New("configmaps")}}
+			e.placedOn(schema.GroupResource{Resource: "secrets"}, "/ns", []string{"west"})
+			e.pl.Status.UnmirroredDependencies = []string{"services"}
+		}, controlv1alpha1.ReasonNotMirrored, "do not serve secrets, services"},
 	} {
 		e := newEntry()
 		tc.change(e)

@@ -4,22 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
-	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/metadata"
 	"k8s.io/klog/v2"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/managedfields"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/worker"
 	"github.com/cluster-mapper/cluster-mapper/pkg/placement"
 )
 
@@ -45,31 +40,6 @@ func desiredAnnotations(owner string, d placement.Decision, divide bool) map[str
 	return out
 }
 
-// ownedAnnotations returns the annotation keys that manager owns on obj through server-side
-// apply (its Apply entry of metadata.managedFields, fieldsV1 format).
-func ownedAnnotations(obj metav1.Object, manager string) sets.Set[string] {
-	out := sets.New[string]()
-	for _, mf := range obj.GetManagedFields() {
-		if mf.Manager != manager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.FieldsV1 == nil {
-			continue
-		}
-		var fields struct {
-			Metadata struct {
-				Annotations map[string]json.RawMessage `json:"f:annotations"`
-			} `json:"f:metadata"`
-		}
-		if json.Unmarshal(mf.FieldsV1.Raw, &fields) != nil {
-			continue
-		}
-		for k := range fields.Metadata.Annotations {
-			if key, ok := strings.CutPrefix(k, "f:"); ok {
-				out.Insert(key)
-			}
-		}
-	}
-	return out
-}
-
 // upToDate reports whether obj carries exactly want as the annotations the field manager owns.
 func upToDate(obj metav1.Object, want map[string]string) bool {
 	ann := obj.GetAnnotations()
@@ -78,39 +48,24 @@ func upToDate(obj metav1.Object, want map[string]string) bool {
 			return false
 		}
 	}
-	return ownedAnnotations(obj, FieldManager).Equal(sets.KeySet(want))
+	return managedfields.OwnedAnnotations(obj, FieldManager).Equal(sets.KeySet(want))
 }
 
-// apply writes annotations on obj, of resource gvr and kind gvk, with server-side apply as
-// FieldManager, without force: the annotations FieldManager owned and annotations leaves out
-// are removed (nil or empty: all of them), and a field another manager owns with another value
-// makes it fail with 409 Conflict, which leaves the object unchanged. It applies through the
-// metadata client, so kube-apiserver answers with the object's metadata
-// (`as=PartialObjectMetadata`, protobuf where the resource has it) instead of the whole object,
-// which nothing reads.
-func apply(ctx context.Context, client metadata.Interface, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, obj metav1.Object, annotations map[string]string) error {
-	meta := map[string]interface{}{"name": obj.GetName()}
-	if obj.GetNamespace() != "" {
-		meta["namespace"] = obj.GetNamespace()
-	}
-	if len(annotations) > 0 {
-		a := make(map[string]interface{}, len(annotations))
-		for k, v := range maps.All(annotations) {
-			a[k] = v
-		}
-		meta["annotations"] = a
-	}
-	apiVersion, kind := gvk.ToAPIVersionAndKind()
-	body, err := json.Marshal(map[string]interface{}{"apiVersion": apiVersion, "kind": kind, "metadata": meta})
-	if err != nil {
-		return err
-	}
-	_, err = client.Resource(gvr).Namespace(obj.GetNamespace()).Patch(ctx, obj.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
+// apply writes w's annotations with server-side apply as FieldManager, without force
+// (managedfields.ApplyAnnotations): the annotations FieldManager owned and w leaves out are
+// removed, and a field another manager owns with another value makes it fail with 409
+// Conflict, which leaves the object unchanged. A write that succeeded is remembered until the
+// informer delivers it (pending).
+func (c *Controller) apply(ctx context.Context, w *write) error {
+	after, err := managedfields.ApplyAnnotations(ctx, c.metadata, w.gvr, w.gvk, w.obj, w.annotations, managedfields.Apply{Manager: FieldManager})
 	kindLabel := "Assign"
-	if len(annotations) == 0 {
+	if len(w.annotations) == 0 {
 		kindLabel = "Unassign"
 	}
-	objectWrites.WithLabelValues(kindLabel, result(err, apierrors.IsConflict(err))).Inc()
+	objectWrites.WithLabelValues(kindLabel, worker.Result(err)).Inc()
+	if err == nil {
+		c.pending.Wrote(w.obj, after)
+	}
 	return err
 }
 
@@ -123,36 +78,24 @@ type write struct {
 	// names the Placement whose assignment goes).
 	annotations map[string]string
 	owner       string
-	// placer is the Placement that places the object, and decision its choice (nil for a
-	// removal).
+	// placer is the Placement that places the object (nil for a removal), group the key of
+	// the object's group and decision the choice.
 	placer   *entry
+	group    string
 	decision placement.Decision
 	// err is the apply's error, set by applyAll.
 	err error
 }
 
-// applyAll runs writes concurrently, at most cap(c.slots) of the whole controller at once
+// applyAll runs writes concurrently, at most c.limit of the whole controller at once
 // (--concurrent-placement-writes), and sets each one's err. Placing a namespace's objects is
 // one apply each, so writing them one by one would bound a Placement of many objects by one
 // round trip per object. It returns when every write has finished; once ctx ends, the writes
 // not yet started get its error.
 func (c *Controller) applyAll(ctx context.Context, writes []*write) {
-	var wg sync.WaitGroup
-	for _, w := range writes {
-		select {
-		case c.slots <- struct{}{}:
-		case <-ctx.Done():
-			w.err = ctx.Err()
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-c.slots }()
-			w.err = c.applyWrite(ctx, w)
-		}()
-	}
-	wg.Wait()
+	c.limit.Each(ctx, len(writes),
+		func(i int) { writes[i].err = c.applyWrite(ctx, writes[i]) },
+		func(i int, err error) { writes[i].err = err })
 }
 
 // record folds the result of w into its Placement's round: a written object counts as placed,
@@ -171,61 +114,14 @@ func (w *write) record(ctx context.Context) error {
 	p := w.placer
 	switch {
 	case w.err == nil:
-		klog.FromContext(ctx).V(2).Info("Placed", "placement", p.pl.Namespace+"/"+p.pl.Name, "resource", gr.String(), "object", w.obj.GetName(), "locations", w.decision.Locations, "replicas", w.decision.Replicas)
-		p.placed++
-		p.locations.Insert(w.decision.Locations...)
+		klog.FromContext(ctx).V(2).Info("Placed", "placement", p.name(), "resource", gr.String(), "object", w.obj.GetName(), "locations", w.decision.Locations, "replicas", w.decision.Replicas)
+		p.placedOn(gr, w.group, w.decision.Locations)
 	case apierrors.IsConflict(w.err):
-		klog.FromContext(ctx).V(2).Info("Not placing: someone else owns its placement annotations", "placement", p.pl.Namespace+"/"+p.pl.Name, "resource", gr.String(), "object", w.obj.GetName(), "err", w.err)
+		klog.FromContext(ctx).V(2).Info("Not placing: someone else owns its placement annotations", "placement", p.name(), "resource", gr.String(), "object", w.obj.GetName(), "err", w.err)
 		p.conflict(gr, w.obj.GetName(), controlv1alpha1.ConflictAssignedByOther, "someone else changed its placement annotations: "+contract.Truncate(w.err.Error(), 512))
 	case apierrors.IsNotFound(w.err):
 	default:
-		return fmt.Errorf("placing %s %s/%s: %w", gr, w.obj.GetNamespace(), w.obj.GetName(), w.err)
+		return fmt.Errorf("placing %s %s/%s for Placement %s: %w", gr, w.obj.GetNamespace(), w.obj.GetName(), p.pl.Name, w.err)
 	}
 	return nil
-}
-
-// TrimManagedFields is an informer transform (cache.TransformFunc) that keeps, of an object's
-// metadata.managedFields, only the entries of FieldManager: the placement controller reads no
-// other, and no other controller of mapper-controller reads any. It saves the informers the
-// other managers' field sets (a ConfigMap's data keys, a Deployment's whole spec), and does not
-// fail: any other value is returned as it is.
-//
-// Objects of control.mapper.kcp.io keep all their managedFields: mapper-controller updates
-// them (Placement finalizers, StatusSummaries) from their informer copies, and an update of
-// the main resource carrying a non-empty partial list replaces the server's, which would drop
-// the other managers' entries. (Status updates are safe either way: kube-apiserver ignores
-// managedFields in a subresource's request.) Metadata informers' PartialObjectMetadata are
-// never written back, so they are trimmed whatever their group.
-func TrimManagedFields(obj interface{}) (interface{}, error) {
-	if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
-		m.ManagedFields = slices.DeleteFunc(m.ManagedFields, func(e metav1.ManagedFieldsEntry) bool { return e.Manager != FieldManager })
-		if len(m.ManagedFields) == 0 {
-			m.ManagedFields = nil
-		}
-		return m, nil
-	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok || u.GroupVersionKind().Group == controlv1alpha1.GroupName {
-		return obj, nil
-	}
-	meta, ok := u.Object["metadata"].(map[string]interface{})
-	if !ok {
-		return obj, nil
-	}
-	entries, ok := meta["managedFields"].([]interface{})
-	if !ok {
-		return obj, nil
-	}
-	kept := entries[:0]
-	for _, e := range entries {
-		if m, ok := e.(map[string]interface{}); ok && m["manager"] == FieldManager {
-			kept = append(kept, e)
-		}
-	}
-	if len(kept) == 0 {
-		delete(meta, "managedFields")
-	} else {
-		meta["managedFields"] = kept
-	}
-	return u, nil
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/worker"
 	"github.com/cluster-mapper/cluster-mapper/pkg/placement"
 )
 
@@ -75,38 +76,6 @@ func TestUpToDate(t *testing.T) {
 	}
 }
 
-func TestTrimManagedFields(t *testing.T) {
-	keys := []string{"kcp.io/assigned-locations", OwnerAnnotation}
-	u := object(map[string]string{"note": "x"}, keys, []string{"note"})
-	out, err := TrimManagedFields(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mf := out.(*unstructured.Unstructured).GetManagedFields()
-	if len(mf) != 1 || mf[0].Manager != FieldManager {
-		t.Fatalf("kept %+v, want only %s's entry", mf, FieldManager)
-	}
-	if got := ownedAnnotations(out.(*unstructured.Unstructured), FieldManager); !got.HasAll(keys...) {
-		t.Errorf("after trimming, owned annotations %v", got.UnsortedList())
-	}
-	other := object(nil, nil, []string{"note"})
-	other.SetManagedFields(other.GetManagedFields()[1:])
-	out, _ = TrimManagedFields(other)
-	if _, found := out.(*unstructured.Unstructured).Object["metadata"].(map[string]interface{})["managedFields"]; found {
-		t.Error("an object without placement entries kept managedFields")
-	}
-	pl := object(nil, nil, []string{"note"})
-	pl.SetAPIVersion("control.mapper.kcp.io/v1alpha1")
-	pl.SetKind("Placement")
-	out, _ = TrimManagedFields(pl)
-	if n := len(out.(*unstructured.Unstructured).GetManagedFields()); n != 2 {
-		t.Errorf("a Placement, which the controller updates whole, kept %d of 2 managedFields entries", n)
-	}
-	if out, _ := TrimManagedFields("not an object"); out != "not an object" {
-		t.Error("a non-object was changed")
-	}
-}
-
 // TestApplyAllBoundsWritesInFlight checks that applyAll runs a round's writes concurrently, up
 // to the controller's slots and never more, and keeps each write's own result. Every apply
 // waits until limit applies are in flight at once (or 5 s pass): with writes one by one the
@@ -118,7 +87,7 @@ func TestApplyAllBoundsWritesInFlight(t *testing.T) {
 	full := make(chan struct{})
 	var fullOnce sync.Once
 	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "cm-07", errors.New("owned by someone else"))
-	c := &Controller{slots: make(chan struct{}, limit), applyWrite: func(_ context.Context, w *write) error {
+	c := &Controller{limit: worker.NewLimit(limit), applyWrite: func(_ context.Context, w *write) error {
 		mu.Lock()
 		inFlight++
 		most = max(most, inFlight)

@@ -1,12 +1,21 @@
 // Package statuscollector is the controller of mapper-controller that keeps one StatusSummary
-// per StatusCollector (issue 14 item 5): every interval it collects the rows (each (object,
-// location) pair whose location wrote a status back), evaluates the collector
-// (pkg/statuscollector) and writes the summary and the collector's Ready condition when they
+// per StatusCollector (issue 14 item 5): every interval it collects the rows of each collector
+// (each (object, location) pair whose location wrote a status back), evaluates the collector
+// (pkg/statuscollector) and writes the summary and the collector's conditions when they
 // changed.
+//
+// The collectors are computed per namespace, fairly (docs/status.md, "Fairness and budgets"):
+// workers take them from a fair queue (pkg/fairqueue) that serves the namespaces in turn, with
+// one collector of a namespace in flight at most, so that one tenant's expensive collector
+// delays its own namespace's summaries only. Each summary's CEL cost is bounded
+// (Config.CostPerSummary), each namespace's cost per second too (Config.CostPerSecond), and a
+// namespace's collectors beyond Config.MaxPerNamespace are not computed; each of these is
+// reported by the collector's Degraded condition.
 package statuscollector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -26,10 +35,10 @@ import (
 	"k8s.io/klog/v2"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
-	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/binding"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/informers"
+	"github.com/cluster-mapper/cluster-mapper/pkg/fairqueue"
 	"github.com/cluster-mapper/cluster-mapper/pkg/locationbinding"
 	"github.com/cluster-mapper/cluster-mapper/pkg/statuscollector"
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
@@ -46,7 +55,23 @@ var (
 // fieldManager names the controller's writes.
 const fieldManager = "mapper-controller-status-collector"
 
-// Config configures a Controller.
+// Defaults of Config.
+const (
+	// DefaultWorkers is how many summaries are computed at once; a namespace has one at most.
+	DefaultWorkers = 4
+	// DefaultCostPerSummary bounds the CEL cost of one summary: the runtime budget
+	// kube-apiserver gives one admission policy evaluation (celconfig.RuntimeCELCostBudget).
+	DefaultCostPerSummary = 10_000_000
+	// DefaultCostPerSecond is a namespace's CEL cost per second on average (its burst is
+	// DefaultCostPerSummary), as for the renderings of Customizations
+	// (cache.DefaultRenderCostPerSecond).
+	DefaultCostPerSecond = 200_000
+	// DefaultMaxPerNamespace is how many StatusCollectors of a namespace are computed, the
+	// oldest first.
+	DefaultMaxPerNamespace = 64
+)
+
+// Config configures a Controller. Zero values select the defaults.
 type Config struct {
 	// Dynamic is the source's client.
 	Dynamic dynamic.Interface
@@ -54,6 +79,17 @@ type Config struct {
 	Informers *informers.Set
 	// Interval is how often every summary is recomputed; default 2s.
 	Interval time.Duration
+	// Workers is how many summaries are computed at once (DefaultWorkers).
+	Workers int
+	// CostPerSummary bounds the CEL cost of one summary (DefaultCostPerSummary): past it, the
+	// summary is left as it was and the collector is Degraded (BudgetExceeded).
+	CostPerSummary int64
+	// CostPerSecond is each namespace's CEL cost per second (DefaultCostPerSecond): a
+	// namespace that spent more waits, and its collectors say Degraded (Throttled).
+	CostPerSecond int64
+	// MaxPerNamespace is how many collectors of a namespace are computed, the oldest first
+	// (DefaultMaxPerNamespace); the others are Degraded (LimitExceeded).
+	MaxPerNamespace int
 	// Bindings are the LocationBindings (the Bound mode): a collector sees the rows of the
 	// locations bound to its namespace only (docs/tenancy.md). nil: the Open mode.
 	Bindings *binding.Tracker
@@ -62,9 +98,10 @@ type Config struct {
 // Controller keeps the StatusSummaries of the source's StatusCollectors.
 type Controller struct {
 	dyn       dynamic.Interface
-	interval  time.Duration
+	cfg       Config
 	informers *informers.Set
 	bindings  *binding.Tracker
+	queue     *fairqueue.Queue[collectorKey]
 
 	collectors, targets toolscache.SharedIndexInformer
 
@@ -81,13 +118,35 @@ type compiled struct {
 	errs       []error
 }
 
+// collectorKey names a StatusCollector in the queue: its logical cluster (kcp.io/cluster,
+// empty on a plain source), namespace and name.
+type collectorKey struct {
+	cluster, namespace, name string
+}
+
+// tenant is the fair queue's tenant of a collector: its namespace in its logical cluster.
+func (k collectorKey) tenant() string { return k.cluster + "|" + k.namespace }
+
 // New returns a Controller; Run starts it.
 func New(cfg Config) *Controller {
 	if cfg.Interval <= 0 {
 		cfg.Interval = 2 * time.Second
 	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = DefaultWorkers
+	}
+	if cfg.CostPerSummary <= 0 {
+		cfg.CostPerSummary = DefaultCostPerSummary
+	}
+	if cfg.CostPerSecond <= 0 {
+		cfg.CostPerSecond = DefaultCostPerSecond
+	}
+	if cfg.MaxPerNamespace <= 0 {
+		cfg.MaxPerNamespace = DefaultMaxPerNamespace
+	}
 	return &Controller{
-		dyn: cfg.Dynamic, interval: cfg.Interval, informers: cfg.Informers, bindings: cfg.Bindings,
+		dyn: cfg.Dynamic, cfg: cfg, informers: cfg.Informers, bindings: cfg.Bindings,
+		queue:      fairqueue.New[collectorKey](fairqueue.Options{CostPerSecond: cfg.CostPerSecond, Burst: cfg.CostPerSummary}),
 		collectors: cfg.Informers.Informer(CollectorsResource),
 		targets:    cfg.Informers.Informer(synctarget.Resource),
 		written:    map[string]controlv1alpha1.StatusSummaryResults{},
@@ -95,42 +154,117 @@ func New(cfg Config) *Controller {
 	}
 }
 
-// Run runs the informers and recomputes every summary every interval until ctx ends. Without
-// the StatusCollector CRD it waits (the informer retries).
+// Run runs the informers and the workers, and queues every collector every interval, until
+// ctx ends. Without the StatusCollector CRD it waits (the informer retries).
 func (c *Controller) Run(ctx context.Context) {
 	c.informers.Start(ctx)
 	if !toolscache.WaitForCacheSync(ctx.Done(), c.collectors.HasSynced, c.targets.HasSynced, c.bindings.HasSynced) {
 		return
 	}
-	wait.UntilWithContext(ctx, c.syncAll, c.interval)
+	var wg sync.WaitGroup
+	for range c.cfg.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c.processNext(ctx) {
+			}
+		}()
+	}
+	wait.UntilWithContext(ctx, c.queueAll, c.cfg.Interval)
+	c.queue.ShutDown()
+	wg.Wait()
 }
 
-// syncAll recomputes every collector's summary.
-func (c *Controller) syncAll(ctx context.Context) {
+// queueAll queues every collector. A collector queued already is not queued twice, and one
+// being computed is computed again afterwards (fairqueue.Queue.Add).
+func (c *Controller) queueAll(context.Context) {
+	for _, obj := range c.collectors.GetStore().List() {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		k := collectorKey{cluster: u.GetAnnotations()[contract.ClusterAnnotation], namespace: u.GetNamespace(), name: u.GetName()}
+		c.queue.Add(k.tenant(), k)
+	}
+}
+
+// processNext computes one queued collector's summary; false when ctx ended.
+func (c *Controller) processNext(ctx context.Context) bool {
+	tenant, k, ok := c.queue.Get(ctx)
+	if !ok {
+		return false
+	}
+	if err := c.syncKey(ctx, k); err != nil && !apierrors.IsConflict(err) {
+		klog.FromContext(ctx).Info("Summarizing a StatusCollector failed; retrying", "collector", k.namespace+"/"+k.name, "err", err)
+	}
+	c.queue.Done(tenant, k, 0) // sync charged the summary's cost (Charge)
+	return true
+}
+
+// syncKey computes the collector k, if it still exists.
+func (c *Controller) syncKey(ctx context.Context, k collectorKey) error {
+	objs, err := c.collectors.GetIndexer().ByIndex(toolscache.NamespaceIndex, k.namespace)
+	if err != nil {
+		return err
+	}
+	var self *unstructured.Unstructured
+	var siblings []*unstructured.Unstructured
+	for _, obj := range objs {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok || u.GetAnnotations()[contract.ClusterAnnotation] != k.cluster {
+			continue
+		}
+		siblings = append(siblings, u)
+		if u.GetName() == k.name {
+			self = u
+		}
+	}
+	if self == nil {
+		return nil
+	}
+	var sc controlv1alpha1.StatusCollector
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(self.Object, &sc); err != nil {
+		return nil
+	}
+	if older := olderThan(self, siblings); older >= c.cfg.MaxPerNamespace {
+		msg := fmt.Sprintf("the namespace has %d older StatusCollectors, the most computed per namespace (--max-status-collectors-per-namespace); its StatusSummary is left as it is", older)
+		return c.writeStatus(ctx, &sc, condition(metav1.ConditionFalse, controlv1alpha1.ReasonLimitExceeded, msg),
+			condition(metav1.ConditionTrue, controlv1alpha1.ReasonLimitExceeded, msg))
+	}
 	locs := map[string]*unstructured.Unstructured{}
 	for _, obj := range c.targets.GetStore().List() {
 		if u, ok := obj.(*unstructured.Unstructured); ok {
 			locs[u.GetName()] = u
 		}
 	}
-	for _, obj := range c.collectors.GetStore().List() {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			continue
-		}
-		var sc controlv1alpha1.StatusCollector
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &sc); err != nil {
-			continue
-		}
-		if err := c.sync(ctx, &sc, u.GetAnnotations()[contract.ClusterAnnotation], locs); err != nil && !apierrors.IsConflict(err) {
-			klog.FromContext(ctx).Info("Summarizing a StatusCollector failed; retrying", "collector", sc.Namespace+"/"+sc.Name, "err", err)
-		}
-	}
+	return c.sync(ctx, &sc, k.cluster, locs)
 }
 
-// sync recomputes one collector's summary and writes it and the collector's status when they
-// changed. A resource whose informer has not synced yet makes it wait for the next round (no
-// partial summary is written).
+// olderThan counts the collectors of siblings (those of u's namespace and cluster, u
+// included) created before u, or at the same time with a smaller name.
+func olderThan(u *unstructured.Unstructured, siblings []*unstructured.Unstructured) int {
+	n := 0
+	t := u.GetCreationTimestamp()
+	for _, s := range siblings {
+		st := s.GetCreationTimestamp()
+		if st.Before(&t) || (st.Equal(&t) && s.GetName() < u.GetName()) {
+			n++
+		}
+	}
+	return n
+}
+
+// condition returns a condition of status, reason and message (its type, generation and time
+// are set by writeStatus).
+func condition(status metav1.ConditionStatus, reason, message string) metav1.Condition {
+	return metav1.Condition{Status: status, Reason: reason, Message: message}
+}
+
+// sync recomputes one collector's summary within the collector's CEL budget, charges the
+// cost to its namespace, and writes the summary and the collector's conditions
+// when they changed. A resource whose informer has not synced yet makes it wait for the next
+// round (no partial summary is written); neither is a summary whose evaluation spent its
+// budget (the StatusSummary keeps its last results).
 func (c *Controller) sync(ctx context.Context, sc *controlv1alpha1.StatusCollector, cluster string, locs map[string]*unstructured.Unstructured) error {
 	uid := string(sc.UID)
 	c.mu.Lock()
@@ -141,21 +275,22 @@ func (c *Controller) sync(ctx context.Context, sc *controlv1alpha1.StatusCollect
 		c.programs[uid] = p
 	}
 	c.mu.Unlock()
+	withinBudget := condition(metav1.ConditionFalse, controlv1alpha1.ReasonWithinBudget, "the summary is computed within the namespace's limits and budgets")
 	if len(p.errs) > 0 {
 		msgs := make([]string, 0, len(p.errs))
 		for _, e := range p.errs {
 			msgs = append(msgs, e.Error())
 		}
-		return c.writeStatus(ctx, sc, metav1.ConditionFalse, "CompilationFailed", contract.Truncate(strings.Join(msgs, "; "), 1024))
+		return c.writeStatus(ctx, sc, condition(metav1.ConditionFalse, "CompilationFailed", contract.Truncate(strings.Join(msgs, "; "), 1024)), withinBudget)
 	}
 	gvrs, err := controlv1alpha1.ExactResources(sc.Spec.Resources)
 	if err != nil {
-		return c.writeStatus(ctx, sc, metav1.ConditionFalse, "InvalidResources", err.Error())
+		return c.writeStatus(ctx, sc, condition(metav1.ConditionFalse, "InvalidResources", err.Error()), withinBudget)
 	}
 	selector := labels.Everything()
 	if sc.Spec.ObjectSelector != nil {
 		if selector, err = metav1.LabelSelectorAsSelector(sc.Spec.ObjectSelector); err != nil {
-			return c.writeStatus(ctx, sc, metav1.ConditionFalse, "InvalidSelector", err.Error())
+			return c.writeStatus(ctx, sc, condition(metav1.ConditionFalse, "InvalidSelector", err.Error()), withinBudget)
 		}
 	}
 	var rows []statuscollector.Row
@@ -180,16 +315,28 @@ func (c *Controller) sync(ctx context.Context, sc *controlv1alpha1.StatusCollect
 		}
 		return strings.Compare(a.Location, b.Location)
 	})
-	res := p.program.Summarize(rows)
+	res, spent, err := p.program.SummarizeWithin(rows, c.cfg.CostPerSummary)
+	throttled := c.queue.Charge(collectorKey{cluster: cluster, namespace: sc.Namespace}.tenant(), spent)
+	if errors.Is(err, statuscollector.ErrBudgetExceeded) {
+		msg := fmt.Sprintf("the CEL cost of the summary went past %d (--status-collector-cost-per-summary) after %d rows; the StatusSummary keeps its last results",
+			c.cfg.CostPerSummary, res.Rows)
+		return c.writeStatus(ctx, sc, condition(metav1.ConditionFalse, controlv1alpha1.ReasonBudgetExceeded, msg),
+			condition(metav1.ConditionTrue, controlv1alpha1.ReasonBudgetExceeded, msg))
+	}
+	degraded := withinBudget
+	if throttled {
+		degraded = condition(metav1.ConditionTrue, controlv1alpha1.ReasonThrottled,
+			"the namespace's StatusCollectors spent their CEL budget per second (--status-collector-cost-per-second): its summaries are computed less often")
+	}
 	res.CollectorGeneration = sc.Generation
 	if err := c.writeSummary(ctx, sc, res); err != nil {
 		return err
 	}
 	if len(res.Errors) > 0 {
-		return c.writeStatus(ctx, sc, metav1.ConditionFalse, controlv1alpha1.ReasonEvaluationFailed,
-			fmt.Sprintf("expressions failed on some rows; the StatusSummary %s lists the first", sc.Name))
+		return c.writeStatus(ctx, sc, condition(metav1.ConditionFalse, controlv1alpha1.ReasonEvaluationFailed,
+			fmt.Sprintf("expressions failed on some rows; the StatusSummary %s lists the first", sc.Name)), degraded)
 	}
-	return c.writeStatus(ctx, sc, metav1.ConditionTrue, controlv1alpha1.ReasonSummarized, fmt.Sprintf("%d rows summarized", res.Rows))
+	return c.writeStatus(ctx, sc, condition(metav1.ConditionTrue, controlv1alpha1.ReasonSummarized, fmt.Sprintf("%d rows summarized", res.Rows)), degraded)
 }
 
 // rowsOf returns the rows of one source object: each assigned location bound to the
@@ -206,7 +353,7 @@ func rowsOf(u *unstructured.Unstructured, locs map[string]*unstructured.Unstruct
 	assigned = slices.DeleteFunc(assigned, func(loc string) bool { return !bound.Binds(loc) })
 	var out []statuscollector.Row
 	for _, loc := range assigned {
-		status, recorded, err := cache.StatusRecord(u, loc)
+		status, recorded, err := contract.StatusRecord(u.GetAnnotations(), loc)
 		if err != nil {
 			continue
 		}
@@ -264,12 +411,15 @@ func (c *Controller) writeSummary(ctx context.Context, sc *controlv1alpha1.Statu
 	return nil
 }
 
-// writeStatus sets sc's Ready condition and observedGeneration when they changed.
-func (c *Controller) writeStatus(ctx context.Context, sc *controlv1alpha1.StatusCollector, status metav1.ConditionStatus, reason, message string) error {
+// writeStatus sets sc's Ready and Degraded conditions (ready and degraded, of which it sets
+// the type, generation and time) and observedGeneration when they changed.
+func (c *Controller) writeStatus(ctx context.Context, sc *controlv1alpha1.StatusCollector, ready, degraded metav1.Condition) error {
 	next := sc.Status.DeepCopy()
 	next.ObservedGeneration = sc.Generation
-	meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: controlv1alpha1.StatusCollectorReady, Status: status,
-		Reason: reason, Message: message, ObservedGeneration: sc.Generation})
+	ready.Type, degraded.Type = controlv1alpha1.StatusCollectorReady, controlv1alpha1.StatusCollectorDegraded
+	ready.ObservedGeneration, degraded.ObservedGeneration = sc.Generation, sc.Generation
+	meta.SetStatusCondition(&next.Conditions, ready)
+	meta.SetStatusCondition(&next.Conditions, degraded)
 	if apiequality.Semantic.DeepEqual(&sc.Status, next) {
 		return nil
 	}

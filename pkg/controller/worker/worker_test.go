@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -44,10 +45,10 @@ func TestRunRetriesAndStops(t *testing.T) {
 		t.Fatalf("reconciles %v, want flaky 3 times and steady once", calls)
 	}
 	// The worker forgets the key right after reconcile returns.
-	for deadline := time.Now().Add(10 * time.Second); queue.NumRequeues("flaky") != 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("flaky has %d requeues after its success, want 0 (forgotten)", queue.NumRequeues("flaky"))
-		}
+	if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return queue.NumRequeues("flaky") == 0, nil
+	}); err != nil {
+		t.Fatalf("flaky has %d requeues after its success, want 0 (forgotten)", queue.NumRequeues("flaky"))
 	}
 	cancel()
 	select {

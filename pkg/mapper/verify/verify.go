@@ -232,6 +232,7 @@ func (c *checker) resource(ctx context.Context, l *resourceLists) error {
 	}
 	c.report.ManagedObjects += len(l.managed)
 
+	c.identities(name, l.view)
 	// Where each mapped view object belongs on the target.
 	expected := map[string]mapper.SourceRef{}
 	for _, obj := range l.view {
@@ -258,12 +259,58 @@ func (c *checker) resource(ctx context.Context, l *resourceLists) error {
 				Message: "carries " + contract.LocationLabel + "=" + c.cfg.Location + " but not the source annotations"})
 			continue
 		}
+		if place := c.place(namespaced, ref); place != tkey {
+			c.add(Violation{Invariant: 2, Resource: name, Cluster: ref.Cluster, Source: ref.String(), Target: tkey,
+				Message: "the copy names a source whose place on the target is " + place + ", not here"})
+			continue
+		}
 		if src, ok := expected[tkey]; !ok || src != ref {
 			c.add(Violation{Invariant: 4, Resource: name, Cluster: ref.Cluster, Source: ref.String(), Target: tkey,
 				Message: "no object of the view belongs here (orphan)"})
 		}
 	}
 	return nil
+}
+
+// identities reports, under invariant 2, the view objects of resource name whose identity
+// cannot be their source's: an object without a uid (every source object has one), and
+// several objects under one identity (logical cluster, namespace, name), which a source never
+// holds. Either means a rendering changed an object's identity (docs/customization.md, "What a
+// rendering may not change"), so a copy made from it would not be its source's.
+func (c *checker) identities(name string, view []*unstructured.Unstructured) {
+	count := map[mapper.SourceRef]int{}
+	for _, obj := range view {
+		if !mapper.Mapped(obj) {
+			continue
+		}
+		src := mapper.SourceOf(obj, c.cfg.ClusterName)
+		count[src]++
+		if obj.GetUID() == "" {
+			c.add(Violation{Invariant: 2, Resource: name, Cluster: src.Cluster, Source: src.String(),
+				Message: "the view shows the object without a uid: its identity is not a source object's"})
+		}
+	}
+	for src, n := range count {
+		if n > 1 {
+			c.add(Violation{Invariant: 2, Resource: name, Cluster: src.Cluster, Source: src.String(),
+				Message: fmt.Sprintf("the view shows %d objects under this identity: all but one took it from another object", n)})
+		}
+	}
+}
+
+// place returns where on the target the copy of source ref belongs: "namespace/name" (the
+// mapping's namespace, targetNamespace), or "name" for a cluster-scoped resource.
+func (c *checker) place(namespaced bool, ref mapper.SourceRef) string {
+	return objectKey(c.targetNamespace(namespaced, ref), ref.Name)
+}
+
+// targetNamespace returns the target namespace of source ref under the mapping in force, ""
+// for a cluster-scoped resource.
+func (c *checker) targetNamespace(namespaced bool, ref mapper.SourceRef) string {
+	if !namespaced {
+		return ""
+	}
+	return c.cfg.NamespaceMapping.TargetNamespace(ref.Cluster, ref.Namespace)
 }
 
 // object checks one mapped view object obj (source src) against its target copy (invariants
@@ -273,10 +320,7 @@ func (c *checker) resource(ctx context.Context, l *resourceLists) error {
 func (c *checker) object(ctx context.Context, gvr schema.GroupVersionResource, namespaced, served bool, obj *unstructured.Unstructured,
 	src mapper.SourceRef, managed map[string]*unstructured.Unstructured, expected map[string]mapper.SourceRef) error {
 	name := gvr.GroupResource().String()
-	ns := ""
-	if namespaced {
-		ns = c.cfg.NamespaceMapping.TargetNamespace(src.Cluster, src.Namespace)
-	}
+	ns := c.targetNamespace(namespaced, src)
 	tkey := objectKey(ns, obj.GetName())
 	v := Violation{Invariant: 1, Resource: name, Cluster: src.Cluster, Source: src.String(), Target: tkey}
 	if !served {
@@ -307,7 +351,7 @@ func (c *checker) object(ctx context.Context, gvr schema.GroupVersionResource, n
 		c.add(v)
 		return nil
 	}
-	ref, _, ok := mapper.MarkedSource(live, c.cfg.Location, namespaced)
+	ref, uid, ok := mapper.MarkedSource(live, c.cfg.Location, namespaced)
 	if !ok {
 		return nil // reported under invariant 2
 	}
@@ -320,6 +364,10 @@ func (c *checker) object(ctx context.Context, gvr schema.GroupVersionResource, n
 		return nil
 	}
 	expected[tkey] = src
+	if uid != obj.GetUID() {
+		c.add(Violation{Invariant: 2, Resource: name, Cluster: src.Cluster, Source: src.String(), Target: tkey,
+			Message: fmt.Sprintf("the copy names source uid %q, the view's object has uid %q: the copy was made from another object under this identity, or its source was re-created since", uid, obj.GetUID())})
+	}
 	if !c.cfg.SkipContent {
 		if msg, err := c.outOfDate(ctx, gvr, obj, live, ns, src); err != nil {
 			return err
@@ -329,10 +377,11 @@ func (c *checker) object(ctx context.Context, gvr schema.GroupVersionResource, n
 		}
 	}
 	if mapper.Reflects(obj) {
-		status, _ := live.Object["status"].(map[string]interface{})
-		if len(status) > 0 && !equality.Semantic.DeepEqual(obj.Object["status"], live.Object["status"]) {
+		// What the mapper writes back (docs/status.md): the copy's status with its
+		// observedGeneration counted in view generations, not the copy's raw .status.
+		if reported := mapper.ReportedStatus(live, obj); len(reported) > 0 && !equality.Semantic.DeepEqual(obj.Object["status"], reported) {
 			c.add(Violation{Invariant: 3, Resource: name, Cluster: src.Cluster, Source: src.String(), Target: tkey,
-				Message: "the source's status differs from the target's"})
+				Message: "the view's status differs from the status the target's copy reports"})
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
@@ -24,7 +25,7 @@ func TestCheckerPerCluster(t *testing.T) {
 	viewObj := func(cluster, ns, name string) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]interface{}{
 			"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": map[string]interface{}{"namespace": ns, "name": name,
+			"metadata": map[string]interface{}{"namespace": ns, "name": name, "uid": cluster + "-" + ns + "-" + name,
 				"annotations": map[string]interface{}{contract.ClusterAnnotation: cluster}},
 		}}
 	}
@@ -35,6 +36,7 @@ func TestCheckerPerCluster(t *testing.T) {
 				"labels": map[string]interface{}{contract.LocationLabel: "east"},
 				"annotations": map[string]interface{}{
 					contract.SourceClusterAnnotation: cluster, contract.SourceNamespaceAnnotation: ns, contract.SourceNameAnnotation: name,
+					contract.SourceUIDAnnotation: cluster + "-" + ns + "-" + name,
 				}},
 		}}
 	}
@@ -97,7 +99,7 @@ func TestCheckerAutoTwoClusters(t *testing.T) {
 	obj := func(cluster string) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]interface{}{
 			"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": map[string]interface{}{"namespace": "ns", "name": "x",
+			"metadata": map[string]interface{}{"namespace": "ns", "name": "x", "uid": cluster + "-x",
 				"annotations": map[string]interface{}{contract.ClusterAnnotation: cluster}},
 		}}
 	}
@@ -118,5 +120,136 @@ func TestCheckerAutoTwoClusters(t *testing.T) {
 	}
 	if got := strings.Join(targets, " "); got != "c1>c1-ns/x c2>c2-ns/x" {
 		t.Fatalf("violations at %s", got)
+	}
+}
+
+// TestCheckerIdentity (docs/customization.md, "What a rendering may not change"): verify reports, under invariant 2, what a
+// rendering that changed an object's identity leaves: two view objects under one identity, a
+// view object without a uid, a copy whose source uid is not the view object's, and a copy whose
+// marks name a source placed elsewhere; an intact copy is in sync.
+func TestCheckerIdentity(t *testing.T) {
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	viewObj := func(ns, name, uid string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]interface{}{"namespace": ns, "name": name,
+				"annotations": map[string]interface{}{contract.ClusterAnnotation: "default"}},
+		}}
+		if uid != "" {
+			u.SetUID(types.UID(uid))
+		}
+		return u
+	}
+	copyAt := func(ns, name, srcNS, srcName, uid string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]interface{}{"namespace": ns, "name": name,
+				"labels": map[string]interface{}{contract.LocationLabel: "east"},
+				"annotations": map[string]interface{}{
+					contract.SourceClusterAnnotation: "default", contract.SourceNamespaceAnnotation: srcNS, contract.SourceNameAnnotation: srcName,
+					contract.SourceUIDAnnotation: uid,
+				}},
+		}}
+	}
+	target := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "ConfigMapList"})
+	c := &checker{
+		cfg:    Config{Location: "east", NamespaceMapping: mapper.NamespaceMappingSame, ClusterName: "default", SkipContent: true},
+		target: target, report: &Report{Location: "east"}, clusters: map[string]*ClusterReport{},
+	}
+	l := &resourceLists{gvr: gvr, namespaced: true, served: true,
+		view: []*unstructured.Unstructured{
+			viewObj("tenant-b", "victim", "uid-victim"), viewObj("tenant-b", "victim", "uid-hijacker"), // a hijack
+			viewObj("tenant-b", "nouid", ""),
+			viewObj("tenant-b", "swapped", "uid-new"),
+			viewObj("tenant-b", "intact", "uid-intact"),
+		},
+		managed: []*unstructured.Unstructured{
+			copyAt("tenant-b", "victim", "tenant-b", "victim", ""), // the hijacker had no uid
+			copyAt("tenant-b", "nouid", "tenant-b", "nouid", ""),
+			copyAt("tenant-b", "swapped", "tenant-b", "swapped", "uid-old"),
+			copyAt("tenant-b", "intact", "tenant-b", "intact", "uid-intact"),
+			copyAt("kube-system", "moved", "tenant-a", "moved", "uid-moved"),
+		},
+	}
+	if err := c.resource(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, v := range c.report.Violations {
+		if v.Invariant != 2 {
+			t.Errorf("unexpected violation %+v", v)
+			continue
+		}
+		got[v.Source+" "+v.Target] += v.Message + "; "
+	}
+	for key, want := range map[string]string{
+		"default|tenant-b/victim ":                  "2 objects under this identity",
+		"default|tenant-b/victim tenant-b/victim":   `copy names source uid ""`,
+		"default|tenant-b/nouid ":                   "without a uid",
+		"default|tenant-b/swapped tenant-b/swapped": `uid "uid-old", the view's object has uid "uid-new"`,
+		"default|tenant-a/moved kube-system/moved":  "place on the target is tenant-a/moved",
+	} {
+		if !strings.Contains(got[key], want) {
+			t.Errorf("%s: %q, want %q", key, got[key], want)
+		}
+	}
+	for key := range got {
+		if strings.Contains(key, "intact") {
+			t.Errorf("an intact copy is reported: %s %s", key, got[key])
+		}
+	}
+	t.Log(got)
+}
+
+// TestCheckerStatusInViewGenerations (invariant 3): a Deployment that reflects status, whose
+// view shows generation 3 while its copy on the target has generation 1 (changes the view
+// shows were applied to the copy as one create). The copy's controller observed generation 1,
+// which the mapper reports as the view generation 3 the copy was applied from
+// (mapper.ReportedStatus); verify compares that, not the copy's raw .status, and reports
+// nothing. A copy whose status differs otherwise is reported.
+func TestCheckerStatusInViewGenerations(t *testing.T) {
+	gvr := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	status := func(observed int64, ready int64) map[string]interface{} {
+		return map[string]interface{}{"observedGeneration": observed, "readyReplicas": ready}
+	}
+	view := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]interface{}{"namespace": "ns", "name": "web", "generation": int64(3), "uid": "uid-web",
+			"annotations": map[string]interface{}{contract.ClusterAnnotation: "default", contract.StatusPolicyAnnotation: contract.StatusPolicyReflect}},
+		"status": status(3, 2),
+	}}
+	copyWith := func(ready int64) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]interface{}{"namespace": "ns", "name": "web", "generation": int64(1),
+				"labels": map[string]interface{}{contract.LocationLabel: "east"},
+				"annotations": map[string]interface{}{
+					contract.SourceClusterAnnotation: "default", contract.SourceNamespaceAnnotation: "ns", contract.SourceNameAnnotation: "web",
+					contract.SourceGenerationAnnotation: "3", contract.SourceUIDAnnotation: "uid-web",
+				}},
+			"status": status(1, ready),
+		}}
+	}
+	for _, c := range []struct {
+		name       string
+		ready      int64
+		violations int
+	}{
+		{"the copy reports what the view shows", 2, 0},
+		{"the copy reports other replicas", 1, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			target := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "DeploymentList"})
+			ch := &checker{cfg: Config{Location: "east", NamespaceMapping: mapper.NamespaceMappingSame, ClusterName: "default", SkipContent: true},
+				target: target, report: &Report{Location: "east"}, clusters: map[string]*ClusterReport{}}
+			l := &resourceLists{gvr: gvr, namespaced: true, served: true, view: []*unstructured.Unstructured{view}, managed: []*unstructured.Unstructured{copyWith(c.ready)}}
+			if err := ch.resource(context.Background(), l); err != nil {
+				t.Fatal(err)
+			}
+			ch.report.finish(ch.clusters)
+			if ch.report.Total != c.violations || ch.report.Count(3) != c.violations {
+				t.Fatalf("%d violations, want %d under invariant 3: %+v", ch.report.Total, c.violations, ch.report.Violations)
+			}
+		})
 	}
 }

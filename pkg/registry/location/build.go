@@ -11,11 +11,13 @@ import (
 )
 
 // builder composes the Locations from the index's statistics, the registrations (SyncTargets
-// and Leases) and the server's unsynced resources. registry and resources may be nil.
+// and Leases), the server's unsynced resources and the renderings that fail. registry,
+// resources and failures may be nil.
 type builder struct {
 	stats     Source
 	registry  Registry
 	resources ResourceHealth
+	failures  RenderFailures
 }
 
 // locations returns one Location per location that has objects or watchers in the index or a
@@ -53,6 +55,13 @@ func (b builder) locations() map[string]*mapper.Location {
 		if unsynced := b.resources.UnsyncedResources(); len(unsynced) > 0 {
 			for _, l := range out {
 				l.Status.UnsyncedResources = unsynced
+			}
+		}
+	}
+	if b.failures != nil {
+		for name, failures := range customizationFailures(b.failures.RenderFailures()) {
+			if l := out[name]; l != nil { // a failing object is assigned: its location has stats
+				l.Status.CustomizationFailures = failures
 			}
 		}
 	}

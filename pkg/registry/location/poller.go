@@ -9,6 +9,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/apis/mapper"
@@ -122,8 +123,12 @@ func sameLocation(a, b *mapper.Location) bool {
 }
 
 // watch registers a watcher. A resourceVersion equal to the current one resumes without
-// initial events; "", "0" or an older one starts with ADDED for every matching location.
-func (p *poller) watch(ctx context.Context, resourceVersion string, match func(*mapper.Location) bool) (watch.Interface, error) {
+// initial events; "", "0" or an older one starts with ADDED for every matching location. With
+// sendInitialEvents (a watch-list request, KEP-3157, which client-go's informers make) it
+// starts with ADDED for every matching location whatever the resourceVersion, then a BOOKMARK
+// at the current resourceVersion annotated k8s.io/initial-events-end, as kube-apiserver does;
+// without that bookmark an informer never syncs.
+func (p *poller) watch(ctx context.Context, resourceVersion string, sendInitialEvents bool, match func(*mapper.Location) bool) (watch.Interface, error) {
 	if resourceVersion != "" && resourceVersion != "0" {
 		if _, err := strconv.ParseUint(resourceVersion, 10, 64); err != nil {
 			return nil, apierrors.NewBadRequest("invalid resourceVersion " + strconv.Quote(resourceVersion))
@@ -139,10 +144,15 @@ func (p *poller) watch(ctx context.Context, resourceVersion string, match func(*
 		go p.loop(pctx)
 	}
 	w := &locationWatcher{result: make(chan watch.Event, watcherBuffer), done: make(chan struct{}), match: match}
-	if resourceVersion != strconv.FormatUint(p.rv, 10) {
+	current := strconv.FormatUint(p.rv, 10)
+	if sendInitialEvents || resourceVersion != current {
 		for _, l := range p.sortedLocked() {
 			w.send(watch.Event{Type: watch.Added, Object: l})
 		}
+	}
+	if sendInitialEvents {
+		w.send(watch.Event{Type: watch.Bookmark, Object: &mapper.Location{ObjectMeta: metav1.ObjectMeta{
+			ResourceVersion: current, Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}})
 	}
 	p.watchers[w] = struct{}{}
 	go func() {
@@ -196,7 +206,7 @@ type locationWatcher struct {
 // send delivers e if it matches; false when the watcher is stopped or too far behind (it is
 // then stopped and its client re-watches).
 func (w *locationWatcher) send(e watch.Event) bool {
-	if !w.match(e.Object.(*mapper.Location)) {
+	if e.Type != watch.Bookmark && !w.match(e.Object.(*mapper.Location)) {
 		return true
 	}
 	select {

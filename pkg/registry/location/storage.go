@@ -33,6 +33,8 @@ type Config struct {
 	Registry Registry
 	// Resources gives the resources the server cannot list; nil reports none.
 	Resources ResourceHealth
+	// Failures gives the renderings that fail; nil reports none.
+	Failures RenderFailures
 }
 
 // REST is the storage of `locations`: get, list, watch and Table output; no writes.
@@ -56,7 +58,7 @@ var (
 // the returned REST's Destroy to stop its poller.
 func NewREST(cfg Config) *REST {
 	registerMetrics()
-	return &REST{poller: newPoller(builder{stats: cfg.Stats, registry: cfg.Registry, resources: cfg.Resources}.locations), registrations: cfg.Registry != nil}
+	return &REST{poller: newPoller(builder{stats: cfg.Stats, registry: cfg.Registry, resources: cfg.Resources, failures: cfg.Failures}.locations), registrations: cfg.Registry != nil}
 }
 
 // New returns an empty Location.
@@ -99,9 +101,12 @@ func (r *REST) List(_ context.Context, opts *metainternalversion.ListOptions) (r
 }
 
 // Watch streams location changes: ADDED for every current location first (unless the request
-// resumes at the current resourceVersion), then ADDED/MODIFIED/DELETED as counts change.
+// resumes at the current resourceVersion), then ADDED/MODIFIED/DELETED as counts change. A
+// watch-list request (sendInitialEvents=true) gets the initial-events-end BOOKMARK after the
+// ADDED events (poller.watch).
 func (r *REST) Watch(ctx context.Context, opts *metainternalversion.ListOptions) (watch.Interface, error) {
-	return r.poller.watch(ctx, opts.ResourceVersion, r.matcher(opts))
+	send := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+	return r.poller.watch(ctx, opts.ResourceVersion, send, r.matcher(opts))
 }
 
 // matcher applies a list request's label and field (metadata.name, status.registered)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -104,5 +106,38 @@ func TestLocationsListAndWatch(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Error("the watch did not end when its context did")
+	}
+}
+
+// TestLocationsWatchList: a watch-list request (sendInitialEvents=true, as client-go's
+// informers make by default) gets ADDED for every location, then the BOOKMARK annotated
+// k8s.io/initial-events-end at the list's resourceVersion, also when it names the current
+// resourceVersion; without that bookmark an informer on `locations` never syncs.
+func TestLocationsWatchList(t *testing.T) {
+	src := &statsSource{stats: map[string]cache.LocationStats{"east": {Objects: 1}, "west": {Objects: 2}}}
+	r := NewREST(Config{Stats: src})
+	defer r.Destroy()
+	list, err := r.List(context.Background(), &metainternalversion.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv := list.(*mapper.LocationList).ResourceVersion
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	send := true
+	for _, from := range []string{"", rv} {
+		w, err := r.Watch(ctx, &metainternalversion.ListOptions{ResourceVersion: from, SendInitialEvents: &send, AllowWatchBookmarks: true,
+			FieldSelector: fields.OneTermEqualSelector("metadata.name", "west")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if typ, l := nextEvent(t, w); typ != watch.Added || l.Name != "west" {
+			t.Fatalf("from %q: first event %s %s, want ADDED west (the field selector leaves east out)", from, typ, l.Name)
+		}
+		typ, l := nextEvent(t, w)
+		if typ != watch.Bookmark || l.ResourceVersion != rv || l.Annotations[metav1.InitialEventsAnnotationKey] != "true" {
+			t.Fatalf("from %q: then %s at %q %v, want the initial-events-end BOOKMARK at %s", from, typ, l.ResourceVersion, l.Annotations, rv)
+		}
+		w.Stop()
 	}
 }

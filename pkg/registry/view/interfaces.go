@@ -50,6 +50,9 @@ type Store interface {
 	ResourceVersion() uint64
 	// WaitForResourceVersion blocks until ResourceVersion() reaches rv or ctx ends.
 	WaitForResourceVersion(ctx context.Context, rv uint64) error
+	// WaitRendered blocks until no rendering of the object namespace/name of cluster is
+	// pending for location (its newest version shows), or ctx ends.
+	WaitRendered(ctx context.Context, location, cluster, namespace, name string) error
 	// WaitUntilSynced blocks until the first list of the resource is stored, for at most timeout.
 	WaitUntilSynced(ctx context.Context, timeout time.Duration) error
 	// HasSynced reports whether the first list of the resource is stored.

@@ -88,6 +88,25 @@ func (f freshness) waitFor(ctx context.Context, rv uint64) error {
 	return nil
 }
 
+// waitRendered waits until the cache's rendering of one object for location is not pending
+// (docs/views.md, "Deferred renderings"): a consistent GET shows the object as its newest
+// version renders. Only renderings of the object's own namespace's Customizations can be
+// pending, so a tenant's consistent GET waits for its own Customizations only. After the
+// freshness timeout it answers 504 with a retry hint and a message that names the cause, as
+// waitFor does for a cache that is behind.
+func (f freshness) waitRendered(ctx context.Context, location, cluster, namespace, name string) error {
+	wctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	if err := f.store.WaitRendered(wctx, location, cluster, namespace, name); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return apierrors.NewTimeoutError(fmt.Sprintf("the rendering of %s %q for location %q by the Customizations of its namespace is still pending after %s",
+			f.gvr.GroupResource(), name, location, f.timeout), 1)
+	}
+	return nil
+}
+
 // waitConsistent makes a read with resourceVersion "" include every source write that completed
 // before it: it reads the source's current resourceVersion R (one coalesced limit=1 LIST) and
 // waits until the cache has processed the source's events up to R.

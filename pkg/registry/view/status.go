@@ -16,7 +16,6 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
@@ -154,7 +153,7 @@ func (s *statusStorage) updateOnce(ctx context.Context, client dynamic.ResourceI
 	if !slices.Contains(locations, location) {
 		return nil, false, apierrors.NewNotFound(gr, name)
 	}
-	if !cache.ReflectsStatus(current) {
+	if !contract.ReflectsStatus(current.GetAnnotations()) {
 		return nil, false, apierrors.NewForbidden(gr, name, fmt.Errorf("status write-back is not enabled for this object: set the annotation %s: %s on the source object to let locations write its status", contract.StatusPolicyAnnotation, contract.StatusPolicyReflect))
 	}
 	viewed := withClusterAnnotation(s.store.LocationView(current, cluster, locations, location), cluster)

@@ -144,7 +144,6 @@ func TestStatusUpdate(t *testing.T) {
 		write   *unstructured.Unstructured
 		race    func(s *statusSource)
 		code    int
-		todo    string
 		unreach bool
 		// check looks at the source object after a successful write and at the answer.
 		check func(t *testing.T, src, answer *unstructured.Unstructured)
@@ -209,10 +208,6 @@ func TestStatusUpdate(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if c.todo != "" {
-				// TODO(issue 10 item 9): remove the skip once status.go caps status records.
-				t.Skip("TODO: " + c.todo)
-			}
 			src := newStatusSource(t, c.source)
 			if c.race != nil {
 				c.race(src) // arms the race; see bumpSpec

@@ -69,7 +69,9 @@ func (r *resourceStorage) ConvertToTable(ctx context.Context, obj runtime.Object
 // resourceVersion "" is a consistent read: the object is read from the source (in its logical
 // cluster) and the cache is waited for until it holds that version, so any source write that
 // completed before the request is seen (and the answer still comes from the cache, consistent
-// with the view's watches). On a kcp source's all-clusters path the cluster is the cache's only
+// with the view's watches), rendered by its Customizations (a rendering still pending is waited
+// for, as the cache's own progress is: freshness.waitRendered). On a kcp source's all-clusters
+// path the cluster is the cache's only
 // one for namespace/name; when the cache holds none, the read waits as a consistent list does
 // (waitConsistent). "0" reads the cache as it is; N waits until the cache reached N.
 func (r *resourceStorage) Get(ctx context.Context, name string, opts *metav1.GetOptions) (runtime.Object, error) {
@@ -110,6 +112,9 @@ func (r *resourceStorage) Get(ctx context.Context, name string, opts *metav1.Get
 			return nil, apierrors.NewInternalError(fmt.Errorf("source returned resourceVersion %q: %w", src.GetResourceVersion(), err))
 		}
 		if err := r.freshness.waitFor(ctx, srcRV); err != nil {
+			return nil, err
+		}
+		if err := r.freshness.waitRendered(ctx, location, cluster, namespace, name); err != nil {
 			return nil, err
 		}
 	case readNotOlderThan:

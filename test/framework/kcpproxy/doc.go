@@ -31,8 +31,9 @@
 //
 //   - The proxy forwards every request with its own identity (the backing config's); it does
 //     not authenticate its clients. It is a loopback test fixture, not a security boundary.
-//   - JSON only: resource requests are forwarded with Accept: application/json (no protobuf,
-//     no Table or PartialObjectMetadata); protobuf request bodies answer 415.
+//   - JSON only: resource requests are forwarded with Accept: application/json, or JSON with
+//     as=PartialObjectMetadata(List) for client-go's metadata client (no protobuf, no Table);
+//     protobuf request bodies answer 415.
 //   - Cluster-scoped resources other than namespaces (CRDs, RBAC, ...) are not emulated: a
 //     request for one answers 400. Discovery is the backing server's, the same for every
 //     cluster (kcp serves per-workspace APIs through APIBindings; see docs/views.md).

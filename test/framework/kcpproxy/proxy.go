@@ -167,7 +167,7 @@ func (p *Proxy) serveResource(w http.ResponseWriter, r *http.Request, cluster st
 	}
 	copyHeader(req.Header, r.Header, "Content-Type")
 	// Only JSON can be rewritten: no protobuf, no Table.
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", jsonAccept(r.Header.Get("Accept")))
 	resp, err := p.client.Do(req)
 	if err != nil {
 		writeStatus(w, newStatusError(http.StatusBadGateway, metav1.StatusReasonServiceUnavailable, err.Error()))
@@ -362,4 +362,22 @@ func writeStatus(w http.ResponseWriter, err error) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(int(status.Code))
 	_, _ = w.Write(out)
+}
+
+// jsonAccept returns the Accept header forwarded for a resource request whose client accepts
+// accept: its JSON media ranges asking for metadata only (as=PartialObjectMetadata or
+// PartialObjectMetadataList, as client-go's metadata client asks), which the proxy rewrites like
+// any JSON object, then plain JSON; every other media range (protobuf, Table) is dropped.
+func jsonAccept(accept string) string {
+	var kept []string
+	for _, r := range strings.Split(accept, ",") {
+		mediaType, params, err := mime.ParseMediaType(strings.TrimSpace(r))
+		if err != nil || mediaType != "application/json" {
+			continue
+		}
+		if as := params["as"]; (as == "PartialObjectMetadata" || as == "PartialObjectMetadataList") && params["g"] == "meta.k8s.io" {
+			kept = append(kept, strings.TrimSpace(r))
+		}
+	}
+	return strings.Join(append(kept, "application/json"), ",")
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/test/framework"
@@ -184,6 +185,24 @@ func TestProxyAgainstKubeAPIServer(t *testing.T) {
 	}
 	if len(list.Items) != 3 || clusters["c1|ns/same"] != "c1" || clusters["c2|ns/same"] != "c2" || clusters["c1|ns/applied"] != "a" {
 		t.Fatalf("wildcard list: %v", clusters)
+	}
+
+	// The same list as metadata only (client-go's metadata client: PartialObjectMetadataList,
+	// as mapper-controller's informers read every mirrored resource).
+	meta, err := metadata.NewForConfig(srv.Config(kcpproxy.Wildcard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	metaList, err := meta.Resource(configMapsGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("wildcard metadata list: %v", err)
+	}
+	metaKeys := map[string]bool{}
+	for _, i := range metaList.Items {
+		metaKeys[i.Annotations[contract.ClusterAnnotation]+"|"+i.Namespace+"/"+i.Name] = true
+	}
+	if len(metaList.Items) != 3 || !metaKeys["c1|ns/same"] || !metaKeys["c2|ns/same"] || !metaKeys["c1|ns/applied"] {
+		t.Fatalf("wildcard metadata list: %v", metaKeys)
 	}
 
 	// Watches: one cluster sees its own events only, the wildcard sees both; frames arrive

@@ -38,6 +38,7 @@ import (
 // +kubebuilder:printcolumn:name="Compiled",type=string,JSONPath=".status.conditions[?(@.type==\"Compiled\")].status"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=".status.conditions[?(@.type==\"Ready\")].reason",priority=1
+// +kubebuilder:printcolumn:name="Selected",type=integer,JSONPath=".status.selectedObjects"
 // +kubebuilder:printcolumn:name="Failing",type=integer,JSONPath=".status.failingObjects"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
 type Customization struct {
@@ -149,9 +150,30 @@ const (
 	// selects fails to render for the selected locations (never silently unchanged).
 	CustomizationCompiled = "Compiled"
 	// CustomizationReady is True when the Customization compiled and rendered every object it
-	// selects for every selected location (reason AllObjectsRendered), False otherwise
-	// (CompilationFailed, RenderFailed).
+	// selects for every selected location (reason AllObjectsRendered, or NoObjectsSelected
+	// when it selects none), False otherwise (CompilationFailed, RenderFailed).
 	CustomizationReady = "Ready"
+	// CustomizationDegraded is True when the server skips some of the Customization's work
+	// for its namespace's limits or budgets (reasons LimitExceeded, BudgetExceeded, Throttled;
+	// the objects it selects keep their last rendering, never shown without it), False
+	// (reason WithinBudget) otherwise.
+	CustomizationDegraded = "Degraded"
+)
+
+// Reasons of the Degraded condition of Customizations and StatusCollectors
+// (docs/customization.md and docs/status.md, "Fairness and budgets").
+const (
+	// ReasonLimitExceeded: the namespace has more Customizations (or mutations, or
+	// StatusCollectors) than the server applies per namespace; this one, among the newest, is
+	// not applied.
+	ReasonLimitExceeded = "LimitExceeded"
+	// ReasonBudgetExceeded: the CEL cost of one object version's renderings (or of one
+	// summary) went past the server's budget; the work was not finished.
+	ReasonBudgetExceeded = "BudgetExceeded"
+	// ReasonThrottled: the namespace spent its CEL budget per second; its work waits.
+	ReasonThrottled = "Throttled"
+	// ReasonWithinBudget: nothing is skipped.
+	ReasonWithinBudget = "WithinBudget"
 )
 
 // Reasons of Customization conditions.
@@ -160,8 +182,14 @@ const (
 	ReasonCompiled = "Compiled"
 	// ReasonCompilationFailed: an expression does not compile; the message names it.
 	ReasonCompilationFailed = "CompilationFailed"
-	// ReasonAllObjectsRendered: every selected object rendered for every selected location.
+	// ReasonAllObjectsRendered: every selected object rendered for every selected location
+	// (status.selectedObjects pairs, at least one).
 	ReasonAllObjectsRendered = "AllObjectsRendered"
+	// ReasonNoObjectsSelected: the Customization compiled and selects no (object, location)
+	// pair: no object of its namespace, of the resources it names, with labels its
+	// objectSelector selects, is assigned to a location it selects. Nothing failed, and
+	// nothing is changed (often a selector that does not say what was meant).
+	ReasonNoObjectsSelected = "NoObjectsSelected"
 	// ReasonRenderFailed: some objects failed to render (see status.failures); their views
 	// keep the last rendering that succeeded, or withhold an object that never rendered.
 	ReasonRenderFailed = "RenderFailed"
@@ -176,12 +204,19 @@ type CustomizationStatus struct {
 	// observedGeneration is the metadata.generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// conditions are Compiled and Ready.
+	// conditions are Compiled, Ready and Degraded.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// selectedObjects is the number of (object, location) pairs this Customization's
+	// selectors select (resources, objectSelector, locationSelector, locationNames; the
+	// matchConditions are evaluated when an object is rendered): each object of its namespace
+	// it selects, once for every location the object is assigned to that it selects. 0 when it
+	// selects none (Ready's reason is then NoObjectsSelected); absent until counted.
+	// +optional
+	SelectedObjects *int64 `json:"selectedObjects,omitempty"`
 	// failingObjects is the number of (object, location) pairs whose rendering failed
 	// because of this Customization.
 	// +optional
@@ -205,7 +240,7 @@ type CustomizationFailure struct {
 	// +kubebuilder:validation:MaxLength=63
 	Location string `json:"location"`
 	// reason is a CamelCase word: CompilationFailed, MatchConditionFailed, MutationFailed,
-	// ProtectedFieldChanged, InternalError.
+	// ProtectedFieldChanged, BudgetExceeded, LimitExceeded, InternalError.
 	// +kubebuilder:validation:MaxLength=128
 	Reason string `json:"reason"`
 	// message says what failed (truncated).

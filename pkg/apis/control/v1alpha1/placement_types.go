@@ -21,20 +21,25 @@ import (
 )
 
 // Placement says which objects of its namespace (and, with a kcp source, of its logical
-// cluster) go to which locations (DESIGN.md "The control plane objects"; issue 15). The
+// cluster) go to which locations (docs/design.md, "The control plane objects"). The
 // placement controller of mapper-controller writes kcp.io/assigned-locations on the objects it
 // selects, with server-side apply under its own field manager, and records itself in the
 // annotation control.mapper.kcp.io/placement. With replicas: Divide it also writes, per chosen
 // location, a spec-diff.kcp.io/<location> patch of /spec/replicas and kcp.io/status-policy:
-// Summarize. docs/placement.md has the rules.
+// Summarize. By default everything it selects is one group, placed together (spreadBy); what
+// the placed workloads reference follows them (dependencies, docs/dependencies.md).
+// docs/placement.md has the rules.
 //
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,categories=cluster-mapper
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Replicas",type=string,JSONPath=".spec.replicas"
+// +kubebuilder:printcolumn:name="Spread",type=string,JSONPath=".spec.spreadBy",priority=1
 // +kubebuilder:printcolumn:name="Locations",type=string,JSONPath=".status.locations"
-// +kubebuilder:printcolumn:name="Placed",type=integer,JSONPath=".status.placedObjects"
+// +kubebuilder:printcolumn:name="Groups",type=integer,JSONPath=".status.placedGroups"
+// +kubebuilder:printcolumn:name="Objects",type=integer,JSONPath=".status.placedObjects"
+// +kubebuilder:printcolumn:name="Missing",type=integer,JSONPath=".status.missingDependencies",priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=".status.conditions[?(@.type==\"Ready\")].reason"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
@@ -55,6 +60,24 @@ const (
 	ReplicasDuplicate = "Duplicate"
 	// ReplicasDivide: spec.replicas is divided over the chosen locations.
 	ReplicasDivide = "Divide"
+)
+
+// Values of PlacementSpec.SpreadBy.
+const (
+	// SpreadByNamespace: everything the Placement selects (in its namespace and logical
+	// cluster) is one group, ranked once and placed on the same locations.
+	SpreadByNamespace = "Namespace"
+	// SpreadByObject: each selected object is ranked and placed on its own.
+	SpreadByObject = "Object"
+)
+
+// Values of PlacementSpec.Dependencies.
+const (
+	// DependenciesFollow: what the placed workloads reference follows them to their locations.
+	DependenciesFollow = "Follow"
+	// DependenciesIgnore: the placed objects' references do not follow them (the same value
+	// as the per-object annotation control.mapper.kcp.io/dependencies).
+	DependenciesIgnore = "Ignore"
 )
 
 // PlacementSpec selects objects and the locations they go to.
@@ -101,6 +124,20 @@ type PlacementSpec struct {
 	// +optional
 	// +kubebuilder:default="5m"
 	NotReadyTolerance *metav1.Duration `json:"notReadyTolerance,omitempty"`
+	// spreadBy is the unit that is ranked and placed: Namespace (the default: everything the
+	// Placement selects is one group on the same locations, so an application stays
+	// together) or Object (each object on its own, to spread many independent objects).
+	// +optional
+	// +kubebuilder:default=Namespace
+	// +kubebuilder:validation:Enum=Namespace;Object
+	SpreadBy string `json:"spreadBy,omitempty"`
+	// dependencies is Follow (the default: what the placed workloads reference, such as the
+	// ConfigMaps and Secrets of their Pod templates, is assigned to their locations too) or
+	// Ignore.
+	// +optional
+	// +kubebuilder:default=Follow
+	// +kubebuilder:validation:Enum=Follow;Ignore
+	Dependencies string `json:"dependencies,omitempty"`
 }
 
 // PlacementWeights says where the weight of a location comes from; exactly one is set.
@@ -121,10 +158,12 @@ type PlacementWeights struct {
 // Condition types and reasons of a Placement.
 const (
 	// PlacementReady is True when every selected object is placed by this Placement
-	// (reason Placed), False otherwise: InvalidSpec, NoLocations (no location may take the
-	// objects), Conflicts (some selected objects are assigned by someone else or an older
-	// Placement), NotReadyLocations (a location is not Ready beyond the tolerance and its
-	// objects cannot move).
+	// (reason Placed), False otherwise: InvalidSpec, ResourceNotServed (the source does not
+	// serve one of spec.resources), NoLocations (no location may take the objects),
+	// Conflicts (some selected objects are assigned by someone else or an older Placement),
+	// NotReadyLocations (a location is not Ready beyond the tolerance and its objects cannot
+	// move), NotMirrored (the location views do not serve some placed resources or
+	// dependencies, so those objects never reach a location).
 	PlacementReady = "Ready"
 
 	ReasonPlaced            = "Placed"
@@ -133,6 +172,7 @@ const (
 	ReasonConflicts         = "Conflicts"
 	ReasonNotReadyLocations = "NotReadyLocations"
 	ReasonWaitingForCaches  = "WaitingForCaches"
+	ReasonNotMirrored       = "NotMirrored"
 )
 
 // Reasons of a PlacementConflict.
@@ -167,6 +207,24 @@ type PlacementStatus struct {
 	// placedObjects is the number of objects this Placement assigns.
 	// +optional
 	PlacedObjects int64 `json:"placedObjects,omitempty"`
+	// placedGroups is the number of groups among them: placed objects with spreadBy:
+	// Object, 1 with spreadBy: Namespace when any object is placed.
+	// +optional
+	PlacedGroups int64 `json:"placedGroups,omitempty"`
+	// missingDependencies is the number of references, from the objects this Placement
+	// places, to objects that do not exist (each also an Event on the referencing object).
+	// The dependency controller writes it.
+	// +optional
+	MissingDependencies int64 `json:"missingDependencies,omitempty"`
+	// unmirroredDependencies are the resources ("secrets") of objects that the placed
+	// objects reference and that the location views do not serve (mapper-apiserver's
+	// --resources), so that they never reach a location, sorted. The dependency controller
+	// writes it.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=317
+	UnmirroredDependencies []string `json:"unmirroredDependencies,omitempty"`
 	// conflicts are the first 100 selected objects this Placement shares with someone else,
 	// sorted by resource and name; conflictCount counts them all.
 	// +optional

@@ -36,7 +36,7 @@ func Resource(resource string) schema.GroupResource {
 var (
 	// SchemeBuilder collects the functions that add the v1alpha1 types to a scheme.
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
-	// AddToScheme adds the v1alpha1 types (SyncTarget, Customization, StatusCollector, StatusSummary, Placement, LocationBinding and their lists) to a scheme.
+	// AddToScheme adds the v1alpha1 types (SyncTarget, Customization, StatusCollector, StatusSummary, Placement, LocationBinding, DependencyRule and their lists) to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
@@ -55,6 +55,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&PlacementList{},
 		&LocationBinding{},
 		&LocationBindingList{},
+		&DependencyRule{},
+		&DependencyRuleList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

@@ -138,6 +138,10 @@ type CombinedField struct {
 const (
 	// StatusCollectorReady is True when every expression compiles and evaluated on every row.
 	StatusCollectorReady = "Ready"
+	// StatusCollectorDegraded is True when mapper-controller skips the collector's work for its
+	// namespace's limits or budgets (reasons LimitExceeded, BudgetExceeded, Throttled; the
+	// StatusSummary keeps its last results), False (reason WithinBudget) otherwise.
+	StatusCollectorDegraded = "Degraded"
 	// ReasonSummarized: the summary is current.
 	ReasonSummarized = "Summarized"
 	// ReasonEvaluationFailed: an expression failed on some rows (see the summary's errors).
@@ -149,7 +153,7 @@ type StatusCollectorStatus struct {
 	// observedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// conditions: Ready.
+	// conditions: Ready and Degraded.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -124,6 +124,73 @@ type LocationStatus struct {
 	// +listMapKey=group
 	// +listMapKey=resource
 	UnsyncedResources []UnsyncedResource `json:"unsyncedResources,omitempty"`
+
+	// CustomizationFailures are, per Customization (by logical cluster,
+	// namespace and name), the objects assigned to the location that its
+	// mutations fail to render for the location: the view keeps their last
+	// rendering, or withholds an object that never rendered. mapper-controller
+	// writes each Customization's status (failingObjects, failures) from the
+	// CustomizationFailures of every Location. Sorted by cluster, namespace,
+	// name; a Customization without failures on the location is left out.
+	// +optional
+	// +listType=atomic
+	CustomizationFailures []CustomizationFailures `json:"customizationFailures,omitempty"`
+}
+
+// MaxRenderFailures is how many failures a CustomizationFailures lists (as
+// many as a Customization's status lists).
+const MaxRenderFailures = 10
+
+// CustomizationFailures are the objects of one location that one
+// Customization fails to render.
+type CustomizationFailures struct {
+	// Cluster is the Customization's logical cluster (on a plain source, the
+	// one cluster mapper-apiserver's --cluster-name names).
+	// +optional
+	Cluster string `json:"cluster,omitempty"`
+
+	// Namespace is the Customization's namespace.
+	// +required
+	Namespace string `json:"namespace"`
+
+	// Name is the Customization's name.
+	// +required
+	Name string `json:"name"`
+
+	// FailingObjects is the number of the location's objects whose rendering
+	// the Customization fails.
+	// +required
+	FailingObjects int64 `json:"failingObjects"`
+
+	// Failures are the first MaxRenderFailures of them, sorted by resource,
+	// namespace and name.
+	// +optional
+	// +listType=atomic
+	Failures []RenderFailure `json:"failures,omitempty"`
+}
+
+// RenderFailure is one object that fails to render.
+type RenderFailure struct {
+	// Resource is the object's group-qualified resource ("deployments.apps").
+	// +required
+	Resource string `json:"resource"`
+
+	// Namespace is the object's namespace; empty for a cluster-scoped object.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+
+	// Name is the object's name.
+	// +required
+	Name string `json:"name"`
+
+	// Reason is a CamelCase word: CompilationFailed, MatchConditionFailed,
+	// MutationFailed, ProtectedFieldChanged, InternalError.
+	// +required
+	Reason string `json:"reason"`
+
+	// Message says what failed (the field, then the error; truncated).
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // LocationMapper identifies the mapper of a location.

@@ -27,6 +27,11 @@ func (in ClusterCount) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in CustomizationFailures) OpenAPIModelName() string {
+	return "io.kcp.mapper.v1alpha1.CustomizationFailures"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in Location) OpenAPIModelName() string {
 	return "io.kcp.mapper.v1alpha1.Location"
 }
@@ -49,6 +54,11 @@ func (in LocationStatus) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in LocationViewOptions) OpenAPIModelName() string {
 	return "io.kcp.mapper.v1alpha1.LocationViewOptions"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RenderFailure) OpenAPIModelName() string {
+	return "io.kcp.mapper.v1alpha1.RenderFailure"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

@@ -101,8 +101,8 @@ func TestObservedGeneration(t *testing.T) {
 		{"a location has no record", rec(4, 4), 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := ObservedGeneration(locs, tc.records, func(l string) int64 { return views[l] }, 9)
-			if got != tc.want || ok != tc.wantOK {
+			got, ok, err := ObservedGeneration(locs, tc.records, func(l string) (int64, error) { return views[l], nil }, 9)
+			if err != nil || got != tc.want || ok != tc.wantOK {
 				t.Errorf("ObservedGeneration = %d, %v; want %d, %v", got, ok, tc.want, tc.wantOK)
 			}
 		})

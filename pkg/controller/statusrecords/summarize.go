@@ -8,7 +8,7 @@ import (
 )
 
 // summarizedKinds are the replica kinds whose status the Summarize policy sums over locations
-// (DESIGN.md "Names", kcp.io/status-policy: Summarize; issue 14 item 6).
+// (docs/design.md "Names", kcp.io/status-policy: Summarize; docs/status.md).
 var summarizedKinds = map[schema.GroupKind]bool{
 	{Group: "apps", Kind: "Deployment"}:  true,
 	{Group: "apps", Kind: "StatefulSet"}: true,
@@ -24,8 +24,8 @@ var summedFields = []string{
 	"currentReplicas", "fullyLabeledReplicas", "terminatingReplicas",
 }
 
-// Summarize returns the summary of the per-location statuses of a replica kind (issue 14 item
-// 6), for an object assigned to locations. records maps a
+// Summarize returns the summary of the per-location statuses of a replica kind
+// (docs/status.md, "Summarize"), for an object assigned to locations. records maps a
 // location to its status (its status.kcp.io/<location> record, or the one location's
 // .status); a location without one reports nothing yet.
 //
@@ -148,7 +148,7 @@ func asInt(v interface{}) (int64, bool) {
 	return 0, false
 }
 
-// ObservedGeneration returns the status.observedGeneration of the summary (issue 14 item 6:
+// ObservedGeneration returns the status.observedGeneration of the summary (docs/status.md,
 // "observedGeneration only when every location has observed the source's generation"): the
 // newest generation of the source that every location's target has observed. ok is false
 // when some location reports none yet; the summary then has no observedGeneration.
@@ -156,31 +156,41 @@ func asInt(v interface{}) (int64, bool) {
 // records maps a location to its status record, whose status.observedGeneration counts the
 // generations of the location's view (pkg/mapper reports it so: a target copy carries the view
 // generation it was applied from, contract.SourceGenerationAnnotation). viewGeneration returns
-// the metadata.generation location's view of the current version shows
-// (cache.Object.ViewGeneration), and generation is the source's own.
+// the metadata.generation location's view of the current version shows (read through the view,
+// at least as new as the version the records come from), and generation is the source's own.
 //
-//   - A location that reports its view's current generation observed everything the current
-//     version shows it outside .status: whatever moved the source's generation since is hidden
-//     from its view or in .status alone (kube-apiserver bumps a Deployment's generation with
-//     every annotation change, so with every status record written). It counts as having
-//     observed generation.
+//   - A location that reports the source's generation, or its view's current generation,
+//     observed everything the current version shows it outside .status: whatever moved the
+//     source's generation since is hidden from its view or in .status alone (kube-apiserver
+//     bumps a Deployment's generation with every annotation change, so with every status
+//     record written). It counts as having observed generation.
 //   - Any other location observed the (older) source generation it reports.
 //
 // The result is the least of these, so it never claims a generation some location has not
-// observed (kubectl rollout status trusts it).
-func ObservedGeneration(locations []string, records map[string]map[string]interface{}, viewGeneration func(location string) int64, generation int64) (observed int64, ok bool) {
+// observed (kubectl rollout status trusts it). viewGeneration is called only for the
+// locations that report less than generation; its error is returned.
+func ObservedGeneration(locations []string, records map[string]map[string]interface{}, viewGeneration func(location string) (int64, error), generation int64) (observed int64, ok bool, err error) {
 	if len(locations) == 0 {
-		return 0, false
+		return 0, false, nil
+	}
+	for _, l := range locations {
+		if _, ok := asInt(records[l]["observedGeneration"]); !ok {
+			return 0, false, nil
+		}
 	}
 	observed = generation
 	for _, l := range locations {
-		reported, ok := asInt(records[l]["observedGeneration"])
-		if !ok {
-			return 0, false
+		reported, _ := asInt(records[l]["observedGeneration"])
+		if reported >= generation {
+			continue
 		}
-		if reported < viewGeneration(l) {
+		view, err := viewGeneration(l)
+		if err != nil {
+			return 0, false, err
+		}
+		if reported < view {
 			observed = min(observed, reported)
 		}
 	}
-	return observed, true
+	return observed, true, nil
 }
