@@ -37,28 +37,13 @@ func (s *ResourceStore) boundOnly(id identity, locs []string) []string {
 }
 
 // boundIn returns the locations of locs (sorted) bound to namespace in cluster under rules
-// (nil rules, or rules without bindings: the Open mode, every location bound): locs itself
-// when every one is (no copy, no allocation: one bound-set lookup for the namespace, then one
-// per location), a new slice otherwise, nil when none is.
+// (nil rules, or rules without bindings: the Open mode, every location bound):
+// locationbinding.Scope.Keep, locs itself when every one is.
 func boundIn(rules Rules, cluster, namespace string, locs []string) []string {
 	if len(locs) == 0 || rules == nil {
 		return locs
 	}
-	bindings := rules.Bindings()
-	if bindings == nil {
-		return locs
-	}
-	scope := bindings.Scope(cluster, namespace)
-	if !slices.ContainsFunc(locs, func(l string) bool { return !scope.Binds(l) }) {
-		return locs
-	}
-	var bound []string
-	for _, l := range locs {
-		if scope.Binds(l) {
-			bound = append(bound, l)
-		}
-	}
-	return bound
+	return rules.Bindings().Scope(cluster, namespace).Keep(locs)
 }
 
 // Assignment returns the locations u, a source object of the store's resource in the logical

@@ -99,6 +99,24 @@ func (s Scope) Binds(location string) bool {
 	return ok && s.bound.has(i)
 }
 
+// Keep returns the locations of locs (an object's assignment, parsed) bound to the scope's
+// namespace, in their order: locs itself when every one is (no copy, no allocation: one
+// lookup per location), a new slice otherwise, nil when none is. Every consumer of an
+// assignment in the Bound mode reads it through Keep (docs/tenancy.md): the views, the status
+// records, the StatusCollectors' rows.
+func (s Scope) Keep(locs []string) []string {
+	if !slices.ContainsFunc(locs, func(l string) bool { return !s.Binds(l) }) {
+		return locs
+	}
+	var bound []string
+	for _, l := range locs {
+		if s.Binds(l) {
+			bound = append(bound, l)
+		}
+	}
+	return bound
+}
+
 // Binds reports whether location is bound to namespace in cluster (Scope(cluster,
 // namespace).Binds(location)); always true for a nil Index (Open).
 func (x *Index) Binds(cluster, namespace, location string) bool {

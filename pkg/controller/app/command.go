@@ -203,7 +203,7 @@ func Run(ctx context.Context, o *Options) error {
 				runBindingControllers(ctx, o, dyn, bindings, shared, mapper, recorder)
 			},
 			viewControllersName: func(ctx context.Context) {
-				views.run(ctx, o.Enabled(StatusRecordsController), o.Enabled(CustomizationStatusController))
+				views.run(ctx, o.Enabled(StatusRecordsController), o.Enabled(CustomizationStatusController), bindings, shared)
 			},
 		}
 		var wg sync.WaitGroup

@@ -12,11 +12,14 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/clusterinformer"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/binding"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/customizationstatus"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/informers"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/mirror"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/statusrecords"
 	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
@@ -35,6 +38,9 @@ type viewControllers struct {
 	objects       *mirror.Mirror
 	records       *statusrecords.Controller
 	customization customizationstatus.Config
+	// bindings are the LocationBindings in the Bound mode (nil: Open), set by run before the
+	// status record controller starts.
+	bindings *binding.Tracker
 }
 
 // newViewControllers builds them over the source's config source (with the controllers'
@@ -86,6 +92,9 @@ func newViewControllers(o *Options, source *rest.Config, dyn dynamic.Interface, 
 			return views.For(contract.ViewPath(location, contract.ClusterName(cluster)))
 		},
 		HasStatus: statusSubresources(sourceDiscovery),
+		Bound: func(cluster, namespace string, locations []string) []string {
+			return c.bindings.Index().Scope(cluster, namespace).Keep(locations)
+		},
 	})
 	c.customization = customizationstatus.Config{
 		Source: dyn, PlainCluster: o.Clusters.PlainCluster(), Writers: writers, MapperAPI: mapperAPI, Objects: c.objects,
@@ -99,8 +108,9 @@ func newViewControllers(o *Options, source *rest.Config, dyn dynamic.Interface, 
 const viewControllersName = "views"
 
 // run runs the status record controller when records is set, the Customization status
-// controller when customization is set, and the mirror for either, until ctx ends.
-func (c *viewControllers) run(ctx context.Context, records, customization bool) {
+// controller when customization is set, and the mirror for either, until ctx ends. bindings
+// are the LocationBindings of the Bound mode (nil: Open), from the informers of shared.
+func (c *viewControllers) run(ctx context.Context, records, customization bool, bindings *binding.Tracker, shared *informers.Set) {
 	if !records && !customization {
 		return
 	}
@@ -114,7 +124,18 @@ func (c *viewControllers) run(ctx context.Context, records, customization bool) 
 	}
 	start(c.objects.Run)
 	if records {
-		start(c.records.Run)
+		c.bindings = bindings
+		start(func(ctx context.Context) {
+			if bindings != nil {
+				shared.Start(ctx)
+				// Precondition of removing a record: the LocationBindings are listed. Before,
+				// every location would look unbound and every record would be removed.
+				if !toolscache.WaitForCacheSync(ctx.Done(), bindings.HasSynced) {
+					return
+				}
+			}
+			c.records.Run(ctx)
+		})
 	}
 	if customization {
 		start(func(ctx context.Context) { customizationstatus.Run(ctx, c.customization) })

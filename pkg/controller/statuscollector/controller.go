@@ -350,7 +350,7 @@ func rowsOf(u *unstructured.Unstructured, locs map[string]*unstructured.Unstruct
 		return nil
 	}
 	// The object is assigned to its bound locations only, as the views see it.
-	assigned = slices.DeleteFunc(assigned, func(loc string) bool { return !bound.Binds(loc) })
+	assigned = bound.Keep(assigned)
 	var out []statuscollector.Row
 	for _, loc := range assigned {
 		status, recorded, err := contract.StatusRecord(u.GetAnnotations(), loc)
