@@ -50,7 +50,8 @@ func startTenancyEnv(t *testing.T, ctx context.Context) *tenancyEnv {
 	t.Helper()
 	env := &tenancyEnv{locationsEnv: startLocationsEnvWith(t, ctx, "configmaps", nil, []string{"--location-access=Bound"}, "west"), tenants: map[string]dynamic.Interface{}}
 	env.admin = env.source.Admin()
-	// east is registered without a target: its view is all the tests read of it.
+	// east is registered without a target: its view is all the tests read of it. A heartbeat
+	// reports it Ready, so that Placements may give it work.
 	if _, err := env.dyn.Resource(synctarget.Resource).Create(ctx, newSyncTarget("east", map[string]string{"region": "east"}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -61,6 +62,7 @@ func startTenancyEnv(t *testing.T, ctx context.Context) *tenancyEnv {
 		}
 	}
 	framework.StartMapperController(t, ctx, env.source, 40*time.Second, "--location-access=Bound", "--unbound-report-resources=configmaps")
+	reportReady(t, ctx, env.source, env.dyn, "east")
 
 	kube := env.admin.Client(t)
 	for ns, loc := range map[string]string{"tenant-a": "east", "tenant-b": "west"} {
