@@ -54,7 +54,7 @@ codegen: ## Regenerate deepcopy, conversion, defaulting and OpenAPI code (hack/u
 	@bash hack/update-codegen.sh
 
 .PHONY: demo
-demo: testenv ## Run the local demo on real servers: source kube-apiserver, workloads, mapper-apiserver; Ctrl-C stops it.
+demo: testenv ## Run every part locally on real servers (a source, a target per location, kube-controller-manager, mapper-apiserver, mapper-controller, mappers); binaries in bin/; Ctrl-C stops it.
 	@testenv="$$(bash hack/install-testenv.sh | tail -n 1)"; \
 	$(GO) build -o bin/demo ./hack/demo; \
 	CLUSTER_MAPPER_TESTENV="$$testenv" exec bin/demo
@@ -62,6 +62,15 @@ demo: testenv ## Run the local demo on real servers: source kube-apiserver, work
 .PHONY: build
 build: ## Build the binaries of ./cmd/... into bin/, with the version from `git describe` (hack/version-ldflags.sh).
 	$(GO) build -ldflags "$$(bash hack/version-ldflags.sh)" -o bin/ ./cmd/...
+
+# Images (hack/images.sh): IMAGE_REPO, IMAGE_BUILDER, IMAGES, IMAGES_SAVE_FORMAT are read from the environment.
+.PHONY: images
+images: ## Build the OCI images of cmd/... (static binaries, FROM scratch) with buildah or podman; tags cluster-mapper/<name>:<version> and :latest.
+	@bash hack/images.sh build
+
+.PHONY: images-save
+images-save: ## Build the images and write them to _output/images/<name>.tar (docker-archive; IMAGES_SAVE_FORMAT=oci-archive for OCI).
+	@bash hack/images.sh save
 
 # BENCH_FLAGS are extra flags of hack/bench (see `go run ./hack/bench -help`), e.g. BENCH_FLAGS="--fanout-duration=30s".
 BENCH_FLAGS ?=

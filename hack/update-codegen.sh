@@ -6,6 +6,8 @@
 #   pkg/generated/openapi/zz_generated.openapi.go
 #   pkg/apis/control/v1alpha1/zz_generated.deepcopy.go
 #   artifacts/crds/*.yaml  (the CRDs of control.mapper.kcp.io, by controller-gen)
+#   charts/cluster-mapper/crds/*.yaml, and the kustomize manifests of artifacts/ rendered from
+#   the charts (hack/render-artifacts)
 #
 # It uses k8s.io/code-generator's kube_codegen.sh at the version go.mod requires
 # (from the module cache; downloaded through the module proxy when missing), the
@@ -78,3 +80,7 @@ go run sigs.k8s.io/controller-tools/cmd/controller-gen \
     crd:crdVersions=v1 \
     paths=./pkg/apis/control/... \
     output:crd:artifacts:config="${CRD_DIR}"
+
+# The charts are the source of the deployment manifests: artifacts/ (for kustomize) is rendered
+# from them, and the chart gets a copy of the CRDs above.
+go run ./hack/render-artifacts -root "${SCRIPT_ROOT}"

@@ -17,7 +17,8 @@ SCRIPT_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 GENERATED_PATHS=(
     pkg/apis
     pkg/generated/openapi
-    artifacts/crds
+    artifacts
+    charts/cluster-mapper/crds
     hack/api-rules-violations.list
 )
 

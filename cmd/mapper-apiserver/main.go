@@ -1,6 +1,6 @@
 // Command mapper-apiserver is the aggregated API server that keeps one indexed cache of a
 // source API server and serves each location a view holding only that location's objects
-// (DESIGN.md).
+// (docs/design.md).
 package main
 
 import (
@@ -9,8 +9,11 @@ import (
 	"k8s.io/component-base/cli"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/apiserver"
+	"github.com/cluster-mapper/cluster-mapper/pkg/buildversion"
 )
 
 func main() {
-	os.Exit(cli.Run(apiserver.NewCommand()))
+	cmd := apiserver.NewCommand()
+	buildversion.AddFlag(cmd)
+	os.Exit(cli.Run(cmd))
 }

@@ -7,9 +7,12 @@ import (
 
 	"k8s.io/component-base/cli"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/buildversion"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/app"
 )
 
 func main() {
-	os.Exit(cli.Run(app.NewCommand()))
+	cmd := app.NewCommand()
+	buildversion.AddFlag(cmd)
+	os.Exit(cli.Run(cmd))
 }

@@ -36,13 +36,15 @@ func registerLocations(tb *programtb.TB, ctx context.Context, source *framework.
 	}
 }
 
-// locationHealth waits (at most two minutes) until east's mapper has reported Ready=True and
-// mapper-controller has marked west, which has no mapper, Ready=Unknown, and returns what
-// `kubectl get synctargets` and `kubectl get locations` print then. A location that does not
-// get there is shown as it is, with a warning: the demo still runs.
+// locationHealth waits (at most two minutes) until every location's mapper has reported
+// Ready=True, and returns what `kubectl get synctargets` and `kubectl get locations` print then. A
+// location that does not get there is shown as it is, with a warning: the demo still runs.
 func locationHealth(tb *programtb.TB, ctx context.Context, source *framework.ControlPlane) string {
 	dyn := dynamicClient(tb, source)
-	want := map[string]metav1.ConditionStatus{"east": metav1.ConditionTrue, "west": metav1.ConditionUnknown}
+	want := map[string]metav1.ConditionStatus{}
+	for _, loc := range locations {
+		want[loc] = metav1.ConditionTrue
+	}
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		for loc, status := range want {

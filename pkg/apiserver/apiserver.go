@@ -89,6 +89,15 @@ func (c completedConfig) New() (*Server, error) {
 	if c.ExtraConfig.Cache == nil {
 		return nil, fmt.Errorf("a source cache is required")
 	}
+	// Until the delegated authentication is ready, requests are answered 503, not as
+	// system:anonymous (delegatedAuthentication). Outside every filter.
+	authn := newDelegatedAuthentication(c.GenericConfig.SecureServing, c.coreClientConfig)
+	if authn != nil {
+		build := c.GenericConfig.BuildHandlerChainFunc
+		c.GenericConfig.BuildHandlerChainFunc = func(apiHandler http.Handler, cfg *genericapiserver.Config) http.Handler {
+			return authn.gate(build(apiHandler, cfg))
+		}
+	}
 	genericServer, err := c.GenericConfig.New("mapper-apiserver", genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, err
@@ -141,10 +150,14 @@ func (c completedConfig) New() (*Server, error) {
 	})); err != nil {
 		return nil, err
 	}
-	if check := newClientCACheck(c.GenericConfig.SecureServing, c.coreClientConfig); check != nil {
-		if err := s.GenericAPIServer.AddReadyzChecks(check); err != nil {
+	if authn != nil {
+		if err := s.GenericAPIServer.AddReadyzChecks(authn); err != nil {
 			return nil, err
 		}
+		s.GenericAPIServer.AddPostStartHookOrDie("delegated-authentication-ready", func(ctx genericapiserver.PostStartHookContext) error {
+			go authn.Run(ctx)
+			return nil
+		})
 	}
 	s.GenericAPIServer.AddPreShutdownHookOrDie("stop-locations", func() error {
 		locations.Destroy()

@@ -21,7 +21,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
-// LeaseNamespace is the namespace of the control plane's Leases in the source (DESIGN.md,
+// LeaseNamespace is the namespace of the control plane's Leases in the source (docs/design.md,
 // "Names").
 const LeaseNamespace = contract.ControlNamespace
 
@@ -30,8 +30,8 @@ const LeaseNamespace = contract.ControlNamespace
 func GrantName(location string) string { return "cluster-mapper:location:" + location }
 
 // LocationGrant returns what one location's mapper identity needs in the source, and
-// nothing more (issue 13): a ClusterRole with
-//   - the view rule of DESIGN.md: locations/proxy get, watch, update, patch;
+// nothing more: a ClusterRole with
+//   - the view rule of docs/design.md: locations/proxy get, watch, update, patch;
 //   - get, update, patch of its own SyncTarget's status;
 //
 // a Role in cluster-mapper-system with get and update of its own Lease, their bindings to

@@ -71,7 +71,7 @@ func newGrantCommand() *cobra.Command {
 	cmd.Flags().StringSliceVar(&groups, "group", nil, "Group names of the mapper's identity.")
 	cmd.Flags().StringSliceVar(&serviceAccount, "service-account", nil, "Service accounts of the mapper's identity, as namespace/name.")
 	cmd.Flags().BoolVar(&apply, "apply", false, "Create or update the objects in the cluster of the kubeconfig instead of printing them.")
-	cmd.Flags().BoolVar(&removeExtraSubjects, "remove-extra-subjects", false, "With --apply: leave the location's bindings with exactly these subjects (by default they are added to the subjects the bindings already have, as `kubectl auth reconcile` does).")
+	cmd.Flags().BoolVar(&removeExtraSubjects, "remove-extra-subjects", false, "With --apply: leave the location's bindings with exactly these subjects (by default they are added to the subjects the bindings already have, as kubectl auth reconcile does).")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "With --apply: the kubeconfig of the source. Empty: $KUBECONFIG, then ~/.kube/config.")
 	_ = cmd.MarkFlagRequired("location")
 	return cmd

@@ -11,7 +11,7 @@ import (
 )
 
 // TestLongRunningReadsTheInnerRequest checks that the long-running decision for a view request
-// follows the request inside the view (issue 10, item 6): only a real watch is long-running,
+// follows the request inside the view: only a real watch is long-running,
 // however it is written, and a GET or a status write with ?watch=true in the outer query is not.
 func TestLongRunningReadsTheInnerRequest(t *testing.T) {
 	factory := &request.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}

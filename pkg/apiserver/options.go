@@ -92,6 +92,9 @@ type Options struct {
 	MinRequestTimeout int
 	// MaxWatchesPerUser bounds one user's concurrent watches on one location's view.
 	MaxWatchesPerUser int
+	// RestartFenceTimeout bounds the wait, before the first lists of the source, for the
+	// source's resourceVersion to move past the one read at start-up (cache.Config.FenceTimeout).
+	RestartFenceTimeout time.Duration
 	// MaxRenderingBytes bounds the size of a rendering (Customizations and spec-diff patches)
 	// in bytes of JSON; a larger one is refused (rendercheck.TooLarge).
 	MaxRenderingBytes int64
@@ -143,6 +146,8 @@ func NewOptions() *Options {
 		MaxWatchesPerUser:             100,
 		MaxRenderingBytes:             rendercheck.DefaultMaxBytes,
 		LocationAccess:                string(locationbinding.ModeBound),
+		// kube-apiserver renews its identity Lease every 10 seconds.
+		RestartFenceTimeout: 30 * time.Second,
 	}
 	o.RecommendedOptions.Etcd = nil
 	o.RecommendedOptions.Admission = nil
@@ -173,6 +178,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.FreshnessTimeout, "freshness-timeout", o.FreshnessTimeout, "How long a read waits for the cache to reach a resourceVersion before answering 504.")
 	fs.IntVar(&o.MinRequestTimeout, "min-request-timeout", o.MinRequestTimeout, "Seconds a view watch stays open at least: each watch ends after a random time in [t, 2t) (as kube-apiserver's flag), and a client's larger timeoutSeconds is reduced to it, so a revoked permission ends every open watch within 2t (docs/install.md).")
 	fs.IntVar(&o.MaxWatchesPerUser, "max-watches-per-user", o.MaxWatchesPerUser, "Concurrent watches one user may hold on one location's view; more are answered 429. 0: no limit.")
+	fs.DurationVar(&o.RestartFenceTimeout, "restart-fence-timeout", o.RestartFenceTimeout, "How long the server waits at start-up, before it lists the source, for the source's resourceVersion to move past the one it read first, so that it never shows an object at a resourceVersion a previous run (or a crashed one) showed with other content (docs/views.md, \"Restarts and replicas\"). 0: no wait.")
 	fs.Int64Var(&o.MaxRenderingBytes, "max-rendering-bytes", o.MaxRenderingBytes, "The largest rendering of an object for a location (its Customizations and spec-diff.kcp.io/<location> patch), in bytes of JSON, checked after each mutation: a larger one is refused, reported in the Customization's status and the logs, and the view keeps the last rendering or withholds the object (503). The default is kube-apiserver's request body limit (docs/customization.md).")
 	fs.StringVar(&o.LocationAccess, "location-access", o.LocationAccess, "Which locations may see an object: \"Bound\" (a location's view shows an object only when a LocationBinding of the object's namespace, kcp: of its logical cluster and namespace, binds the location; cluster-scoped objects are bound by the LocationBindings of cluster-mapper-system) or \"Open\" (every location an object is assigned to, whoever wrote the assignment: for a source with a single tenant). See docs/tenancy.md.")
 	fs.DurationVar(&o.ConsistentReadWait, "consistent-read-wait", o.ConsistentReadWait, "How long a read with resourceVersion \"\" waits for the cache to prove it reached the source's current resourceVersion before it is served at the cache's own (docs/views.md).")
@@ -223,8 +229,11 @@ func (o *Options) Validate() error {
 	if o.MaxWatchesPerUser < 0 {
 		errs = append(errs, "--max-watches-per-user must not be negative")
 	}
+	if o.RestartFenceTimeout < 0 {
+		errs = append(errs, "--restart-fence-timeout must not be negative")
+	}
 	if o.BookmarkInterval <= 0 || o.DeletionEventDelay <= 0 || o.DiscoveryInterval <= 0 || o.FreshnessTimeout <= 0 || o.ConsistentReadWait <= 0 {
-		errs = append(errs, "--bookmark-interval, --source-discovery-interval, --freshness-timeout and --consistent-read-wait must be positive")
+		errs = append(errs, "--bookmark-interval, --deletion-event-delay, --source-discovery-interval, --freshness-timeout and --consistent-read-wait must be positive")
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid options: %s", strings.Join(errs, "; "))
@@ -264,7 +273,7 @@ func (o *Options) Config() (*Config, error) {
 	if err := o.RecommendedOptions.ApplyTo(serverConfig); err != nil {
 		return nil, err
 	}
-	// Per-location authorization of views on top of the delegated authorizer (DESIGN.md).
+	// Per-location authorization of views on top of the delegated authorizer (docs/design.md).
 	locationauthorizer.Install(&serverConfig.Config)
 	// Outside every filter: the long-running check, the authorizer and the view share one parse
 	// of a view request.
@@ -294,7 +303,7 @@ func (o *Options) Config() (*Config, error) {
 		}
 		store = cache.StoreOptions{ClusterFromAnnotation: true}
 	}
-	// On a plain source, every object the cache stores carries kcp.io/cluster (DESIGN.md,
+	// On a plain source, every object the cache stores carries kcp.io/cluster (docs/design.md,
 	// "Names"): the object client writes it into the bytes it reads.
 	var add source.Annotation
 	if !o.Clusters.KCP() {
@@ -345,6 +354,7 @@ func (o *Options) Config() (*Config, error) {
 		},
 		DiscoveryInterval: o.DiscoveryInterval,
 		WaitForRules:      true,
+		FenceTimeout:      o.RestartFenceTimeout,
 	})
 	if err != nil {
 		return nil, err
@@ -399,6 +409,8 @@ func (o *Options) sourceRESTConfig() (*rest.Config, error) {
 	}
 	cfg.QPS, cfg.Burst = o.SourceQPS, o.SourceBurst
 	cfg.UserAgent = "mapper-apiserver/source-cache"
+	// A status write's source warnings (unknown fields) are its answer's (source.RelayWarnings).
+	cfg.WarningHandlerWithContext = source.WarningHandler{}
 	return cfg, nil
 }
 

@@ -1,4 +1,4 @@
-// Package authorizer is mapper-apiserver's per-location authorization (DESIGN.md,
+// Package authorizer is mapper-apiserver's per-location authorization (docs/design.md,
 // "Authorization").
 //
 // A request to a location view,
@@ -29,7 +29,7 @@
 // ?watch=true on a collection, or the legacy /watch/ prefix), [WithViewWatchAuthorization] also
 // requires the verb "watch". A watch therefore needs both "get" and "watch", whichever way it
 // arrives: a user with only "get" can read but not watch, and a user with only "watch" can do
-// nothing, both through the aggregator and directly. The rule of DESIGN.md (verbs get, watch,
+// nothing, both through the aggregator and directly. The rule of docs/design.md (verbs get, watch,
 // update, patch) grants everything a mapper needs on both paths.
 //
 // # Anonymous requests

@@ -20,7 +20,7 @@ const (
 	watchReasonAnnotation   = "authorization.mapper.kcp.io/watch-reason"
 )
 
-// Install makes the generic API server configuration c authorize requests as DESIGN.md
+// Install makes the generic API server configuration c authorize requests as docs/design.md
 // ("Authorization") says. Call it after the options have been applied to c (ApplyTo), which
 // sets c.Authorization.Authorizer to the delegated authorizer:
 //

@@ -378,7 +378,7 @@ func collectedHeap() (alloc, inuse uint64) {
 // BenchmarkStoreHeap measures the heap a store holds per object, after a forced garbage
 // collection, for 10,000 ConfigMaps like make bench's (benchObjectsJSON), for both ingest paths
 // (ingestPaths). It reports heap-B/object and heap/json (the live heap over the objects' JSON
-// bytes; issue 12's target for the whole process RSS is ≤ 2), and inuse/json (the heap's
+// bytes; the target for the whole process RSS is ≤ 2), and inuse/json (the heap's
 // in-use spans: live objects and the free space between them).
 func BenchmarkStoreHeap(b *testing.B) {
 	const total = 10_000
@@ -404,7 +404,7 @@ func BenchmarkStoreHeap(b *testing.B) {
 // BenchmarkIdleWatchMemory measures the memory one idle view watch holds in the store: 1,000
 // watches (one per location, with bookmarks, as client-go's reflectors ask) on a store of
 // 10,000 objects, after their initial events were consumed. It reports the Go heap and the
-// goroutine stacks per watch (issue 12 target 4: RSS per idle watch ≤ 16 KiB for the whole
+// goroutine stacks per watch (RSS per idle watch ≤ 16 KiB for the whole
 // server, HTTP serving included).
 func BenchmarkIdleWatchMemory(b *testing.B) {
 	const watches = 1000

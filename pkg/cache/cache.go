@@ -58,6 +58,9 @@ type Config struct {
 	// view ever shows an object rendered without the Customizations (the server sets it when it
 	// follows Customizations).
 	WaitForRules bool
+	// FenceTimeout bounds how long Run waits, before its first lists, for the source's
+	// resourceVersion to move past the one it reads at start-up (fence); 0 does not wait.
+	FenceTimeout time.Duration
 }
 
 // Cache mirrors the selected resources of one source: one client-go Reflector per resource
@@ -156,6 +159,9 @@ func (c *Cache) syncResources(ctx context.Context) {
 	for _, info := range infos {
 		want[info.GVR] = info
 	}
+	if !c.discovered && len(infos) > 0 {
+		c.fence(ctx, infos[0].GVR)
+	}
 
 	var stopped []*mirror
 	c.mu.Lock()
@@ -219,6 +225,7 @@ func (c *Cache) stopAll() {
 	c.mu.Lock()
 	mirrors := c.mirrors
 	c.mirrors = map[schema.GroupVersionResource]*mirror{}
+	c.discovered = false // the resources are no longer known: see Discovered
 	c.mu.Unlock()
 	for _, m := range mirrors {
 		m.cancel()
@@ -270,6 +277,17 @@ func refusedBySource(err error) bool {
 	}
 	code := status.Status().Code
 	return code >= 400 && code < 500 && code != http.StatusTooManyRequests
+}
+
+// Discovered reports whether the mirrored resources are known: the first read of the source's
+// discovery is done (and, with Config.FenceTimeout, the fence passed), and Run has not ended.
+// Before and after, Resources is empty although the source serves resources: a resource that
+// is not mirrored may be about to be, or may have been until the server began shutting down
+// (the generic server keeps serving for a while after its post-start hooks' context ended).
+func (c *Cache) Discovered() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.discovered
 }
 
 // Resources returns the currently mirrored resources, sorted by group, resource, version.

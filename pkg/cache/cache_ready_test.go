@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"context"
 	"errors"
 	"sync"
 	"testing"
@@ -18,7 +17,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/source/sourcetest"
 )
 
-// TestReadinessCoversStartupResourcesOnly is issue 10 item 2: HasSynced (readyz) waits for the
+// TestReadinessCoversStartupResourcesOnly: HasSynced (readyz) waits for the
 // resources of the first discovery, except one the source refuses to list (403), which is
 // reported by its store instead; a resource discovered later that never syncs does not make
 // the server unready. A resource whose source cannot be reached does block readiness.
@@ -54,10 +53,7 @@ func TestReadinessCoversStartupResourcesOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	runDone := make(chan struct{})
-	go func() { defer close(runDone); c.Run(ctx) }()
-	defer func() { cancel(); <-runDone }()
+	runCache(t, c)
 
 	// Pods cannot be reached: not ready, although deployments are only refused.
 	waitFor(t, "deployments refused", func() bool {
@@ -86,7 +82,7 @@ func TestReadinessCoversStartupResourcesOnly(t *testing.T) {
 	}
 }
 
-// TestSourceBackoffBound checks the retry pacing of issue 10 item 5: no retry of a failed list
+// TestSourceBackoffBound checks the retry pacing of a failing source: no retry of a failed list
 // or watch of the source waits more than 1.5 s (client-go's default waits up to 60 s).
 func TestSourceBackoffBound(t *testing.T) {
 	delay := sourceBackoff.DelayFunc()

@@ -47,10 +47,7 @@ func TestCacheMirrorsAndFollowsDiscovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	runDone := make(chan struct{})
-	go func() { defer close(runDone); c.Run(ctx) }()
-	defer func() { cancel(); <-runDone }()
+	ctx := runCache(t, c)
 
 	waitFor(t, "cache synced", c.HasSynced)
 	if s := fmt.Sprint(resourceNames(c.Resources())); s != "[configmaps pods deployments.apps]" {
@@ -80,6 +77,16 @@ func TestCacheMirrorsAndFollowsDiscovery(t *testing.T) {
 	expectClosed(t, dw)
 	setResources(sourcetest.CoreV1, sourcetest.AppsV1)
 	waitFor(t, "deployments back", func() bool { _, ok := c.Store(depGVR); return ok })
+}
+
+// runCache runs c until the test ends (and waits for Run to return then); the context it
+// runs with is returned.
+func runCache(t *testing.T, c *Cache) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	runDone := make(chan struct{})
+	go func() { defer close(runDone); c.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-runDone })
+	return ctx
 }
 
 // lockedDiscovery serializes the test's changes of the fake's resources with its reads.

@@ -31,7 +31,7 @@ func listKeys(t *testing.T, s *ResourceStore, location, cluster string) string {
 	return strings.Join(keys, " ")
 }
 
-// TestPlainSourceIgnoresClusterAnnotation is the regression test of issue 10 item 4 (ghost
+// TestPlainSourceIgnoresClusterAnnotation (ghost
 // objects): on a plain source, changing kcp.io/cluster on an object used to leave a copy under
 // the old key, still listed after the source object was deleted.
 func TestPlainSourceIgnoresClusterAnnotation(t *testing.T) {
@@ -81,7 +81,7 @@ func TestPlainSourceClusterAnnotationOncePerVersion(t *testing.T) {
 	if err != nil || !strings.Contains(string(j), `"kcp.io/cluster":"root"`) {
 		t.Fatalf("encoding %s %v", j, err)
 	}
-	if c := a.SourceObject().GetAnnotations()[contract.ClusterAnnotation]; c != "user-wrote-this" {
+	if c := sourceObject(t, a).GetAnnotations()[contract.ClusterAnnotation]; c != "user-wrote-this" {
 		t.Fatalf("SourceObject kcp.io/cluster = %q, want the source's own value", c)
 	}
 }

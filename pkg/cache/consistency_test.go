@@ -2,8 +2,10 @@ package cache
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand"
+	"reflect"
 	"runtime"
 	"sort"
 	"strconv"
@@ -25,10 +27,14 @@ import (
 )
 
 // TestConsistencyUnderConcurrency drives random ingest (adds, updates with re-assignment and
-// label changes, malformed annotations, deletes, relists, source bookmarks) while clients
-// list, watch, get resumed, get closed as too slow and re-watch. Every client checks the
-// watch protocol (ADDED only for unknown objects, MODIFIED/DELETED only for known ones, RVs
-// never going backwards) and, at the end, that the state it built equals List. Run with -race.
+// label changes, status records that bump the generation as a Deployment's do, malformed
+// annotations, deletes, relists, source bookmarks) while clients list, watch, get resumed,
+// get closed as too slow and re-watch. Every client checks the watch protocol (ADDED only for
+// unknown objects, MODIFIED/DELETED only for known ones, RVs never going backwards) and, at
+// the end, that the state it built equals List. Every object a list, a page or an ADDED or
+// MODIFIED event shows is recorded by location, key and resourceVersion: one resourceVersion
+// must always show one content (docs/views.md, "Restarts and replicas"), also in a second
+// store that lists the final state afresh, as a restarted server does. Run with -race.
 func TestConsistencyUnderConcurrency(t *testing.T) {
 	testConsistency(t, nil)
 }
@@ -71,6 +77,7 @@ func testConsistency(t *testing.T, renderer *Renderer) {
 	locations := []string{"l0", "l1", "l2", "l3"}
 	rng := rand.New(rand.NewSource(1))
 	var setRules func(step int)
+	var rules Rules // the rules in force, for the restarted store
 	if renderer != nil {
 		c := customization.NewCompiler(customization.Options{PlainCluster: "root"})
 		snapshots := make([]Rules, 2)
@@ -81,10 +88,15 @@ func testConsistency(t *testing.T, renderer *Renderer) {
 			}
 			snapshots[i] = snap
 		}
-		setRules = func(step int) { s.SetRules(snapshots[step%2], 0) }
+		setRules = func(step int) {
+			rules = snapshots[step%2]
+			s.SetRules(rules, 0)
+		}
 		setRules(0)
 	}
 	mustReplace(t, s, 1)
+	shown := newShownContents()
+	generations := map[string]int64{} // name → generation of its last version
 
 	randomObj := func(rv uint64) *unstructured.Unstructured {
 		var ls []string
@@ -99,7 +111,21 @@ func testConsistency(t *testing.T, renderer *Renderer) {
 			extra = append(extra, "a:kcp.io/assigned-locations=[bad")
 			ls = nil
 		}
-		return cm(fmt.Sprintf("ns%d", rng.Intn(2)), fmt.Sprintf("o%d", rng.Intn(40)), rv, ls, extra...)
+		if rng.Intn(2) == 0 {
+			// Status records of some locations: each location's record is its own .status,
+			// hidden from the others.
+			extra = append(extra, "a:"+contract.StatusPolicyAnnotation+"="+contract.StatusPolicyReflect)
+			for _, l := range locations {
+				if rng.Intn(2) == 0 {
+					extra = append(extra, fmt.Sprintf("a:%s%s={\"n\":%d}", contract.StatusRecordAnnotationPrefix, l, rng.Intn(3)))
+				}
+			}
+		}
+		u := cm(fmt.Sprintf("ns%d", rng.Intn(2)), fmt.Sprintf("o%d", rng.Intn(40)), rv, ls, extra...)
+		// Every version changes the annotations (a Deployment's generation moves with them).
+		generations[u.GetName()]++
+		u.SetGeneration(generations[u.GetName()])
+		return u
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -154,6 +180,9 @@ func testConsistency(t *testing.T, renderer *Renderer) {
 						c.state = map[contract.Key]uint64{}
 						for _, o := range res.Items {
 							c.state[o.Key()] = o.ResourceVersion()
+							if err := shown.note(c.loc, o); err != nil {
+								return nil, err
+							}
 						}
 						c.lastRV = res.ResourceVersion
 						lg("listed %d items at %d: %v", len(res.Items), res.ResourceVersion, sortedState(c.state))
@@ -219,6 +248,12 @@ func testConsistency(t *testing.T, renderer *Renderer) {
 				switch o := e.Object.(type) {
 				case *Object:
 					rv = o.ResourceVersion()
+					if e.Type != watch.Deleted {
+						if err := shown.note(c.loc, o); err != nil {
+							errs <- fmt.Errorf("client %d: %s: %w", i, e.Type, err)
+							return
+						}
+					}
 					if c.initial && e.Type != watch.Added {
 						errs <- fmt.Errorf("client %d: %s during initial events", i, e.Type)
 						return
@@ -285,6 +320,10 @@ func testConsistency(t *testing.T, renderer *Renderer) {
 				for _, o := range page.Items {
 					if o.Key() <= last || o.ResourceVersion() > snap || !o.HasLocation(loc) {
 						errs <- fmt.Errorf("inconsistent page of %s at %d: %s@%d after %s", loc, snap, o.Key(), o.ResourceVersion(), last)
+						return
+					}
+					if err := shown.note(loc, o); err != nil {
+						errs <- fmt.Errorf("page: %w", err)
 						return
 					}
 					last = o.Key()
@@ -361,21 +400,29 @@ func testConsistency(t *testing.T, renderer *Renderer) {
 			time.Sleep(time.Millisecond)
 		}
 	}
+	// Last, each object's first location writes its status record, alone: a change of that
+	// location's .status only, which its view shows at the generation it showed before, and
+	// the other views not at all.
+	for k, u := range present {
+		ls, err := contract.ParseLocations(u.GetAnnotations()[contract.AssignedLocationsAnnotation])
+		if err != nil || len(ls) == 0 {
+			continue
+		}
+		rv++
+		w := u.DeepCopy()
+		ann := w.GetAnnotations()
+		ann[contract.StatusPolicyAnnotation] = contract.StatusPolicyReflect
+		ann[contract.StatusRecordAnnotationPrefix+ls[0]] = fmt.Sprintf(`{"final":%d}`, rv)
+		w.SetAnnotations(ann)
+		w.SetResourceVersion(strconv.FormatUint(rv, 10))
+		generations[w.GetName()]++
+		w.SetGeneration(generations[w.GetName()])
+		mustUpdate(t, s, w)
+		present[k] = w
+	}
 	if renderer != nil {
 		// Every rendering made and applied before the last resourceVersion.
-		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-			s.mu.RLock()
-			defer s.mu.RUnlock()
-			for _, o := range s.objects {
-				if len(o.pendingLocations()) > 0 {
-					return false, nil
-				}
-			}
-			return true, nil
-		})
-		if err != nil {
-			t.Fatalf("renderings still pending: %v", err)
-		}
+		waitRendered(t, ctx, s)
 		rendered := 0
 		s.mu.RLock()
 		for _, o := range s.objects {
@@ -432,6 +479,90 @@ func testConsistency(t *testing.T, renderer *Renderer) {
 		}
 	}
 	t.Logf("re-watches after slow close: %d", rewatches)
+
+	// A restarted server lists the final state at a resourceVersion above every one handed out
+	// (Cache.fence), with the same rules, whose renderings it makes anew.
+	restarted := newTestStore(t, StoreOptions{Renderer: renderer})
+	if rules != nil {
+		restarted.SetRules(rules, 0)
+	}
+	var items []*unstructured.Unstructured
+	for _, u := range present {
+		items = append(items, u)
+	}
+	mustReplace(t, restarted, rv+1, items...)
+	if renderer != nil {
+		waitRendered(t, ctx, restarted)
+	}
+	for _, loc := range locations {
+		res, err := restarted.List(loc, ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range res.Items {
+			if err := shown.note(loc, o); err != nil {
+				t.Errorf("after a restart: %v", err)
+			}
+		}
+	}
+	t.Logf("(location, object, resourceVersion) shown: %d", shown.len())
+}
+
+// waitRendered waits until no object of s has a pending rendering (Object.pendingLocations),
+// failing t after 10 seconds.
+func waitRendered(t *testing.T, ctx context.Context, s *ResourceStore) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		for _, o := range s.objects {
+			if len(o.pendingLocations()) > 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("renderings still pending: %v", err)
+	}
+}
+
+// shownContents records the content each (location, object, resourceVersion) was shown with.
+type shownContents struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func newShownContents() *shownContents { return &shownContents{m: map[string]string{}} }
+
+// note records o as location's view shows it, and returns an error when the same object was
+// shown to location at the same resourceVersion with other content.
+func (c *shownContents) note(location string, o *Object) error {
+	raw, err := o.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	k := fmt.Sprintf("%s|%s@%d", location, o.Key(), o.ResourceVersion())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if prev, ok := c.m[k]; ok && prev != string(raw) && !sameJSON(prev, raw) {
+		return fmt.Errorf("%s shown with two contents:\n%s\n%s", k, prev, raw)
+	}
+	c.m[k] = string(raw)
+	return nil
+}
+
+// sameJSON reports whether a and b are the same JSON value (members in any order).
+func sameJSON(a string, b []byte) bool {
+	var x, y interface{}
+	return json.Unmarshal([]byte(a), &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+}
+
+// len returns how many (location, object, resourceVersion) were shown.
+func (c *shownContents) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m)
 }
 
 var rngMu sync.Mutex

@@ -5,7 +5,7 @@
 // no client of its own), and keeps for each resource a ResourceStore that
 //
 //   - indexes the objects by location (the kcp.io/assigned-locations annotation, see
-//     ParseLocations and DESIGN.md), one ordered B-tree per location, so that serving a
+//     ParseLocations and docs/design.md), one ordered B-tree per location, so that serving a
 //     location costs in proportion to that location's objects, not to the cache total;
 //   - records a bounded event history so that a watch can resume from a resourceVersion,
 //     answering 410 Gone ("too old resource version") like kube-apiserver's watch cache;

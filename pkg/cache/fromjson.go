@@ -15,7 +15,7 @@ import (
 // its assignment value replaced (a template, template.go): the cache then keeps the source's
 // JSON (with kcp.io/cluster inserted on a plain source, by the object client as it reads the
 // bytes, else here) and the metadata the source's decoder read. This is the common case, and the whole first list of a resource takes this path, so
-// start-up builds no tree of maps per object (issue 12 item 2: "decode metadata only, from the
+// start-up builds no tree of maps per object ("decode metadata only, from the
 // bytes the source sent"). Every other version is decoded (identity.tree) and takes the
 // rendering path (newObject, settleRendering, compact), exactly as a decoded object does.
 
@@ -43,7 +43,7 @@ func (s *ResourceStore) buildFromJSON(id identity, prev *Object, locs []string, 
 	}
 	o.jsonOnce.Do(func() { o.json = raw })
 	if len(locs) > 1 {
-		h, ok := findAssignmentHole(id.annotations[contract.AssignedLocationsAnnotation], raw)
+		h, ok := findAssignmentHole(raw)
 		if !ok {
 			return nil
 		}
@@ -108,9 +108,6 @@ func templateSuccessor(prev *Object, locs []string) bool {
 		!prev.statusDiffers
 }
 
-// resourceVersionKey is the encoded key of metadata.resourceVersion with its colon.
-var resourceVersionKey = []byte(`"resourceVersion":`)
-
 // changedOutsideHoles reports whether the JSON of o differs from prev's, both the source's
 // bytes of a version shown as it is or as a template (templateSuccessor), anywhere a view would
 // show it as a change: anywhere but in the parts every view of a version writes its own way
@@ -154,7 +151,7 @@ var versionPaths = [][]string{{"metadata", "generation"}, {"status"}}
 // value, and bit i+1 when it has the value of versionPaths[i]. ok is false when a part cannot
 // be found exactly once.
 func piecesOutsideHoles(o *Object, versionParts bool) (pieces [][]byte, found uint8, ok bool) {
-	rv, ok := findStringMember(resourceVersionKey, o.rvString, o.json)
+	rv, ok := findValue(o.json, "metadata", "resourceVersion")
 	if !ok {
 		return nil, 0, false
 	}

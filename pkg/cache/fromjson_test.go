@@ -132,7 +132,7 @@ func TestJSONIngestMatchesDecodedIngest(t *testing.T) {
 					}
 					// A write built from it changes nothing the source did not have.
 					orig := obj(name, stored.rv, stored.assigned, map[string]string{"a": "d:k=1", "b": "l:app=web"}[name])
-					if got := stored.SourceObject(); !reflect.DeepEqual(got.Object, orig.Object) {
+					if got := sourceObject(t, stored); !reflect.DeepEqual(got.Object, orig.Object) {
 						t.Errorf("%s's source object\n got %v\nwant %v", name, got.Object, orig.Object)
 					}
 				}

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"reflect"
 	"sort"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
+	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
 
 // deployment is a Deployment-like object assigned to east, north and west that reflects status,
@@ -87,7 +89,7 @@ func expectView(t *testing.T, s *ResourceStore, location, rv string, generation 
 	return raw
 }
 
-// TestStatusRecordWithGenerationBumpIsNoEventElsewhere (issue 12 target 7): on a Deployment
+// TestStatusRecordWithGenerationBumpIsNoEventElsewhere: on a Deployment
 // every status record written bumps metadata.generation, which every view shows. A view shows
 // the generation of its last visible change outside .status, so a location's record (and the
 // bump it brings) is an event in its own view only, which shows the new status at the
@@ -282,4 +284,132 @@ func TestRerenderKeepsVisibleGeneration(t *testing.T) {
 	if g := o.Unstructured().GetGeneration(); g != 2 || regionIn(t, s, "west", "d") != "ap" {
 		t.Errorf("west's view after the fix: generation %d, region %q; want 2 and ap", g, regionIn(t, s, "west", "d"))
 	}
+}
+
+// TestRestartNeverShowsAResourceVersionWithOtherContent: after a restart (a new store whose
+// first list is above every resourceVersion the previous run handed out, Cache.fence) no view
+// shows an object at a resourceVersion the previous run showed with other content. In the
+// previous run east's own status write at 12 showed generation 1 (its view's), while the
+// source's is 3 (west's and east's records bumped it); a fresh store cannot know that 1, so it
+// shows the object, whose generation has moved, at the list's resourceVersion 13, with its own
+// generation, to every location; the mapper then sees a new resourceVersion and applies the
+// object again. An object whose generation never moved, and one written at the list's
+// resourceVersion itself (after the previous run ended), show their own. The next versions
+// follow the usual rules from there, and a status write carrying 13 is the view's current
+// version (TestStatusWriteAtFirstListResourceVersion, pkg/registry/view). Fails without
+// settleFirstListed: the new store showed east generation 3 at resourceVersion 12.
+func TestRestartNeverShowsAResourceVersionWithOtherContent(t *testing.T) {
+	records := map[string]string{"west": `{"r":1}`, "east": `{"r":2}`}
+	before := newTestStore(t, StoreOptions{})
+	mustReplace(t, before, 10, deployment(10, 1, 3, nil))
+	mustUpdate(t, before, deployment(11, 2, 3, map[string]string{"west": `{"r":1}`}))
+	mustUpdate(t, before, deployment(12, 3, 3, records))
+	shown := map[string]*unstructured.Unstructured{} // "location@rv" → content
+	for _, loc := range []string{"east", "north", "west"} {
+		u := decodeView(t, viewJSON(t, before, loc))
+		shown[loc+"@"+u.GetResourceVersion()] = u
+	}
+	if u := shown["east@12"]; u == nil || u.GetGeneration() != 1 {
+		t.Fatalf("the previous run's east view: %v, want generation 1 at 12", shown)
+	}
+
+	after := newTestStore(t, StoreOptions{})
+	mustReplace(t, after, 13, deployment(12, 3, 3, records))
+	for _, loc := range []string{"east", "north", "west"} {
+		o, _, ok := after.Get(loc, "ns", "d")
+		if !ok {
+			t.Fatalf("%s's view has no d", loc)
+		}
+		u := decodeView(t, mustJSON(t, o))
+		if prev := shown[loc+"@"+u.GetResourceVersion()]; prev != nil && !equality.Semantic.DeepEqual(prev.Object, u.Object) {
+			t.Fatalf("%s's view shows resourceVersion %s with other content than the previous run:\n before %v\n  after %v", loc, u.GetResourceVersion(), prev.Object, u.Object)
+		}
+		if u.GetResourceVersion() != "13" || u.GetGeneration() != 3 || o.ViewGeneration(loc) != 3 {
+			t.Fatalf("%s's view shows resourceVersion %s, generation %d; want 13 and 3", loc, u.GetResourceVersion(), u.GetGeneration())
+		}
+	}
+	others := newTestStore(t, StoreOptions{})
+	plain := cm("ns", "plain", 5, locs("east"))
+	plain.SetGeneration(1)
+	latest := cm("ns", "latest", 13, locs("east"))
+	latest.SetGeneration(4)
+	mustReplace(t, others, 13, plain, latest)
+	for name, rv := range map[string]uint64{"plain": 5, "latest": 13} {
+		if o, _, ok := others.Get("east", "ns", name); !ok || o.ResourceVersion() != rv {
+			t.Fatalf("east's view of %s: %v, want resourceVersion %d", name, o, rv)
+		}
+	}
+
+	// From there the usual rules: north's status write (a bump) is an event of north's view
+	// only, at the generation it showed; a spec change moves every view.
+	east := mustWatch(t, after, "east", WatchOptions{ResourceVersion: 13})
+	north := mustWatch(t, after, "north", WatchOptions{ResourceVersion: 13})
+	mustUpdate(t, after, deployment(14, 4, 3, map[string]string{"west": `{"r":1}`, "east": `{"r":2}`, "north": `{"r":3}`}))
+	expect(t, east)
+	expect(t, north, "MODIFIED d@14")
+	expectView(t, after, "north", "14", 3)
+	expectView(t, after, "east", "13", 3)
+	mustUpdate(t, after, deployment(15, 5, 4, map[string]string{"west": `{"r":1}`, "east": `{"r":2}`, "north": `{"r":3}`}))
+	expect(t, east, "MODIFIED d@15")
+	expectView(t, after, "east", "15", 5)
+}
+
+// mustJSON returns o's JSON (a copy).
+func mustJSON(t *testing.T, o *Object) []byte {
+	t.Helper()
+	raw, err := o.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]byte(nil), raw...)
+}
+
+// TestFirstListFromBytesMatchesDecoded: a restart's first list of objects whose generation has
+// moved serves the same views from the source's bytes (one location: its resourceVersion
+// replaced in a copy, viewFromOwnJSON; several: a template with a resourceVersion hole) as from
+// decoded objects (rendered), for objects of one location and of several, one carrying its
+// locations' finalizers (each view leaves out the other's), and for one that needs rendering
+// anyway (a status record); and the next versions follow alike.
+func TestFirstListFromBytesMatchesDecoded(t *testing.T) {
+	s := twinStores{t: t, fromJSON: newTestStore(t, StoreOptions{DefaultCluster: "root"}), fromUs: newTestStore(t, StoreOptions{DefaultCluster: "root"}),
+		add: source.Annotation{Key: contract.ClusterAnnotation, Value: "root"}}
+	obj := func(name string, rv uint64, generation int64, l []string, extra ...string) *unstructured.Unstructured {
+		u := cm("ns", name, rv, l, extra...)
+		u.SetGeneration(generation)
+		return u
+	}
+	s.replace(30,
+		obj("one", 5, 3, locs("east"), "d:k=1"),
+		obj("two", 6, 4, locs("east", "west"), "l:app=web"),
+		obj("rec", 7, 2, locs("east", "west"), `a:status.kcp.io/east={"phase":"Up"}`, "a:kcp.io/status-policy=Reflect"),
+		obj("new", 8, 1, locs("east", "west")),
+		obj("fin", 9, 2, locs("east", "west"), "f:"+contract.LocationFinalizer("east"), "f:other.example/keep", "f:"+contract.LocationFinalizer("west")),
+	)
+	for _, name := range []string{"two", "fin"} {
+		if o := s.fromJSON.objects[contract.NewKey("root", "ns", name)]; o.u != nil {
+			t.Errorf("%s was decoded to show it at the list's resourceVersion", name)
+		}
+	}
+	compare := func(when string) {
+		t.Helper()
+		for _, loc := range []string{"east", "west"} {
+			a, errA := s.fromJSON.List(loc, ListOptions{})
+			b, errB := s.fromUs.List(loc, ListOptions{})
+			if errA != nil || errB != nil || len(a.Items) != len(b.Items) {
+				t.Fatalf("%s, %s: lists %v %v", when, loc, errA, errB)
+			}
+			for i := range a.Items {
+				if a.Items[i].ResourceVersion() != b.Items[i].ResourceVersion() || !reflect.DeepEqual(decoded(t, a.Items[i]), decoded(t, b.Items[i])) {
+					t.Errorf("%s, %s: from bytes %v\ndecoded %v", when, loc, decoded(t, a.Items[i]), decoded(t, b.Items[i]))
+				}
+			}
+		}
+	}
+	compare("first list")
+	if o, _, _ := s.fromJSON.Get("west", "ns", "two"); o.ResourceVersion() != 30 || o.Unstructured().GetGeneration() != 4 {
+		t.Errorf("west's two at %d generation %d, want 30 and 4", o.ResourceVersion(), o.Unstructured().GetGeneration())
+	}
+	s.update(obj("two", 31, 5, locs("east", "west"), "l:app=web", `a:status.kcp.io/west={"phase":"Up"}`))
+	s.update(obj("one", 32, 4, locs("east"), "d:k=2"))
+	compare("after updates")
 }

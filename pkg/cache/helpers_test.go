@@ -223,3 +223,13 @@ func expectClosed(t testing.TB, w watch.Interface) {
 		}
 	}
 }
+
+// sourceObject returns o.SourceObject(), failing the test on its error.
+func sourceObject(t testing.TB, o *Object) *unstructured.Unstructured {
+	t.Helper()
+	u, err := o.SourceObject()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}

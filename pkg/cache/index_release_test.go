@@ -33,7 +33,7 @@ func freshNames(prefix string, round, n int) []string {
 	return out
 }
 
-// TestLocationEntriesFreed is issue 10 item 8: a location entry is freed as soon as it holds no
+// TestLocationEntriesFreed: a location entry is freed as soon as it holds no
 // objects and no watchers, so a churn of fresh names in annotations or URLs leaves nothing.
 func TestLocationEntriesFreed(t *testing.T) {
 	s := newTestStore(t, StoreOptions{})
@@ -120,9 +120,9 @@ func TestFreedLocationContinue(t *testing.T) {
 	}
 }
 
-// TestLocationChurnHeap is the heap check of issue 10 item 8 on a real ResourceStore: after 80
+// TestLocationChurnHeap on a real ResourceStore: after 80
 // patches of one object with 1,000 fresh location names each (and watches opened on fresh names,
-// as URLs would), the heap after a GC returns to within 4 MiB of its baseline (issue 10 asked
+// as URLs would), the heap after a GC returns to within 4 MiB of its baseline (the bound once asked
 // for 10% of it, when the 2,000 stored objects were decoded trees; kept as bytes they are 40%
 // smaller, and the bound is absolute: a leak grows the heap by about 150 MB). The
 // history is kept small (100 events) and 300 later writes push the churned object versions out

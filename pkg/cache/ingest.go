@@ -51,6 +51,10 @@ type identity struct {
 	// invalid, when set, says why the object has no valid logical cluster (a kcp source
 	// only); such an object is not stored.
 	invalid error
+	// undecodable, when set, says why the version's content does not decode (a
+	// source.Object's DecodeError, or one without a kind); such a version is skipped
+	// (skipUndecodableLocked).
+	undecodable error
 	// edit, when not nil, says how the object views show differs from the object the source
 	// sent: kcp.io/cluster set (a plain source).
 	edit *clusterEdit
@@ -89,7 +93,7 @@ func toVersion(obj interface{}) (metav1.Object, error) {
 }
 
 // identify computes the logical cluster and the contract.Key of v, an *unstructured.Unstructured
-// or a *source.Object (toVersion), from its metadata (DESIGN.md, "Names"):
+// or a *source.Object (toVersion), from its metadata (docs/design.md, "Names"):
 //   - a plain source (StoreOptions.DefaultCluster): every object belongs to the configured
 //     cluster; a kcp.io/cluster annotation written by a user is ignored, and the object views
 //     show has kcp.io/cluster set to the configured cluster (edit; for a decoded object, a
@@ -107,6 +111,13 @@ func (s *ResourceStore) identify(v metav1.Object) identity {
 	case *source.Object:
 		id.raw, id.annotations = t, t.Annotations
 		id.marks = marksOf(t.Finalizers, t.DeletionTimestamp != nil)
+		switch {
+		case t.DecodeError() != nil:
+			id.undecodable = t.DecodeError()
+		case t.Kind == "":
+			// kube-apiserver's decoder, and the cache's unstructured decoding, need one.
+			id.undecodable = fmt.Errorf("the object has no kind")
+		}
 	}
 	if s.namespaced {
 		id.namespace = v.GetNamespace()
@@ -238,6 +249,27 @@ func (s *ResourceStore) rejectLocked(id identity) {
 		"resourceVersion", rv, "err", contract.Truncate(id.invalid.Error(), 512))
 }
 
+// skipUndecodableLocked counts and logs a version whose content does not decode
+// (identity.undecodable), once per object version as rejectLocked does (s.rejected). The
+// version is not stored: the store keeps serving the version it had, if any, so that one
+// object the source serves in a form kube-apiserver's decoder refuses neither fails the
+// resource's list or watch (which would never sync) nor removes the object from any view
+// (docs/views.md, "Objects that do not decode"). Called with s.writeMu held.
+func (s *ResourceStore) skipUndecodableLocked(id identity) {
+	uid, rv := id.uid, id.rvString
+	if uid != "" {
+		if s.rejected[uid] == rv {
+			return
+		}
+		s.rejected[uid] = rv
+	}
+	s.metrics.undecodable.Inc()
+	klog.InfoS("Skipping a source object version whose content does not decode; views keep the version they had",
+		"resource", s.gvr.GroupResource().String(), "namespace", contract.Truncate(id.namespace, maxLoggedValue),
+		"name", contract.Truncate(id.name, maxLoggedValue), "resourceVersion", contract.Truncate(rv, maxLoggedValue),
+		"err", contract.Truncate(id.undecodable.Error(), maxLoggedValue))
+}
+
 // movedLocked returns the stored version of the object u under another key than id.key: the
 // same object (UID) whose logical cluster changed, or which lost its valid cluster. Only a
 // kcp source can see that. Called with s.writeMu held.
@@ -278,7 +310,10 @@ func (s *ResourceStore) deleteMovedLocked(moved *Object, rv uint64) {
 // prev is the stored version before this one (nil for a new object): where location's
 // rendering (its Customizations and its own patch) fails on the new version, or is deferred to
 // the store's Renderer, the view keeps prev's rendering (settleRendering).
-func (s *ResourceStore) build(id identity, prev *Object) *Object {
+//
+// The error says that the version's content does not decode (identity.tree): the caller skips
+// the version (skipUndecodableLocked).
+func (s *ResourceStore) build(id identity, prev *Object) (*Object, error) {
 	var locs []string
 	if str, present := id.annotations[contract.AssignedLocationsAnnotation]; present || id.assignmentNotString {
 		var err error
@@ -292,7 +327,7 @@ func (s *ResourceStore) build(id identity, prev *Object) *Object {
 			locs = nil
 			s.metrics.malformed.Inc()
 			// Every value that comes from the object is truncated: a hostile 200 KB annotation
-			// must not become a 200 KB log line per object version (issue 10).
+			// must not become a 200 KB log line per object version.
 			klog.InfoS("Ignoring malformed location assignment; the object is assigned to no location",
 				"resource", s.gvr.GroupResource().String(), "object", contract.Truncate(string(id.key), maxLoggedValue),
 				"resourceVersion", contract.Truncate(id.rvString, maxLoggedValue),
@@ -303,19 +338,13 @@ func (s *ResourceStore) build(id identity, prev *Object) *Object {
 	id.ownStrings()
 	rv, _ := strconv.ParseUint(id.rvString, 10, 64)
 	if o := s.buildFromJSON(id, prev, locs, rv); o != nil {
-		return o
+		return o, nil
 	}
 	u, err := id.tree()
 	if err != nil {
-		// Impossible for bytes the source's object client accepted; the object is served with
-		// its identity only, like an Object whose bytes cannot be decoded (Object.content).
-		klog.ErrorS(err, "Cannot decode a source object", "resource", s.gvr.GroupResource().String(), "object", contract.Truncate(string(id.key), maxLoggedValue))
-		u = &unstructured.Unstructured{}
-		u.SetAPIVersion(id.raw.APIVersion)
-		u.SetKind(id.raw.Kind)
-		u.SetNamespace(id.namespace)
-		u.SetName(id.name)
-		u.SetResourceVersion(id.rvString)
+		// Impossible for bytes the source's object client accepted (source.DecodeObject reads
+		// them as the decoder does); the version is skipped like one the client refused.
+		return nil, err
 	}
 	o := newObject(id.key, id.cluster, id.namespace, id.name, locs, rv, u)
 	o.edit = id.edit
@@ -332,7 +361,7 @@ func (s *ResourceStore) build(id identity, prev *Object) *Object {
 		deferred = func(location string) bool { return runsCEL(rules, s.gvr, o, location) }
 	}
 	o.settleRendering(rules, s.gvr, s.opts.MaxRenderingBytes, prev, deferred, func(location string, err error) { s.renderFailed(o, location, err) })
-	return o
+	return o, nil
 }
 
 // renderFailed counts and logs that location's rendering of o failed with err.
@@ -383,6 +412,10 @@ func (s *ResourceStore) upsert(obj interface{}) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	id := s.identify(v)
+	if id.undecodable != nil {
+		s.skipUndecodableLocked(id)
+		return nil
+	}
 	moved := s.movedLocked(id)
 	if id.invalid != nil {
 		s.rejectLocked(id)
@@ -402,7 +435,12 @@ func (s *ResourceStore) upsert(obj interface{}) error {
 	if sameVersion(prev, id.rvString) {
 		return nil
 	}
-	o := s.build(id, prev)
+	o, err := s.build(id, prev)
+	if err != nil {
+		id.undecodable = err
+		s.skipUndecodableLocked(id)
+		return nil
+	}
 	s.settle(prev, o)
 	typ := watch.Added
 	if prev != nil {
@@ -464,6 +502,8 @@ func (s *ResourceStore) Delete(obj interface{}) error {
 	rv = max(rv, s.rv)
 	final, err := id.tree() // on a plain source, with kcp.io/cluster set
 	if err != nil {
+		// A final state that does not decode (source.Object.DecodeError): the stored
+		// version's, which the deletion removes all the same.
 		final = prev.content()
 	}
 	if final.GetResourceVersion() != strconv.FormatUint(rv, 10) {
@@ -543,6 +583,13 @@ func (s *ResourceStore) Replace(list []interface{}, resourceVersion string) erro
 			continue
 		}
 		id := s.identify(v)
+		if id.undecodable != nil {
+			s.skipUndecodableLocked(id)
+			if _, stored := s.objects[id.key]; stored {
+				seen[id.key] = struct{}{} // kept as it is: the list holds the object
+			}
+			continue
+		}
 		if id.invalid != nil {
 			s.rejectLocked(id)
 			continue
@@ -555,8 +602,17 @@ func (s *ResourceStore) Replace(list []interface{}, resourceVersion string) erro
 			continue
 		}
 		prev := s.objects[id.key]
-		o := s.build(id, prev)
-		s.settle(prev, o)
+		o, err := s.build(id, prev)
+		if err != nil {
+			id.undecodable = err
+			s.skipUndecodableLocked(id)
+			continue // kept as it is, if stored (seen)
+		}
+		if s.synced {
+			s.settle(prev, o)
+		} else {
+			s.settleFirstListed(o, listRV)
+		}
 		changed = append(changed, o)
 	}
 	var vanished []*Object

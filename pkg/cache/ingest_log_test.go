@@ -39,7 +39,7 @@ func captureKlog(t *testing.T) *syncBuffer {
 	return out
 }
 
-// TestMalformedAnnotationLogIsBounded is issue 10 item 13: a malformed assignment whose bad entry
+// TestMalformedAnnotationLogIsBounded: a malformed assignment whose bad entry
 // is 200 KB must not become a 200 KB log line (one per object version).
 func TestMalformedAnnotationLogIsBounded(t *testing.T) {
 	const huge = 200 << 10

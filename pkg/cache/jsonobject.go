@@ -15,7 +15,7 @@ import (
 //
 // The JSON, pretty JSON and YAML encoders of k8s.io/apimachinery's json serializer write an
 // object through encoding/json, which calls MarshalJSON: so encoding an Object copies its
-// bytes and never walks a decoded tree (issue 12: no decoding on the LIST or watch path). The
+// bytes and never walks a decoded tree (no decoding on the LIST or watch path). The
 // conversions of the apiserver's watch handler that need the content (as=Table,
 // as=PartialObjectMetadata) reach it through runtime.Unstructured or
 // metav1.ObjectMetaAccessor, which decode the bytes once per jsonObject. A jsonObject is made
@@ -25,6 +25,8 @@ type jsonObject struct {
 	o *Object
 	// u is the decoded content, once something asked for it.
 	u *unstructured.Unstructured
+	// err is why the content does not decode (Object.Content), once something asked for it.
+	err error
 }
 
 var (
@@ -32,15 +34,16 @@ var (
 	_ metav1.ObjectMetaAccessor = &jsonObject{}
 )
 
-// decoded returns the content, decoding it on first use.
-func (j *jsonObject) decoded() *unstructured.Unstructured {
-	if j.u == nil {
-		j.u = j.o.content()
-		if j.u == j.o.u {
+// Content returns the content, decoding it on first use (Object.Content, whose error it
+// returns).
+func (j *jsonObject) Content() (*unstructured.Unstructured, error) {
+	if j.u == nil && j.err == nil {
+		j.u, j.err = j.o.Content()
+		if j.u != nil && j.u == j.o.u {
 			j.u = j.u.DeepCopy() // the content of a jsonObject may be changed
 		}
 	}
-	return j.u
+	return j.u, j.err
 }
 
 // MarshalJSON returns the Object's cached JSON (shared: do not change it), or the encoding of
@@ -67,21 +70,40 @@ func (j *jsonObject) WriteJSON(w io.Writer) error {
 	return j.o.WriteJSON(w)
 }
 
-// DeepCopyObject returns the content as an *unstructured.Unstructured the caller owns.
-func (j *jsonObject) DeepCopyObject() runtime.Object { return j.decoded().DeepCopy() }
+// DeepCopyObject returns the content as an *unstructured.Unstructured the caller owns, or the
+// *DecodeFailure when it does not decode.
+func (j *jsonObject) DeepCopyObject() runtime.Object {
+	u, err := j.Content()
+	if err != nil {
+		return err.(*DecodeFailure)
+	}
+	return u.DeepCopy()
+}
 
-// GetObjectMeta returns the decoded content's metadata accessor.
-func (j *jsonObject) GetObjectMeta() metav1.Object { return j.decoded() }
+// GetObjectMeta returns the decoded content's metadata accessor; nil when it does not decode
+// (meta.Accessor then returns an error).
+func (j *jsonObject) GetObjectMeta() metav1.Object {
+	if u, err := j.Content(); err == nil {
+		return u
+	}
+	return nil
+}
 
 // NewEmptyInstance returns an empty unstructured object (runtime.Unstructured).
 func (j *jsonObject) NewEmptyInstance() runtime.Unstructured { return &unstructured.Unstructured{} }
 
-// UnstructuredContent returns the decoded content (runtime.Unstructured).
-func (j *jsonObject) UnstructuredContent() map[string]interface{} { return j.decoded().Object }
+// UnstructuredContent returns the decoded content (runtime.Unstructured); nil when it does
+// not decode (Content returns why).
+func (j *jsonObject) UnstructuredContent() map[string]interface{} {
+	if u, err := j.Content(); err == nil {
+		return u.Object
+	}
+	return nil
+}
 
 // SetUnstructuredContent replaces the content (runtime.Unstructured).
 func (j *jsonObject) SetUnstructuredContent(content map[string]interface{}) {
-	j.u = &unstructured.Unstructured{Object: content}
+	j.u, j.err = &unstructured.Unstructured{Object: content}, nil
 }
 
 // IsList returns false: an Object is never a list.

@@ -45,6 +45,13 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"resource"})
 
+	undecodableObjects = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name: "mapper_apiserver_undecodable_objects_total",
+		Help: "Source object versions whose content does not decode as kube-apiserver's decoder reads it (a number outside the range of a float64, " +
+			"a metadata field of the wrong type, malformed JSON); such a version is skipped: the cache keeps serving the version it had, or none.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource"})
+
 	slowWatchersClosed = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name:           "mapper_apiserver_slow_watchers_closed_total",
 		Help:           "Location-view watches closed because their event buffer was full (the client did not read fast enough).",
@@ -89,7 +96,7 @@ var (
 
 	// objectEncodings counts the encoder runs of Object.CacheEncode: one per object version,
 	// location and wire format (a watch frame per event type, a GET's JSON), however many
-	// watchers and readers share it (issue 12: encode once).
+	// watchers and readers share it (encode once).
 	objectEncodings = metrics.NewCounter(&metrics.CounterOpts{
 		Name:           "mapper_apiserver_object_encodings_total",
 		Help:           "Encodings of a cached object version (per location view and wire format: watch frames, GET responses); readers and watchers of the same view share one.",
@@ -133,7 +140,7 @@ var (
 // registerMetrics registers the package's metrics in the legacy registry (once per process).
 func registerMetrics() {
 	registerMetricsOnce.Do(func() {
-		legacyregistry.MustRegister(malformedAssignments, unboundAssignments, specDiffFailures, customizationFailures, invalidClusters, slowWatchersClosed, eventsDispatched, currentWatchers, pendingDeletions, cachedObjects, historyRestarts, sourceListErrors, objectEncodings,
+		legacyregistry.MustRegister(malformedAssignments, unboundAssignments, specDiffFailures, customizationFailures, invalidClusters, undecodableObjects, slowWatchersClosed, eventsDispatched, currentWatchers, pendingDeletions, cachedObjects, historyRestarts, sourceListErrors, objectEncodings,
 			renderQueued, renderDuration, renderCost, historyBytes, historyEvictions)
 	})
 }
@@ -151,13 +158,15 @@ type storeMetrics struct {
 	customizationFailures metrics.CounterMetric
 	// invalidCluster counts object versions of a kcp source without a valid cluster.
 	invalidCluster metrics.CounterMetric
-	slowClosed     metrics.CounterMetric
-	added          metrics.CounterMetric
-	modified       metrics.CounterMetric
-	deleted        metrics.CounterMetric
-	bookmarks      metrics.CounterMetric
-	watchers       metrics.GaugeMetric
-	objects        metrics.GaugeMetric
+	// undecodable counts object versions whose content does not decode.
+	undecodable metrics.CounterMetric
+	slowClosed  metrics.CounterMetric
+	added       metrics.CounterMetric
+	modified    metrics.CounterMetric
+	deleted     metrics.CounterMetric
+	bookmarks   metrics.CounterMetric
+	watchers    metrics.GaugeMetric
+	objects     metrics.GaugeMetric
 	// historyRestarts counts relists that restarted the history (Replace).
 	historyRestarts metrics.CounterMetric
 }
@@ -171,6 +180,7 @@ func newStoreMetrics(resource string) *storeMetrics {
 		specDiffFailures:      specDiffFailures.WithLabelValues(resource),
 		customizationFailures: customizationFailures.WithLabelValues(resource),
 		invalidCluster:        invalidClusters.WithLabelValues(resource),
+		undecodable:           undecodableObjects.WithLabelValues(resource),
 		slowClosed:            slowWatchersClosed.WithLabelValues(resource),
 		added:                 eventsDispatched.WithLabelValues(resource, string(watch.Added)),
 		modified:              eventsDispatched.WithLabelValues(resource, string(watch.Modified)),

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"strconv"
 	"sync"
@@ -21,8 +22,8 @@ import (
 // Object is one immutable cached object version.
 //
 // An Object is never mutated after it was stored: every List, Get and watch event that shows
-// this version of the source object shares the same *Object. Its representation is bytes
-// (issue 12): the JSON the views serve, encoded once when the version is stored, plus the
+// this version of the source object shares the same *Object. Its representation is bytes:
+// the JSON the views serve, encoded once when the version is stored, plus the
 // parsed metadata the index and the selectors read (key, cluster, namespace, name, uid,
 // labels, resourceVersion, locations). The decoded tree is kept only where a reader needs it
 // again and again: for an object whose .status differs per location (the status record
@@ -228,9 +229,8 @@ func newObject(key contract.Key, cluster, namespace, name string, locations []st
 // an object share what did not change.
 func (o *Object) compact(prev *Object) {
 	if o.variants != nil && o.templatable(o.u) {
-		value, has := o.u.GetAnnotations()[contract.AssignedLocationsAnnotation]
-		if raw, err := o.MarshalJSON(); err == nil && has {
-			if h, ok := findAssignmentHole(value, raw); ok {
+		if raw, err := o.MarshalJSON(); err == nil {
+			if h, ok := findAssignmentHole(raw); ok {
 				if more, ok := o.findMoreHoles(raw); ok {
 					o.hole, o.more = h, more
 					o.u = nil
@@ -358,17 +358,35 @@ func (o *Object) shareVariant(location string, v *Object) {
 	o.variants.m[location] = s
 }
 
-// content returns the decoded object: the kept tree, else a new decoding of the object's JSON.
-// Callers must not change it (it may be shared). An object whose JSON cannot be decoded
-// (impossible for bytes this package encoded) gives an empty object with the identity.
-func (o *Object) content() *unstructured.Unstructured {
+// Content returns the decoded object: the kept tree, else a new decoding of the object's JSON.
+// Callers must not change it (it may be shared). The error, a *DecodeFailure, says that the
+// object's JSON does not decode: impossible for the bytes the cache keeps (ingest stores only
+// versions that decode as kube-apiserver's decoder reads them: source.DecodeObject, build), so
+// a defect of the cache, which a reader reports (an HTTP 500 Status naming the object) instead
+// of serving something else in its place.
+func (o *Object) Content() (*unstructured.Unstructured, error) {
 	if o.u != nil {
-		return o.u
+		return o.u, nil
 	}
-	u := &unstructured.Unstructured{}
-	raw, _ := o.MarshalJSON()
-	if err := u.UnmarshalJSON(raw); err != nil {
-		klog.ErrorS(err, "Cannot decode a cached object", "object", string(o.key))
+	raw, err := o.MarshalJSON()
+	if err == nil {
+		u := &unstructured.Unstructured{}
+		if err = u.UnmarshalJSON(raw); err == nil {
+			return u, nil
+		}
+	}
+	klog.ErrorS(err, "Cannot decode a cached object", "object", contract.Truncate(string(o.key), maxLoggedValue), "resourceVersion", o.rvString)
+	return nil, &DecodeFailure{TypeMeta: o.typeMeta, Key: o.key, ResourceVersion: o.rvString, Err: err}
+}
+
+// content is Content for the cache's own computations on a stored version (rendering,
+// comparing versions), whose content decodes (see Content). On the impossible failure, logged
+// by Content, it returns an object with the identity only, so that ingest goes on; readers
+// never get it: they read Content, Unstructured, GetObject.
+func (o *Object) content() *unstructured.Unstructured {
+	u, err := o.Content()
+	if err != nil {
+		u = &unstructured.Unstructured{}
 		u.SetAPIVersion(o.typeMeta.APIVersion)
 		u.SetKind(o.typeMeta.Kind)
 		u.SetNamespace(o.namespace)
@@ -378,12 +396,40 @@ func (o *Object) content() *unstructured.Unstructured {
 	return u
 }
 
+// DecodeFailure is the error of an Object whose JSON does not decode (Object.Content), and the
+// runtime.Object that the methods without an error (GetObject, DeepCopyObject) return in its
+// place: the view's conversions (as=Table) report it as an internal error, and
+// metadata-only conversions (as=PartialObjectMetadata) fail on it, instead of serving an
+// empty object.
+type DecodeFailure struct {
+	metav1.TypeMeta
+	// Key and ResourceVersion name the object version.
+	Key             contract.Key
+	ResourceVersion string
+	// Err is the decoder's error.
+	Err error
+}
+
+var _ runtime.Object = &DecodeFailure{}
+
+// Error implements error.
+func (f *DecodeFailure) Error() string {
+	return fmt.Sprintf("the cached object %s at resourceVersion %s cannot be decoded: %v",
+		contract.Truncate(string(f.Key), maxLoggedValue), contract.Truncate(f.ResourceVersion, maxLoggedValue), f.Err)
+}
+
+// Unwrap returns the decoder's error.
+func (f *DecodeFailure) Unwrap() error { return f.Err }
+
+// DeepCopyObject implements runtime.Object (a DecodeFailure is never changed).
+func (f *DecodeFailure) DeepCopyObject() runtime.Object { return f }
+
 // withResourceVersion returns a new Object with the content of o but metadata.resourceVersion
 // set to rv. kube-apiserver's cacher sends such a copy of the previous object state in the
 // DELETED event of a watcher whose selector the object stopped matching. The copy keeps its
 // decoded tree: it serves one event.
 func (o *Object) withResourceVersion(rv uint64) *Object {
-	u := o.content().DeepCopy()
+	u := o.content().DeepCopy() // only for deleting a stored version (see content)
 	u.SetResourceVersion(strconv.FormatUint(rv, 10))
 	c := newObject(o.key, o.cluster, o.namespace, o.name, o.assigned, rv, u)
 	c.locations, c.rendered, c.lastGood, c.failed = o.locations, o.rendered, o.lastGood, o.failed
@@ -427,28 +473,35 @@ func (o *Object) ResourceVersion() uint64 { return o.rv }
 // SourceObject returns a deep copy of the object as the source holds it, which the caller owns:
 // on a plain source without the kcp.io/cluster annotation the cache added (or with the value a
 // user wrote), so that a write built from it changes nothing but what the writer meant to.
-func (o *Object) SourceObject() *unstructured.Unstructured {
-	u := o.content()
+func (o *Object) SourceObject() (*unstructured.Unstructured, error) {
+	u, err := o.Content()
+	if err != nil {
+		return nil, err
+	}
 	if u == o.u {
 		u = u.DeepCopy()
 	}
 	if o.edit != nil {
 		o.edit.undo(u)
 	}
-	return u
+	return u, nil
 }
 
 // Unstructured returns the object's content, decoded from its JSON unless the object keeps
-// its tree. It may be shared by all readers: READ-ONLY. It costs a decoding per call on most
-// objects: the LIST and watch paths use MarshalJSON and CacheEncode instead.
-func (o *Object) Unstructured() *unstructured.Unstructured { return o.content() }
+// its tree; nil when it does not decode (Content returns why). It may be shared by all
+// readers: READ-ONLY. It costs a decoding per call on most objects: the LIST and watch paths
+// use MarshalJSON and CacheEncode instead.
+func (o *Object) Unstructured() *unstructured.Unstructured {
+	u, _ := o.Content()
+	return u
+}
 
 // Labels returns the object's labels for label-selector matching (labels.Labels; no map is
 // built).
 func (o *Object) Labels() labels.Labels { return o.labels }
 
 // Fields returns the object's selectable fields, "metadata.name" and "metadata.namespace"
-// (the field selectors a location view supports, DESIGN.md), without building a map.
+// (the field selectors a location view supports, docs/design.md), without building a map.
 func (o *Object) Fields() fields.Fields { return objectFields{o} }
 
 // objectFields is the fields.Fields of an Object.
@@ -478,21 +531,39 @@ func (o *Object) GetObjectKind() schema.ObjectKind {
 }
 
 // DeepCopyObject implements runtime.Object: it returns the object decoded as
-// *unstructured.Unstructured, which the caller owns.
+// *unstructured.Unstructured, which the caller owns, or the *DecodeFailure when it does not
+// decode (Content).
 func (o *Object) DeepCopyObject() runtime.Object {
 	if o.u != nil {
 		return o.u.DeepCopy()
 	}
-	return o.content()
+	u, err := o.Content()
+	if err != nil {
+		return err.(*DecodeFailure)
+	}
+	return u
 }
 
 // GetObjectMeta implements metav1.ObjectMetaAccessor (so meta.Accessor works on an *Object).
-// It returns the decoded object: READ-ONLY.
-func (o *Object) GetObjectMeta() metav1.Object { return o.content() }
+// It returns the decoded object: READ-ONLY; nil when it does not decode (meta.Accessor then
+// returns an error).
+func (o *Object) GetObjectMeta() metav1.Object {
+	if u, err := o.Content(); err == nil {
+		return u
+	}
+	return nil
+}
 
 // GetObject implements runtime.CacheableObject: the decoded object (READ-ONLY), which the
-// apiserver hands to conversions (as=Table) that it does not cache.
-func (o *Object) GetObject() runtime.Object { return o.content() }
+// apiserver hands to conversions (as=Table) that it does not cache, or the *DecodeFailure when
+// it does not decode (Content): the conversion fails with it.
+func (o *Object) GetObject() runtime.Object {
+	u, err := o.Content()
+	if err != nil {
+		return err.(*DecodeFailure)
+	}
+	return u
+}
 
 // CacheEncode implements runtime.CacheableObject: the first call for an identifier runs encode
 // on the object's JSON (jsonObject) and caches the result (bytes or error); every call writes

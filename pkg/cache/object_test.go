@@ -173,7 +173,7 @@ func TestObjectSourceObjectAfterCompact(t *testing.T) {
 		if got := o.Unstructured().GetAnnotations()[contract.ClusterAnnotation]; got != "root" {
 			t.Fatalf("%s: shown kcp.io/cluster %q", c.name, got)
 		}
-		if got := o.SourceObject(); !equality.Semantic.DeepEqual(got.Object, src.Object) {
+		if got := sourceObject(t, o); !equality.Semantic.DeepEqual(got.Object, src.Object) {
 			t.Fatalf("%s: SourceObject\n%v\nwant\n%v", c.name, got.Object, src.Object)
 		}
 	}

@@ -145,7 +145,7 @@ func clusterPrefix(cluster string) contract.Key { return contract.Key(cluster + 
 // of every logical cluster, in contract.Key order (more than one only when several clusters
 // hold the same namespace/name for the location), and the store's current resourceVersion.
 // The view answers a GET on its all-clusters path with the only one, or 400 when there are
-// several (DESIGN.md, "The location view").
+// several (docs/design.md, "The location view").
 func (s *ResourceStore) Lookup(location, namespace, name string) ([]*Object, uint64) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()

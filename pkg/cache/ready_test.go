@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// TestWaitUntilSynced is the gate of issue 10 item 1: before the first sync a read waits up to
+// TestWaitUntilSynced: before the first sync a read waits up to
 // the timeout, then gets 429 (still listing, or the source refused the list) or 503 (the source
 // was not reached) with a Retry-After; the first sync releases waiting reads; never an empty
 // answer.

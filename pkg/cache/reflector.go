@@ -16,8 +16,8 @@ import (
 
 // sourceBackoff paces the reflectors' retries of a failed list or watch of the source
 // (client-go's ReflectorOptions.Backoff). client-go's default, 0.8 s doubling to 30 s with a
-// jitter of 1.0 (up to 60 s), made views show a write 38 s after a restarted source was back
-// (issue 10). The source is the one server the cache depends on and a failed attempt costs it
+// jitter of 1.0 (up to 60 s), made views show a write 38 s after a restarted source was back.
+// The source is the one server the cache depends on and a failed attempt costs it
 // little (a refused connection, or a 4xx/429 it answers from memory), so retries start at
 // 250 ms and double to at most 1 s (with the jitter of 0.5, at most 1.5 s): a source that is
 // back is watched again within 1.5 s, or 3 s when the watch must fall back to a relist (410

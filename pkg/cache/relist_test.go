@@ -8,7 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// TestRelistNeverInventsHistory is issue 10 item 3 on two stores standing for two replicas: A
+// TestRelistNeverInventsHistory on two stores standing for two replicas: A
 // sees the deletions live, B learns of them by a relist. A client that resumes on B from any
 // resourceVersion A handed out gets every change A showed after it, or 410 Gone; never a
 // silent gap (before the fix B gave the deletions invented RVs in key order, so a resume

@@ -19,8 +19,8 @@ import (
 
 // A location's view shows an object rendered for it: the view without what belongs to other
 // locations (baseView), then the Customizations that select the object and the location, in
-// name order, then the object's own spec-diff.kcp.io/<location> patch (DESIGN.md, "The control
-// plane objects"; issue 14 items 1-3). The rendering of each (object version, location) that a
+// name order, then the object's own spec-diff.kcp.io/<location> patch (docs/design.md, "The
+// control plane objects"; docs/customization.md). The rendering of each (object version, location) that a
 // rule touches is made once and kept (Object.rendered); a location no rule touches shares the
 // base view.
 //
@@ -37,7 +37,7 @@ import (
 // 503 with the reason.
 //
 // A rendering can fail (a CEL error or cost limit, a result the schema rejects, a malformed
-// patch). A failure never removes anything (issue 14 item 4, the safety rule of DESIGN.md):
+// patch). A failure never removes anything (the safety rule of docs/design.md):
 //   - a version whose rendering fails for a location that showed the previous version keeps
 //     showing that location the previous rendering (lastGood): no event, the location's visible
 //     resourceVersion does not move;
@@ -280,10 +280,16 @@ func (o *Object) Withheld(location string) error { return o.withheld(location) }
 // WithheldError returns, when the object namespace/name assigned to location (in the logical
 // cluster cluster, or in any when cluster is "") is withheld from location's view, the 503 a
 // GET answers instead of 404: the object exists and is assigned, but cannot be shown as it
-// would land on the target. nil otherwise.
+// would land on the target. On a closed store (the resource left the source, or the server is
+// shutting down and its cache stopped) it returns the store's 503 for every object: a GET that
+// found the store open and missed the object once Close emptied it must not answer 404, which
+// a mapper takes for "gone" (mapper.GoneFromView). nil otherwise.
 func (s *ResourceStore) WithheldError(location, cluster, namespace, name string) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if s.closed {
+		return s.closedError()
+	}
 	for _, o := range s.failingObjects {
 		if o.namespace != namespace || o.name != name || (cluster != "" && o.cluster != cluster) {
 			continue

@@ -46,7 +46,7 @@ func replicasIn(t *testing.T, s *ResourceStore, location, name string) (string, 
 	return r, false
 }
 
-// TestViewAppliesItsSpecDiff: DESIGN.md "Per object, spec-diff.kcp.io/<location> is applied by
+// TestViewAppliesItsSpecDiff: docs/design.md, "Per object, spec-diff.kcp.io/<location> is applied by
 // that location's view": each location sees its own patch applied and no patch annotation; a
 // location without a patch sees the object as it is.
 func TestViewAppliesItsSpecDiff(t *testing.T) {
@@ -77,7 +77,7 @@ func TestViewAppliesItsSpecDiff(t *testing.T) {
 	}
 }
 
-// TestFailedSpecDiffKeepsLastRendering (issue 14 item 4): a patch that stops applying never
+// TestFailedSpecDiffKeepsLastRendering: a patch that stops applying never
 // removes the object from the view: the location keeps the last version that rendered, with no
 // event and its visible resourceVersion unchanged, while other locations follow; fixing the
 // patch is the next event. Fails without render.go: east's view showed the failed version
@@ -126,7 +126,7 @@ func TestFailedSpecDiffKeepsLastRendering(t *testing.T) {
 	expect(t, resumed, "MODIFIED o@13")
 }
 
-// TestNeverRenderedIsWithheld (issue 14 item 4): a new object whose patch fails for a location
+// TestNeverRenderedIsWithheld: a new object whose patch fails for a location
 // is withheld from that location's view: no ADDED, not listed, and a GET answers 503 (not 404,
 // which a mapper would take as "gone" and delete its copy after a restart of the server); other
 // locations see it. When the patch is fixed it is ADDED; deleting a withheld object is no
@@ -206,5 +206,23 @@ func BenchmarkForLocation(b *testing.B) {
 				_ = o.ForLocation("east")
 			}
 		})
+	}
+}
+
+// TestClosedStoreWithholdsEveryObject: once a store is closed (the resource left the source, or
+// the server is shutting down), an object its Get misses is withheld with a 503, not absent: a
+// GET that found the store open must not answer 404, which a mapper takes for "gone".
+func TestClosedStoreWithholdsEveryObject(t *testing.T) {
+	s := newTestStore(t, StoreOptions{})
+	mustReplace(t, s, 10, cm("ns", "o", 5, locs("east")))
+	if err := s.WithheldError("east", "", "ns", "missing"); err != nil {
+		t.Fatalf("an open store withholds a missing object: %v", err)
+	}
+	s.Close()
+	if _, _, ok := s.Get("east", "ns", "o"); ok {
+		t.Fatal("a closed store still shows o")
+	}
+	if err := s.WithheldError("east", "", "ns", "o"); !apierrors.IsServiceUnavailable(err) {
+		t.Errorf("WithheldError on a closed store = %v, want a 503", err)
 	}
 }

@@ -57,11 +57,11 @@ func (s *ResourceStore) LocationView(u *unstructured.Unstructured, cluster strin
 }
 
 // SetRules makes the store render with rules from now on and re-renders the stored objects
-// whose rendering may differ (customization.Rules.Differs) for one of their locations (issue 14
-// item 3: a change of a Customization or of a SyncTarget's labels), and builds again those of
-// the namespaces whose bound locations changed (customization.Rules.Bindings, bound.go): a
-// location that becomes bound gets an ADDED for each object assigned to it, one that is no
-// longer bound a DELETED.
+// whose rendering may differ (customization.Rules.Differs) for one of their locations (a
+// change of a Customization or of a SyncTarget's labels), and builds again those of the
+// namespaces whose bound locations changed (customization.Rules.Bindings, bound.go): a location
+// that becomes bound gets an ADDED for each object assigned to it, one that is no longer bound a
+// DELETED.
 //
 // resourceVersion semantics (docs/views.md, "Customizations and resourceVersions"): a
 // re-rendering is not a change of the resource in the source, so it has no resourceVersion of
@@ -119,8 +119,14 @@ func (s *ResourceStore) SetRules(rules Rules, fresh uint64) {
 		if len(affected) == 0 && !rebind {
 			continue
 		}
-		u := o.content() // decoded only for the objects the change affects
-		n := s.build(identityOf(o, u), o)
+		u, err := o.Content() // decoded only for the objects the change affects
+		if err != nil {
+			continue // logged by Content: the views stay as they are
+		}
+		n, err := s.build(identityOf(o, u), o)
+		if err != nil {
+			continue // impossible: a decoded identity (identity.tree)
+		}
 		if rebind {
 			// The locations bound to its namespace changed (bound.go): every location it had
 			// or has now may gain or lose it.

@@ -55,7 +55,7 @@ func regionIn(t testing.TB, s *ResourceStore, location, name string) string {
 	return r
 }
 
-// TestCustomizationRendersViews (issue 14 items 1-3): each location's view shows the object as
+// TestCustomizationRendersViews: each location's view shows the object as
 // its Customizations render it, and a change of the rules (a SyncTarget relabelled) is a
 // MODIFIED for the locations whose view changed, at the fresh resourceVersion read from the
 // source (or, without one, at the store's, replayed by a resume from it); a source event older
@@ -127,7 +127,7 @@ func TestCustomizationRendersViews(t *testing.T) {
 	}
 }
 
-// TestFailingCustomizationNeverDeletes (issue 14 item 4): rules that fail on objects keep every
+// TestFailingCustomizationNeverDeletes: rules that fail on objects keep every
 // view's last rendering (no event), withhold objects that never rendered (503, not 404), and
 // report each failing (object, location) with its Customization; fixing them shows everything.
 func TestFailingCustomizationNeverDeletes(t *testing.T) {
@@ -176,7 +176,7 @@ func TestFailingCustomizationNeverDeletes(t *testing.T) {
 	}
 }
 
-// BenchmarkRerender measures a re-rendering after a SyncTarget is relabelled (issue 14 item 3:
+// BenchmarkRerender measures a re-rendering after a SyncTarget is relabelled, as docs/customization.md says:
 // "a change of a Customization or of a SyncTarget's labels re-renders the affected objects"):
 // 10,000 ConfigMaps, of which 1,000 are in the Customization's namespace and assigned to east
 // and west; west's region label changes, so those 1,000 objects are re-rendered for west and

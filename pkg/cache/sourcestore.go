@@ -21,13 +21,16 @@ type sourceStore struct{ *ResourceStore }
 
 var _ toolscache.Store = sourceStore{}
 
-// List returns every stored object.
+// List returns every stored object; one whose content does not decode (Object.Content, a
+// defect the cache logs) is left out.
 func (s sourceStore) List() []interface{} {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := make([]interface{}, 0, len(s.objects))
 	for _, o := range s.objects {
-		out = append(out, o.content())
+		if u, err := o.Content(); err == nil {
+			out = append(out, u)
+		}
 	}
 	return out
 }
@@ -60,7 +63,11 @@ func (s sourceStore) GetByKey(key string) (interface{}, bool, error) {
 	if !ok {
 		return nil, false, nil
 	}
-	return o.content(), true, nil
+	u, err := o.Content()
+	if err != nil {
+		return nil, false, err
+	}
+	return u, true, nil
 }
 
 // Bookmark records a resourceVersion reached by the source (see UpdateResourceVersion).

@@ -27,7 +27,7 @@ func LocationView(u *unstructured.Unstructured, locations []string, location str
 
 // RenderView returns a copy of u (a source object assigned to locations) as location's view
 // shows it without Customizations: baseView, then location's own patch
-// spec-diff.kcp.io/<location> applied (DESIGN.md, "The control plane objects"), within
+// spec-diff.kcp.io/<location> applied (docs/design.md, "The control plane objects"), within
 // rendercheck.DefaultMaxBytes. The error is a *specdiff.Error when the patch cannot be applied
 // or is refused, a *customization.RenderError when the result is too large.
 func RenderView(u *unstructured.Unstructured, locations []string, location string) (*unstructured.Unstructured, error) {
@@ -78,8 +78,8 @@ func assignmentShown(locations []string, location string) string {
 	return "[]"
 }
 
-// hiddenAnnotation reports whether location's view drops the annotation k (value v): DESIGN.md
-// "a view never shows another location" — every status record (a location's own record is
+// hiddenAnnotation reports whether location's view drops the annotation k (value v): docs/design.md
+// "The location view" — every status record (a location's own record is
 // shown as .status), every spec-diff.kcp.io/ patch (location's own is applied, not shown),
 // kcp.io/status-location unless it names location, and kubectl's last-applied-configuration (a
 // kubectl apply round trip of the source object copies every annotation into it).
@@ -176,8 +176,8 @@ func statusDiffers(u *unstructured.Unstructured, locations []string) bool {
 	return contract.HasStatusRecords(ann) || (contract.ReflectsStatus(ann) && len(locations) > 1)
 }
 
-// ForLocation returns the object as location's view shows it (DESIGN.md, issue "Status
-// write-back"): a location sees its own status in .status and never another location's. For
+// ForLocation returns the object as location's view shows it (docs/design.md, "The location view";
+// docs/status.md): a location sees its own status in .status and never another location's. For
 // an object assigned to one location that carries nothing to hide that is the object itself.
 // Otherwise (see needsVariants) it is a copy, built once per location and object version (and
 // so encoded once per location and version, see CacheEncode), in which
@@ -185,7 +185,7 @@ func statusDiffers(u *unstructured.Unstructured, locations []string) bool {
 //     if there is one; otherwise the source's .status when the object is assigned to that
 //     location alone, and no .status when it is assigned to several;
 //   - no status.kcp.io/ annotation is left;
-//   - nothing names or shows another location (DESIGN.md "The location view"):
+//   - nothing names or shows another location (docs/design.md, "The location view"):
 //     kcp.io/assigned-locations is ["<location>"], kcp.io/status-location is kept only when it
 //     names location, other locations' spec-diff.kcp.io/ patches, metadata.managedFields and
 //     kubectl.kubernetes.io/last-applied-configuration are removed;

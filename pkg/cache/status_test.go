@@ -79,8 +79,8 @@ func TestLocationView(t *testing.T) {
 	}
 }
 
-// TestLocationViewHidesOtherLocations: DESIGN.md "a view never shows another location" (issue
-// 10 item 10). The view of east keeps nothing that names west or holds west's record, and its
+// TestLocationViewHidesOtherLocations: docs/design.md, "The location view": a view never shows
+// another location. The view of east keeps nothing that names west or holds west's record, and its
 // own spec-diff.kcp.io/east patch is applied, not shown ("already applied").
 func TestLocationViewHidesOtherLocations(t *testing.T) {
 	u := statusObject(map[string]string{

@@ -43,7 +43,7 @@ const (
 
 // StoreOptions configures a ResourceStore. Zero values select the defaults.
 type StoreOptions struct {
-	// DefaultCluster is the logical cluster of every object of a plain source (DESIGN.md,
+	// DefaultCluster is the logical cluster of every object of a plain source (docs/design.md,
 	// "Names": a plain Kubernetes source is one logical cluster, named by configuration; a
 	// kcp.io/cluster annotation a user wrote on an object is ignored). Unused when
 	// ClusterFromAnnotation is set.
@@ -147,8 +147,9 @@ type ResourceStore struct {
 	// an object whose kcp.io/cluster changes (kcp never does that, but the store does not rely
 	// on it) changes its key, and the store must then delete the old key (no ghost copy).
 	byUID map[types.UID]contract.Key
-	// rejected maps the UID of each object rejected for want of a valid logical cluster to
-	// the resourceVersion last rejected, so that each version is counted and logged once.
+	// rejected maps the UID of each object whose version was not stored, for want of a valid
+	// logical cluster or for content that does not decode, to the resourceVersion last
+	// rejected, so that each version is counted and logged once.
 	// Guarded by writeMu.
 	rejected map[types.UID]string
 	// failingObjects are the objects whose rendering fails, or is pending, for some location
@@ -157,7 +158,7 @@ type ResourceStore struct {
 	failingObjects map[contract.Key]*Object
 	// locs has an entry for every location that holds objects or watchers of this resource.
 	// An entry is freed as soon as it holds neither (releaseLocked), so location names seen
-	// once (in an annotation or a URL) do not stay in memory (issue 10).
+	// once (in an annotation or a URL) do not stay in memory.
 	locs map[string]*locationIndex
 	// freedChangeRV is the highest lastChangeRV of a freed location entry: a location without
 	// an entry has not changed since, at the latest, that RV (List with SnapshotRV).

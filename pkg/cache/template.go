@@ -1,13 +1,11 @@
 package cache
 
 import (
-	"bytes"
 	"encoding/json"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
 
@@ -60,34 +58,25 @@ func (o *Object) templatable(u *unstructured.Unstructured) bool {
 	return true
 }
 
-// assignmentKey is the encoded key of kcp.io/assigned-locations with its colon, as
-// encoding/json writes it in an object: "kcp.io/assigned-locations":
-var assignmentKey = []byte(`"` + contract.AssignedLocationsAnnotation + `":`)
-
 // findAssignmentHole returns where, in raw (an object's JSON), the value of its
-// kcp.io/assigned-locations annotation is; value is that annotation's value. ok is false unless
-// the key and its value occur exactly once in raw (a nested object could carry the same key and
-// value; then the object keeps rendered views). raw may be the cache's encoding or the source's
-// own bytes: both write the value as encoding/json does, since the JSON of a string is the same
-// in every encoder that escapes HTML characters, as Kubernetes API servers and encoding/json do.
-func findAssignmentHole(value string, raw []byte) (assignmentHole, bool) {
-	return findStringMember(assignmentKey, value, raw)
+// metadata.annotations[kcp.io/assigned-locations] is. The value is found by walking the object
+// (source.ValueRange), whatever the spacing and escapes of the text: never by searching for
+// its bytes, which a nested field holding the same key and value would match instead, so
+// that every location's view would show the real annotation, with every location's name. ok
+// is false when raw has no such annotation or is not an object that walks (a member on the
+// path twice, which ingest rejects: then the object keeps rendered views).
+func findAssignmentHole(raw []byte) (assignmentHole, bool) {
+	return findValue(raw, assignmentPath...)
 }
 
-// findStringMember returns where, in raw, the JSON string value is as the value of the member
-// whose encoded key and colon are key; ok is false unless the member occurs exactly once.
-func findStringMember(key []byte, value string, raw []byte) (assignmentHole, bool) {
-	val, err := json.Marshal(value)
-	if err != nil {
+// findValue returns where, in raw, the string value at path is (source.ValueRange); ok is
+// false when there is none or it is not a JSON string.
+func findValue(raw []byte, path ...string) (assignmentHole, bool) {
+	start, end, found, err := source.ValueRange(raw, path...)
+	if err != nil || !found || raw[start] != '"' {
 		return assignmentHole{}, false
 	}
-	needle := append(append([]byte(nil), key...), val...)
-	i := bytes.Index(raw, needle)
-	if i < 0 || bytes.Index(raw[i+1:], needle) >= 0 {
-		return assignmentHole{}, false
-	}
-	start := i + len(key)
-	return assignmentHole{start: start, end: start + len(val)}, true
+	return assignmentHole{start: start, end: end}, true
 }
 
 // templateView returns location's view of o, made from o's JSON: the bytes with the
@@ -113,9 +102,10 @@ func (o *Object) templateView(location string) *Object {
 // templateHoles are the holes of a template besides its assignment value (on the template
 // Object), or a template view's fills of them (on the view): each hole is set when end > 0.
 type templateHoles struct {
-	// finalizers is the metadata.finalizers member with one separating comma (findMember):
-	// a view leaves out other locations' finalizers, and the member when none is left.
-	finalizers assignmentHole
+	// finalizers is the metadata.finalizers member with one separating comma
+	// (source.MemberSpan's cut): a view leaves out other locations' finalizers, and the
+	// member when none is left. finalizersValue is the member's value.
+	finalizers, finalizersValue assignmentHole
 	// resourceVersion is the value of metadata.resourceVersion: a view shows its visible
 	// resourceVersion.
 	resourceVersion assignmentHole
@@ -123,13 +113,14 @@ type templateHoles struct {
 	finalizersFill, resourceVersionFill []byte
 }
 
-// finalizersKey is the encoded key of metadata.finalizers with its colon.
+// finalizersKey is the encoded key of metadata.finalizers with its colon, as a fill writes it.
 var finalizersKey = []byte(`"finalizers":`)
 
 // findMoreHoles returns the holes of o's template besides the assignment value (raw is o's
 // JSON): the finalizers member when some view leaves out a location's finalizer, the
-// resourceVersion value when some view shows an older one. It returns nil when there is
-// neither, and ok false when a hole cannot be found exactly once (o then keeps rendered views).
+// resourceVersion value when some view shows an older one. Both are found by walking the
+// object (source.MemberRange), as the assignment value is. It returns nil when there is
+// neither, and ok false when a hole cannot be found (o then keeps rendered views).
 func (o *Object) findMoreHoles(raw []byte) (more *templateHoles, ok bool) {
 	needFinalizers := o.marks != nil && len(o.marks.finalized) > 0
 	if !needFinalizers && o.visible == nil {
@@ -137,38 +128,19 @@ func (o *Object) findMoreHoles(raw []byte) (more *templateHoles, ok bool) {
 	}
 	more = &templateHoles{}
 	if needFinalizers {
-		start, end, has, err := source.ValueRange(raw, "metadata", "finalizers")
-		if err != nil || !has {
+		m, has, err := source.MemberRange(raw, "metadata", "finalizers")
+		if err != nil || !has || raw[m.ValueStart] != '[' {
 			return nil, false
 		}
-		if more.finalizers, ok = findMember(raw, finalizersKey, start, end); !ok {
-			return nil, false
-		}
+		more.finalizers = assignmentHole{start: m.CutStart, end: m.CutEnd}
+		more.finalizersValue = assignmentHole{start: m.ValueStart, end: m.End}
 	}
 	if o.visible != nil {
-		if more.resourceVersion, ok = findStringMember(resourceVersionKey, o.rvString, raw); !ok {
+		if more.resourceVersion, ok = findValue(raw, "metadata", "resourceVersion"); !ok {
 			return nil, false
 		}
 	}
 	return more, true
-}
-
-// findMember returns the range of the member whose value is raw[start:end] and whose encoded
-// key and colon are key, written without spaces before the value, with one comma that
-// separates it from a neighbour: the comma before it, else the one after it, else none (the
-// only member). ok is false when the key does not precede the value so.
-func findMember(raw, key []byte, start, end int) (assignmentHole, bool) {
-	ks := start - len(key)
-	if ks < 1 || !bytes.Equal(raw[ks:start], key) {
-		return assignmentHole{}, false
-	}
-	switch {
-	case raw[ks-1] == ',':
-		return assignmentHole{start: ks - 1, end: end}, true
-	case end < len(raw) && raw[end] == ',':
-		return assignmentHole{start: ks, end: end + 1}, true
-	}
-	return assignmentHole{start: ks, end: end}, true
 }
 
 // fillsFor returns the fills of location's view of o, the template whose holes h are, showing
@@ -176,13 +148,13 @@ func findMember(raw, key []byte, start, end int) (assignmentHole, bool) {
 func (h *templateHoles) fillsFor(o *Object, location, rvString string) *templateHoles {
 	f := &templateHoles{}
 	if h.finalizers.end > 0 {
+		// The cut holds the comma before the member (lead), else the one after it (trail).
 		member := o.json[h.finalizers.start:h.finalizers.end]
 		lead, trail := member[0] == ',', member[len(member)-1] == ','
 		var finalizers []string
-		// The value is the source's JSON array of strings: it decodes (else findMoreHoles would
-		// not have found it as metadata.finalizers of an object the source accepted).
-		value := bytes.TrimSuffix(bytes.TrimPrefix(bytes.TrimPrefix(member, []byte{','}), finalizersKey), []byte{','})
-		_ = json.Unmarshal(value, &finalizers)
+		// The value is the source's JSON array of strings: it decodes (ingest read it as
+		// metadata.finalizers of an object that decodes).
+		_ = json.Unmarshal(o.json[h.finalizersValue.start:h.finalizersValue.end], &finalizers)
 		if shown := viewFinalizers(finalizers, location); len(shown) > 0 {
 			list, _ := json.Marshal(shown)
 			if lead {

@@ -1,20 +1,22 @@
 package cache
 
 import (
+	"encoding/json"
 	"reflect"
 	"slices"
+	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // A location sees an object through its view (Object.ForLocation), which hides what belongs to
-// other locations (DESIGN.md "a view never shows another location"). A source event that
+// other locations (docs/design.md, "The location view"). A source event that
 // changes only what a location cannot see (another location's status record, the assignment of
 // other locations, kubectl's last-applied-configuration, ...) is not a change of that location's
 // view: the location gets no watch event for it, live or replayed from the history, and its
 // view keeps showing the object at the resourceVersion of the last change it could see (its
 // "visible resourceVersion"). docs/views.md, "Status writes of other locations", gives the
-// reasons (issue 10 item 11: L locations writing status on one object made L² events and a
+// reasons (L locations writing status on one object made L² events and a
 // timing side channel).
 //
 // metadata.generation is treated like metadata.resourceVersion: kube-apiserver bumps it on
@@ -22,7 +24,7 @@ import (
 // annotations, k8s.io/kubernetes pkg/registry/apps/deployment/strategy.go, so on every status
 // record written), so the comparisons leave it out, and a view shows the generation of its
 // last visible change (VisibleGeneration). Otherwise every status write of a location would
-// be an event in every view (issue 12 target 7).
+// be an event in every view.
 
 // visibleVersions records, for an object version whose views did not all change at its own
 // resourceVersion, the visible resourceVersion of each location: byLocation[location] when
@@ -186,6 +188,86 @@ func setVisibility(prev, obj *Object) {
 		// A view whose resourceVersion or generation is not the object's own is a copy.
 		obj.variants = &locationVariants{}
 	}
+}
+
+// One resourceVersion, one content, across restarts and replicas. A view's generation is not
+// a function of the source object version it shows: after a location's own status write, its
+// view shows the write's resourceVersion with the generation it showed before (the source's
+// moved with the status record), and which generation that is depends on the versions the
+// server saw. A server that starts afresh knows none of them and shows the source's. So the
+// first list of a store could show an object at the very resourceVersion a previous run of the
+// server showed with another generation (a client that skips updates whose resourceVersion
+// did not change, as the mapper does, then never sees the change). settleFirstListed avoids it:
+// an object whose view may show another generation than the source's, one whose generation has
+// moved at all (2 or more), is shown at the list's resourceVersion, which the cache makes sure
+// no previous run handed out (Cache.fence); every other object shows its own, with the content
+// every run shows there. docs/views.md, "Restarts and replicas", gives the limits.
+
+// settleFirstListed finishes o, an object version of the first list of the store, listed at
+// listRV, before it is published, as settle does for later versions: when o's generation is 2
+// or more and listRV is above o's resourceVersion, every location of o sees o at listRV, with
+// o's own generation (freshVisibility); then its stored form, its views made now so that LIST
+// and watch never render: from its bytes when it came as bytes (a template with a
+// resourceVersion hole, or a copy), else rendered and encoded (Object.compact). Called with
+// writeMu held.
+func (s *ResourceStore) settleFirstListed(o *Object, listRV uint64) {
+	if !freshVisibility(o, listRV) {
+		s.settle(nil, o)
+		return
+	}
+	if o.u == nil {
+		// Built from the source's bytes (buildFromJSON): without decoding it, a template
+		// fills a resourceVersion hole too (template.go), and an object shown as it is gets
+		// its view as a copy of its bytes with the resourceVersion replaced.
+		raw, err := o.MarshalJSON()
+		if err == nil && o.hole.end > 0 {
+			if more, ok := o.findMoreHoles(raw); ok {
+				o.more = more
+				return
+			}
+		}
+		if err == nil && o.hole.end == 0 && o.viewFromOwnJSON(raw, listRV) {
+			return
+		}
+		o.u, o.hole, o.more = o.content(), assignmentHole{}, nil
+	}
+	o.compact(nil)
+}
+
+// viewFromOwnJSON makes every view of o, built from the source's bytes raw and shown as it is
+// (buildFromJSON without a template), from raw with the value of metadata.resourceVersion
+// replaced by rv: one copy of the bytes, shared by o's locations, no decoding, rendering or
+// encoding (BenchmarkFirstListMovedGenerations). It reports false, doing nothing, when the
+// resourceVersion is not a string value at metadata.resourceVersion of raw (found structurally).
+func (o *Object) viewFromOwnJSON(raw []byte, rv uint64) bool {
+	at, ok := findValue(raw, "metadata", "resourceVersion")
+	if !ok {
+		return false
+	}
+	rvString := strconv.FormatUint(rv, 10)
+	value, _ := json.Marshal(rvString)
+	view := make([]byte, 0, len(raw)-(at.end-at.start)+len(value))
+	view = append(append(append(view, raw[:at.start]...), value...), raw[at.end:]...)
+	v := o.viewFromJSON(view, rv, rvString, o.generation)
+	o.variants.m = make(map[string]*Object, len(o.locations))
+	for _, loc := range o.locations {
+		o.variants.m[loc] = v
+	}
+	return true
+}
+
+// freshVisibility makes every location of o (a version without predecessor) see it at listRV
+// when o's generation is 2 or more and listRV is above o's own resourceVersion, and reports
+// whether it did. See settleFirstListed.
+func freshVisibility(o *Object, listRV uint64) bool {
+	if o.generation < 2 || len(o.locations) == 0 || listRV <= o.rv {
+		return false
+	}
+	o.visible = &visibleVersions{base: listRV, baseGeneration: o.generation}
+	if o.variants == nil {
+		o.variants = &locationVariants{}
+	}
+	return true
 }
 
 // viewChanges classifies the locations of both prev and obj by how the view (LocationView) of

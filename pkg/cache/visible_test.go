@@ -23,7 +23,7 @@ func shared(rv uint64, records map[string]string, extra ...string) *unstructured
 	return cm("ns", "o", rv, locs("east", "west"), append(args, extra...)...)
 }
 
-// TestStatusWriteOfAnotherLocationIsNoEvent (issue 10 item 11): a status record written by
+// TestStatusWriteOfAnotherLocationIsNoEvent: a status record written by
 // west changes nothing east can see, so east's watches get no event for it, live or resumed
 // from the history, and east's view keeps the resourceVersion of the last change it saw; the
 // next change east can see is its next event. Fails on main before the fix: east got

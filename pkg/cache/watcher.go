@@ -22,7 +22,7 @@ import (
 // emit the watch's initial events (the snapshot or the history replay) and, later, while
 // events wait for the consumer. An idle watch so costs no goroutine stack and no ticker
 // (periodic bookmarks come from one timer per store, periodic.go), and a delivered event
-// wakes one goroutine, the consumer's, instead of two (issue 12 target 4: serving CPU and
+// wakes one goroutine, the consumer's, instead of two (serving CPU and
 // memory per idle watch with 10,000 watches).
 type watcher struct {
 	store     *ResourceStore

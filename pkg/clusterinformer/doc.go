@@ -4,7 +4,7 @@
 //
 // A kcp source is read through its wildcard endpoint (/clusters/*), where the same
 // namespace/name may exist in several logical clusters, each object's cluster named by its
-// kcp.io/cluster annotation (DESIGN.md, "logical cluster of a source object"). client-go's
+// kcp.io/cluster annotation (docs/design.md, "Names"). client-go's
 // SharedIndexInformer hard-codes MetaNamespaceKeyFunc in its queue and store, so there the
 // second of two such objects overwrites the first. An Informer is client-go's own machinery (a
 // Reflector feeding a DeltaFIFO, processed into an Indexer by a cache.Controller) with a

@@ -17,7 +17,7 @@ type Clusters struct {
 	Default string
 	// IgnoreAnnotation makes Default the cluster of every object: a plain Kubernetes source is
 	// one logical cluster, and a kcp.io/cluster annotation a user wrote there names nothing
-	// (DESIGN.md, "logical cluster of a source object"). Unset, the annotation names the
+	// (docs/design.md, "Names"). Unset, the annotation names the
 	// cluster, as on a kcp source (kcp sets it and never changes it) and in location views
 	// (which always set it).
 	IgnoreAnnotation bool

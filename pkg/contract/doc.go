@@ -1,4 +1,4 @@
-// Package contract holds the names and formats of ../../shared/DESIGN.md that every part of
+// Package contract holds the names and formats of docs/design.md that every part of
 // cluster-mapper agrees on, in one place: the annotation and label keys, location and logical
 // cluster names, the object key, the URL of a location view, and the parser of a request inside a
 // view.

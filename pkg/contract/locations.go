@@ -20,7 +20,7 @@ const (
 //
 // It returns the location names sorted and de-duplicated, or an error that says what is
 // wrong: the value is not JSON, not a JSON array, has an entry that is not a string or not a
-// DNS-1123 label (DESIGN.md: a location name is a DNS-1123 label), is an empty array, or has
+// DNS-1123 label (docs/design.md: a location name is a DNS-1123 label), is an empty array, or has
 // more than MaxLocationsPerObject entries. It never panics.
 func ParseLocations(value string) ([]string, error) {
 	if out, ok := parseCompactLocations(value); ok {
@@ -136,7 +136,7 @@ func HasLocation(locs []string, loc string) bool {
 }
 
 // ValidateLocationName returns an error saying why name is not a location name, or nil.
-// DESIGN.md ("Names"): a location name is a DNS-1123 label (lowercase alphanumerics and "-", at
+// docs/design.md ("Names"): a location name is a DNS-1123 label (lowercase alphanumerics and "-", at
 // most 63 characters). A long name is shortened in the message (see Truncate).
 func ValidateLocationName(name string) error {
 	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {

@@ -1,6 +1,6 @@
 package contract
 
-// Annotation and label keys of DESIGN.md ("Names").
+// Annotation and label keys of docs/design.md ("Names").
 const (
 	// AssignedLocationsAnnotation names the locations a source object is assigned to: a JSON
 	// array of location names (see ParseLocations).
@@ -58,7 +58,7 @@ const (
 )
 
 // MaxStatusRecordBytes is the largest status record (the JSON of one location's .status in
-// status.kcp.io/<location>) a location may write: 32 KiB (DESIGN.md, "Status records"), so that no
+// status.kcp.io/<location>) a location may write: 32 KiB (docs/design.md, "Status records"), so that no
 // location can use up the object's 256 KiB annotation budget and block its peers.
 const MaxStatusRecordBytes = 32 * 1024
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Names of the aggregated API and of the location view (DESIGN.md, "The location view").
+// Names of the aggregated API and of the location view (docs/design.md, "The location view").
 const (
 	// GroupName is the aggregated API group that mapper-apiserver serves.
 	GroupName = "mapper.kcp.io"

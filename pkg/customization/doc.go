@@ -1,5 +1,5 @@
 // Package customization is the rendering engine of Customizations (control.mapper.kcp.io/v1alpha1,
-// issue 14): per-location changes to source objects that a location's view applies, so that the
+// docs/customization.md): per-location changes to source objects that a location's view applies, so that the
 // view shows exactly what lands on the target.
 //
 // A Snapshot holds the compiled Customizations and the locations (SyncTarget name, labels and

@@ -56,7 +56,7 @@ type FollowerOptions struct {
 // The informers are clusterinformer.Informers: on a kcp source (read through its wildcard
 // endpoint) they key objects by logical cluster, namespace and name, so Customizations with the
 // same namespace/name in two logical clusters are two Customizations, each applied to its own
-// cluster (DESIGN.md, "logical cluster of a source object"). A location is one name across the
+// cluster (docs/design.md, "Names"). A location is one name across the
 // source (views and registrations are per location, not per cluster): its SyncTarget is expected
 // in one logical cluster; were there SyncTargets of that name in several, the follower uses the
 // one whose cluster name sorts first, so that every replica decides alike.
@@ -258,7 +258,7 @@ func (f *Follower) key(c *controlv1alpha1.Customization) RuleKey {
 }
 
 // cluster returns the logical cluster of a source object: the configured one of a plain
-// source, else its kcp.io/cluster annotation (DESIGN.md, "logical cluster of a source object").
+// source, else its kcp.io/cluster annotation (docs/design.md, "Names").
 func (f *Follower) cluster(obj metav1.Object) string {
 	if cluster := f.compiler.opts.PlainCluster; cluster != "" {
 		return cluster

@@ -44,7 +44,7 @@ const (
 )
 
 // RenderError is a rendering that failed: the object cannot be shown as it would land on the
-// target, so the view keeps its last rendering or withholds it (issue 14, "failures never
+// target, so the view keeps its last rendering or withholds it ("failures never
 // delete"). It names the Customization (empty for the spec-diff patch) and what failed.
 type RenderError struct {
 	// Customization is the name of the Customization that failed; "" for the object's own

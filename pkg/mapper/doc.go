@@ -1,5 +1,5 @@
 // Package mapper is the sync loop that keeps one target cluster equal to one location's view
-// of mapper-apiserver (DESIGN.md, invariants 1–4).
+// of mapper-apiserver (docs/design.md, invariants 1–4).
 //
 // A Mapper runs a client-go dynamic informer per resource on the view and feeds a
 // rate-limited work queue; its workers turn each view object into an apply configuration

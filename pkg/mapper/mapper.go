@@ -20,7 +20,7 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// Mapper keeps a target cluster equal to one location's view (invariants 1–4 of DESIGN.md):
+// Mapper keeps a target cluster equal to one location's view (invariants 1–4 of docs/design.md):
 // dynamic informers on the view feed a rate-limited work queue whose workers apply each
 // object onto the target with server-side apply or delete its copy; informers on the managed
 // target objects feed the status write-back; a periodic sweep deletes orphans.
@@ -28,7 +28,7 @@ type Mapper struct {
 	cfg Config
 
 	view            dynamic.Interface
-	clusterViews    *clusterViews
+	clusterViews    *ClusterViews
 	viewDiscovery   discovery.DiscoveryInterface
 	target          dynamic.Interface
 	targetMetadata  metadata.Interface
@@ -74,7 +74,7 @@ func New(cfg Config) (*Mapper, error) {
 	if err != nil {
 		return nil, fmt.Errorf("view client: %w", err)
 	}
-	clusterViews, err := newClusterViews(cfg.View)
+	clusterViews, err := NewClusterViews(cfg.View)
 	if err != nil {
 		return nil, fmt.Errorf("view client: %w", err)
 	}

@@ -104,8 +104,7 @@ func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstr
 			return nil
 		}
 		m.metrics.errors(r.name(), "finalizer").Inc()
-		m.states.set(key, outcomeError)
-		return err
+		return m.applyFailed(ctx, r, key, obj, fmt.Errorf("adding the location's finalizer through the view: %w", err))
 	}
 	desired := Transform(obj, TargetObject{Location: m.cfg.Location, Namespace: ns, Source: src})
 	if live != nil {
@@ -200,24 +199,14 @@ func (m *Mapper) deleteCopy(ctx context.Context, r *resource, key itemKey, ns st
 	return nil
 }
 
-// goneFromView reads the object of key through the view's path of its logical cluster
-// (DESIGN.md: on the all-clusters path a GET of a name that several clusters hold answers
-// 400) with a consistent GET and reports whether it is not there (NotFound, another
-// cluster's object of that name, or one the mapper does not map). Any error is returned:
-// then nothing may be deleted.
+// goneFromView reports whether the object of key is not in the view (GoneFromView, through the
+// view's path of its logical cluster). Any error is returned: then nothing may be deleted.
 func (m *Mapper) goneFromView(ctx context.Context, r *resource, key itemKey) (bool, error) {
 	view, err := m.clusterViews.For(key.Cluster)
 	if err != nil {
 		return false, fmt.Errorf("confirming through the view that %s %s is gone: %w", r.name(), key.source().String(), err)
 	}
-	obj, err := view.Resource(r.gvr).Namespace(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return true, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("confirming through the view that %s %s is gone: %w", r.name(), key.source().String(), err)
-	}
-	return SourceOf(obj, m.cfg.ClusterName).Cluster != key.Cluster || !Mapped(obj), nil
+	return GoneFromView(ctx, view, r.gvr, key.source(), m.cfg.ClusterName)
 }
 
 // deleteTarget deletes target object ns/name with a UID precondition, so that an object

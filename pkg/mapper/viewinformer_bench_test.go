@@ -20,7 +20,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
-// The shape of issue 11's logical-cluster test: 50 clusters, 2,000 objects in all, the same
+// The shape of TestLogicalClusters: 50 clusters, 2,000 objects in all, the same
 // namespace/name in every cluster.
 const (
 	benchClusters = 50

@@ -1,4 +1,4 @@
-// Package source is mapper-apiserver's gateway to the source API server (DESIGN.md, "What the system is"):
+// Package source is mapper-apiserver's gateway to the source API server (docs/design.md, "What the system is"):
 // its clients, with the server's own identity, for discovery (which resources to mirror,
 // ResourceInfo), the list and watch that feed the cache, the consistent-read probe (the
 // source's current resourceVersion, shared by concurrent callers), live reads by name, and the

@@ -2,7 +2,6 @@ package source
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 
@@ -11,16 +10,17 @@ import (
 
 // watchFramer is the object client's runtime.Framer for watch streams (objectSerializer): it
 // cuts the stream into JSON objects, one watch event each, as apimachinery's JSON framer
-// (k8s.io/apimachinery/pkg/util/framer.NewJSONFramedReader) does, and validates each one.
+// (k8s.io/apimachinery/pkg/util/framer.NewJSONFramedReader) does.
 //
 // apimachinery's framer reads each frame with encoding/json's Decoder, whose scanner calls a
 // state function per byte: 5% of mapper-apiserver's CPU while it followed the source's
 // writes to 10 resources (bench scenario 2, `jsonFrameReader.Read`), for frames that the
 // JSON walker then reads again. This framer finds a frame's end by tracking strings and
-// nesting, then validates it once with validJSON, which checks what encoding/json's scanner
-// checks (grammar, string escapes and control characters, numbers, literals, nesting depth)
-// in plain loops. The walker (jsonwalk.go) and the views rely on that validation: the
-// cached bytes are written to clients as they are.
+// nesting only. It does not validate the frame: what the object client keeps of it, the
+// event's object, is validated once by DecodeObject (checkJSON, what encoding/json's scanner
+// checks), so that one object that does not decode is skipped (Object.DecodeError) instead
+// of failing the stream, which the reflector would then restart at the same event forever.
+// The envelope around the object is read by the walker, which reports malformed text.
 type watchFramer struct{}
 
 var _ runtime.Framer = watchFramer{}
@@ -91,9 +91,6 @@ func (f *frameReader) next() ([]byte, error) {
 			if end, ok := f.state.find(f.buf, f.scan); ok {
 				frame := f.buf[f.start:end]
 				f.start, f.scan, f.state = end, end, endState{}
-				if err := validJSON(frame); err != nil {
-					return nil, fmt.Errorf("cannot frame the watch stream: %w", err)
-				}
 				return frame, nil
 			}
 			f.scan = len(f.buf)
@@ -140,8 +137,8 @@ type endState struct {
 
 // find continues the search for the end of the object that starts at the first byte it is
 // given, from b[i]; it returns the index just after the object's closing brace, or false when
-// b ends first (s then holds where it stopped). Only strings and nesting are tracked: a frame
-// is validated once whole (validJSON).
+// b ends first (s then holds where it stopped). Only strings and nesting are tracked: the
+// event's object is validated when it is decoded (DecodeObject).
 func (s *endState) find(b []byte, i int) (int, bool) {
 	for ; i < len(b); i++ {
 		c := b[i]
@@ -182,215 +179,4 @@ func (s *endState) find(b []byte, i int) (int, bool) {
 		}
 	}
 	return 0, false
-}
-
-// maxNesting is the deepest nesting validJSON accepts, encoding/json's limit.
-const maxNesting = 10000
-
-// errTooDeep is validJSON's error for text nested deeper than maxNesting.
-var errTooDeep = errors.New("exceeded max depth")
-
-// validJSON returns nil when b is exactly one JSON value (surrounding whitespace allowed), and
-// otherwise an error naming the offset, as encoding/json.Valid decides: it does not check
-// that strings are valid UTF-8 (neither does encoding/json).
-func validJSON(b []byte) error {
-	v := validator{b: b}
-	if err := v.value(); err != nil {
-		return err
-	}
-	if i := skipSpace(b, v.i); i != len(b) {
-		return v.invalid(i, "after top-level value")
-	}
-	return nil
-}
-
-// validator checks JSON text by recursive descent.
-type validator struct {
-	b     []byte
-	i     int
-	depth int
-}
-
-// invalid returns the error for the byte at i, or for the end of the text.
-func (v *validator) invalid(i int, context string) error {
-	if i >= len(v.b) {
-		return errTruncated
-	}
-	return fmt.Errorf("invalid character %q %s at offset %d", v.b[i], context, i)
-}
-
-// value checks the value at or after v.i and moves v.i past it.
-func (v *validator) value() error {
-	v.i = skipSpace(v.b, v.i)
-	if v.i >= len(v.b) {
-		return errTruncated
-	}
-	switch c := v.b[v.i]; {
-	case c == '{':
-		return v.container('}')
-	case c == '[':
-		return v.container(']')
-	case c == '"':
-		return v.str()
-	case c == '-' || c >= '0' && c <= '9':
-		return v.number()
-	case c == 't':
-		return v.literal("true")
-	case c == 'f':
-		return v.literal("false")
-	case c == 'n':
-		return v.literal("null")
-	default:
-		return v.invalid(v.i, "looking for beginning of value")
-	}
-}
-
-// container checks the object (closing '}') or array (closing ']') whose opening is at v.i.
-func (v *validator) container(closing byte) error {
-	if v.depth++; v.depth > maxNesting {
-		return errTooDeep
-	}
-	v.i = skipSpace(v.b, v.i+1)
-	if v.i < len(v.b) && v.b[v.i] == closing {
-		v.i++
-		v.depth--
-		return nil
-	}
-	for {
-		if closing == '}' {
-			v.i = skipSpace(v.b, v.i)
-			if v.i >= len(v.b) || v.b[v.i] != '"' {
-				return v.invalid(v.i, "looking for beginning of object key string")
-			}
-			if err := v.str(); err != nil {
-				return err
-			}
-			v.i = skipSpace(v.b, v.i)
-			if v.i >= len(v.b) || v.b[v.i] != ':' {
-				return v.invalid(v.i, "after object key")
-			}
-			v.i++
-		}
-		if err := v.value(); err != nil {
-			return err
-		}
-		v.i = skipSpace(v.b, v.i)
-		switch {
-		case v.i >= len(v.b):
-			return errTruncated
-		case v.b[v.i] == ',':
-			v.i++
-		case v.b[v.i] == closing:
-			v.i++
-			v.depth--
-			return nil
-		default:
-			return v.invalid(v.i, "after a value in an object or array")
-		}
-	}
-}
-
-// str checks the string whose opening quote is at v.i.
-func (v *validator) str() error {
-	b := v.b
-	for i := v.i + 1; i < len(b); i++ {
-		for i < len(b) && b[i] >= 0x20 && b[i] != '"' && b[i] != '\\' {
-			i++
-		}
-		if i >= len(b) {
-			break
-		}
-		switch c := b[i]; {
-		case c == '"':
-			v.i = i + 1
-			return nil
-		case c < 0x20:
-			return v.invalid(i, "in string literal")
-		case c == '\\':
-			i++
-			if i >= len(b) {
-				return errTruncated
-			}
-			switch b[i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				for k := 1; k <= 4; k++ {
-					if i+k >= len(b) {
-						return errTruncated
-					}
-					if !isHex(b[i+k]) {
-						return v.invalid(i+k, "in \\u hexadecimal character escape")
-					}
-				}
-				i += 4
-			default:
-				return v.invalid(i, "in string escape code")
-			}
-		}
-	}
-	return errTruncated
-}
-
-// number checks the number at v.i: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func (v *validator) number() error {
-	b, i := v.b, v.i
-	if b[i] == '-' {
-		i++
-	}
-	switch {
-	case i >= len(b):
-		return errTruncated
-	case b[i] == '0':
-		i++
-	case b[i] >= '1' && b[i] <= '9':
-		i = digits(b, i)
-	default:
-		return v.invalid(i, "in numeric literal")
-	}
-	if i < len(b) && b[i] == '.' {
-		if i++; i >= len(b) || !isDigit(b[i]) {
-			return v.invalid(i, "after decimal point in numeric literal")
-		}
-		i = digits(b, i)
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if i >= len(b) || !isDigit(b[i]) {
-			return v.invalid(i, "in exponent of numeric literal")
-		}
-		i = digits(b, i)
-	}
-	v.i = i
-	return nil
-}
-
-// literal checks that the literal word (true, false or null) is at v.i.
-func (v *validator) literal(word string) error {
-	for k := 0; k < len(word); k++ {
-		if v.i+k >= len(v.b) {
-			return errTruncated
-		}
-		if v.b[v.i+k] != word[k] {
-			return v.invalid(v.i+k, "in literal "+word)
-		}
-	}
-	v.i += len(word)
-	return nil
-}
-
-// digits returns the index of the first byte at or after i that is not a decimal digit.
-func digits(b []byte, i int) int {
-	for i < len(b) && isDigit(b[i]) {
-		i++
-	}
-	return i
-}
-
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
-
-func isHex(c byte) bool {
-	return isDigit(c) || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }

@@ -125,18 +125,17 @@ func TestWatchFramerFramesAsApimachinery(t *testing.T) {
 	}
 }
 
-// TestWatchFramerRejectsBadStreams checks that a malformed frame, a stream cut inside a frame,
-// and a value that is not an object end the stream with an error naming the problem, and that
-// the frames before them are read.
+// TestWatchFramerRejectsBadStreams checks that a stream cut inside a frame and a value that is
+// not an object end the stream with an error naming the problem, and that the frames before
+// them are read. (A frame whose object is malformed is framed: the object is validated when it
+// is decoded, and skipped alone, TestWatchSkipsAnObjectThatDoesNotDecode.)
 func TestWatchFramerRejectsBadStreams(t *testing.T) {
 	for _, c := range []struct {
 		stream string
 		want   string
 	}{
-		{`{"type":"ADDED"} {"type":"ADDED","object":{"a":01}}`, "invalid character '1'"},
 		{`{"type":"ADDED"} {"type":"ADD`, io.ErrUnexpectedEOF.Error()},
 		{`{"type":"ADDED"} ["not","an","object"]`, "expected a JSON object"},
-		{"{\"type\":\"ADDED\"} {\"type\":\"a\x01\"}", "in string literal"},
 	} {
 		frames, err := readFrames(watchFramer{}.NewFrameReader(io.NopCloser(strings.NewReader(c.stream))), 8)
 		if len(frames) != 1 || err == nil || !strings.Contains(err.Error(), c.want) {

@@ -232,27 +232,61 @@ var errDuplicateMember = errors.New("a member occurs twice")
 // cannot tell which counts). The cache uses it to compare two versions of an object as bytes
 // around the values every version changes (pkg/cache fromjson.go).
 func ValueRange(raw []byte, path ...string) (start, end int, found bool, err error) {
-	start, end = 0, len(raw)
+	m, found, err := MemberRange(raw, path...)
+	return m.ValueStart, m.End, found, err
+}
+
+// MemberSpan is where one member of a JSON object is in the object's text (MemberRange).
+type MemberSpan struct {
+	// Start is the index of the member name's opening quote; ValueStart and End delimit its
+	// value.
+	Start, ValueStart, End int
+	// CutStart and CutEnd delimit the member with one comma that separates it from a
+	// neighbour, what leaves a valid object when removed: from the end of the member before
+	// it, else to the name of the member after it, else the member alone (the only one).
+	CutStart, CutEnd int
+}
+
+// MemberRange returns where the member at path is in raw, the JSON text of an object (see
+// ValueRange, which returns its value: the same rules, found and errors), for a caller that
+// replaces or removes the whole member (a template view's metadata.finalizers, pkg/cache
+// template.go). The member is found by walking the objects on the path, whatever the spacing
+// and escapes of the text, never by searching for its bytes.
+func MemberRange(raw []byte, path ...string) (span MemberSpan, found bool, err error) {
+	start, end := 0, len(raw)
+	span = MemberSpan{ValueStart: start, End: end, CutStart: start, CutEnd: end}
 	for i, name := range path {
 		if i > 0 && raw[start] != '{' {
-			return 0, 0, false, nil // the value on the way is not an object
+			return MemberSpan{}, false, nil // the value on the way is not an object
 		}
-		s, e, n := 0, 0, 0
+		var prevEnd, n int
+		var last bool
+		var s MemberSpan
 		_, _, err = walkObject(raw[:end], start, func(m member) error {
-			if string(memberName(m.key)) == name {
-				s, e, n = m.valueStart, m.end, n+1
+			if last {
+				s.CutEnd, last = m.start, false // the name of the member after it
 			}
+			if string(memberName(m.key)) == name {
+				n++
+				s = MemberSpan{Start: m.start, ValueStart: m.valueStart, End: m.end, CutStart: m.start, CutEnd: m.end}
+				if prevEnd > 0 {
+					s.CutStart = prevEnd
+				} else {
+					last = true
+				}
+			}
+			prevEnd = m.end
 			return nil
 		})
 		switch {
 		case err != nil:
-			return 0, 0, false, err
+			return MemberSpan{}, false, err
 		case n > 1:
-			return 0, 0, false, fmt.Errorf("%w: %q", errDuplicateMember, name)
+			return MemberSpan{}, false, fmt.Errorf("%w: %q", errDuplicateMember, name)
 		case n == 0:
-			return 0, 0, false, nil
+			return MemberSpan{}, false, nil
 		}
-		start, end = s, e
+		span, start, end = s, s.ValueStart, s.End
 	}
-	return start, end, true, nil
+	return span, true, nil
 }

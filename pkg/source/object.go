@@ -14,7 +14,7 @@ import (
 )
 
 // Annotation is an annotation the object client adds to every object that lacks it
-// (NewObjectClient): a plain source's kcp.io/cluster (DESIGN.md, "Names").
+// (NewObjectClient): a plain source's kcp.io/cluster (docs/design.md, "Names").
 type Annotation struct {
 	// Key is the annotation's key; "" adds nothing.
 	Key string
@@ -23,8 +23,8 @@ type Annotation struct {
 }
 
 // Object is one object of the source as the source sent it: its JSON bytes, without
-// metadata.managedFields (views never show them, DESIGN.md "The location view"), and the
-// metadata the cache indexes, read from those bytes without decoding the rest (issue 12: a
+// metadata.managedFields (views never show them, docs/design.md, "The location view"), and the
+// metadata the cache indexes, read from those bytes without decoding the rest (a
 // cached object is bytes). List and Watch hand the cache Objects when the Source has an
 // object client (Config.Objects).
 //
@@ -38,7 +38,7 @@ type Annotation struct {
 // costs one allocation that lives, and the garbage of a first list is one large block (its
 // body) or one reused buffer (a streaming list's frames): no short-lived copy of each object
 // is interleaved with the kept ones, which fragmented the heap and kept the start-up peak
-// resident (issue 12 target 2).
+// resident.
 type Object struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
@@ -50,6 +50,9 @@ type Object struct {
 	added          bool
 	addedKey       string
 	hadAnnotations bool
+	// decodeErr, when set, says why the object's JSON does not decode (DecodeError): raw is
+	// nil, and the metadata holds what could be read of it.
+	decodeErr error
 }
 
 var (
@@ -68,6 +71,15 @@ func (o *Object) JSON() []byte { return o.raw }
 func (o *Object) Added() (key string, hadAnnotations, ok bool) {
 	return o.addedKey, o.hadAnnotations, o.added
 }
+
+// DecodeError returns why the object's JSON does not decode, for an item of a list or the
+// object of a watch event that DecodeObject refused (nil for every other Object). Such an
+// Object has no JSON; its ObjectMeta holds what could be read of its metadata (name,
+// namespace, uid, resourceVersion, annotations), so that the cache can count it, log it once
+// per object version and keep serving the version it has (docs/views.md, "Objects that do not
+// decode"). The object client hands it over instead of failing the whole list or watch: the
+// reflector would retry the same list or event forever, and the resource would never sync.
+func (o *Object) DecodeError() error { return o.decodeErr }
 
 // DeepCopyObject implements runtime.Object. The copy shares the (immutable) JSON bytes.
 func (o *Object) DeepCopyObject() runtime.Object {
@@ -89,13 +101,83 @@ func (o *Object) UnmarshalJSON(data []byte) error {
 // DecodeObject reads an Object from data, one JSON object: apiVersion, kind and the metadata
 // fields Object keeps. Only the metadata is decoded; spec, status and every other field are kept
 // as the source wrote them, in a new slice (data is not kept), without metadata.managedFields
-// and with add (when its Key is set) added to an object that lacks it and has metadata. Errors
-// name what is malformed (text that is not a JSON object, a metadata field of the wrong type).
+// and with add (when its Key is set) added to an object that lacks it and has metadata.
+//
+// data is validated first (checkJSON) and read as kube-apiserver's decoder reads it
+// (sigs.k8s.io/json, non-strict, which client-go also uses on the responses of the view), so
+// that what the cache indexes (names, labels, annotations) is what a client of the view
+// decodes from the kept bytes:
+//   - text with a string of invalid UTF-8 or an object with a member name twice is normalized:
+//     the kept bytes are the decoder's reading encoded again (encoding/json, as kube-apiserver
+//     writes objects), where invalid UTF-8 is U+FFFD and the last of duplicate members counts;
+//   - a number outside the range of a float64 is an error (the decoder refuses the object).
+//
+// Errors name what is malformed (text that is not a JSON object, a number out of range, a
+// metadata field of the wrong type).
 func DecodeObject(data []byte, add Annotation) (*Object, error) {
+	report, err := checkJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("cannot decode an object of the source: %w", err)
+	}
+	if report.badNumber != nil {
+		return nil, fmt.Errorf("cannot decode an object of the source: %w", report.badNumber)
+	}
+	if report.normalize {
+		if data, err = normalized(data); err != nil {
+			return nil, fmt.Errorf("cannot decode an object of the source: %w", err)
+		}
+	}
+	return decodeChecked(data, add)
+}
+
+// normalized returns data, valid JSON text, as kube-apiserver's decoder reads it and its
+// encoder writes it: decoded by sigs.k8s.io/json (invalid UTF-8 read as U+FFFD, the last of
+// duplicate members kept, integers kept as integers) and encoded by encoding/json.
+func normalized(data []byte) ([]byte, error) {
+	var v interface{}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &v); err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
+}
+
+// DecodeItem returns the Object of data, an item of a list or the object of a watch event, as
+// the object client reads them: DecodeObject's, or when DecodeObject refuses data an Object
+// that carries the error (DecodeError) and what can be read of its metadata (name, namespace,
+// uid, resourceVersion, annotations, apiVersion, kind), so that the cache can skip that
+// version alone. It never returns nil.
+func DecodeItem(data []byte, add Annotation) *Object {
+	o, err := DecodeObject(data, add)
+	if err == nil {
+		return o
+	}
+	o = &Object{decodeErr: err}
+	str := func(field string) string {
+		start, end, found, err := ValueRange(data, "metadata", field)
+		if err != nil || !found {
+			return ""
+		}
+		s, _ := unquote(data[start:end])
+		return s
+	}
+	o.Name, o.Namespace, o.UID, o.ResourceVersion = str("name"), str("namespace"), types.UID(str("uid")), str("resourceVersion")
+	if start, end, found, err := ValueRange(data, "metadata", "annotations"); err == nil && found {
+		o.Annotations, _ = stringMap(data[start:end])
+	}
+	for field, dst := range map[string]*string{"apiVersion": &o.APIVersion, "kind": &o.Kind} {
+		if start, end, found, err := ValueRange(data, field); err == nil && found {
+			*dst, _ = unquote(data[start:end])
+		}
+	}
+	return o
+}
+
+// decodeChecked is DecodeObject on data that checkJSON found valid and as a decoder reads it.
+func decodeChecked(data []byte, add Annotation) (*Object, error) {
 	o := &Object{}
 	var meta metaLayout
 	cutStart, cutEnd := -1, -1
-	_, end, err := walkObject(data, 0, func(m member) error {
+	_, _, err := walkObject(data, 0, func(m member) error {
 		v := data[m.valueStart:m.end]
 		switch string(memberName(m.key)) {
 		case "apiVersion":
@@ -115,9 +197,6 @@ func DecodeObject(data []byte, add Annotation) (*Object, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cannot decode an object of the source: %w", err)
-	}
-	if i := skipSpace(data, end); i != len(data) {
-		return nil, fmt.Errorf("cannot decode an object of the source: unexpected data after the object at offset %d", i)
 	}
 	at, replace := -1, 0
 	var insert []byte
@@ -211,7 +290,10 @@ func (o *Object) WithAnnotation(key, value string) ([]byte, error) {
 	if _, ok := o.Annotations[key]; ok {
 		return nil, fmt.Errorf("the object has the annotation %q already", key)
 	}
-	d, err := DecodeObject(o.raw, Annotation{Key: key, Value: value})
+	if o.decodeErr != nil {
+		return nil, o.decodeErr
+	}
+	d, err := decodeChecked(o.raw, Annotation{Key: key, Value: value})
 	if err != nil {
 		return nil, err
 	}
@@ -378,14 +460,12 @@ func (l *List) DeepCopyObject() runtime.Object {
 
 // decodeList decodes a list body into l: apiVersion, kind and metadata (ListMeta, decoded as
 // Kubernetes does: sigs.k8s.io/json, case-sensitive) and each item as an Object (DecodeObject,
-// adding add).
-// The body is validated (validJSON) and walked, not decoded into a tree: a first list of a
-// resource is the bulk of the cache's start-up.
+// adding add). An item that DecodeObject refuses is in l.Items as an Object that carries the
+// error (DecodeItem): one such item does not fail the list. The body is walked, not decoded
+// into a tree (a first list of a resource is the bulk of the cache's start-up), and each item
+// is validated once, by DecodeObject; text the walker cannot split into items is an error.
 func decodeList(data []byte, l *List, add Annotation) error {
 	*l = List{}
-	if err := validJSON(data); err != nil {
-		return fmt.Errorf("cannot decode a list of the source: %w", err)
-	}
 	_, end, err := walkObject(data, 0, func(m member) error {
 		v := data[m.valueStart:m.end]
 		switch string(memberName(m.key)) {
@@ -402,11 +482,7 @@ func decodeList(data []byte, l *List, add Annotation) error {
 				return nil
 			}
 			_, err := walkArray(data, m.valueStart, func(start, end int) error {
-				o, err := DecodeObject(data[start:end], add)
-				if err != nil {
-					return fmt.Errorf("items[%d]: %w", len(l.Items), err)
-				}
-				l.Items = append(l.Items, o)
+				l.Items = append(l.Items, DecodeItem(data[start:end], add))
 				return nil
 			})
 			return err
@@ -421,7 +497,9 @@ func decodeList(data []byte, l *List, add Annotation) error {
 	}
 	itemKind := strings.TrimSuffix(l.Kind, "List")
 	for _, o := range l.Items {
-		o.setTypeMeta(l.APIVersion, itemKind)
+		if o.decodeErr == nil {
+			o.setTypeMeta(l.APIVersion, itemKind)
+		}
 	}
 	return nil
 }

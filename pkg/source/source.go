@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/openapi"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/watchlist"
 )
@@ -167,4 +168,14 @@ func (s *Source) Resource(gvr schema.GroupVersionResource, namespace string) dyn
 		return s.cfg.Dynamic.Resource(gvr)
 	}
 	return s.cfg.Dynamic.Resource(gvr).Namespace(namespace)
+}
+
+// OpenAPIV3 returns the client of the source's OpenAPI v3 index and documents (/openapi/v3),
+// which views serve for the resources they serve.
+func (s *Source) OpenAPIV3() openapi.Client { return s.cfg.Discovery.OpenAPIV3() }
+
+// OpenAPIV2 returns the source's OpenAPI v2 document (/openapi/v2) as JSON. Errors are the
+// source's API errors.
+func (s *Source) OpenAPIV2(ctx context.Context) ([]byte, error) {
+	return s.cfg.Discovery.RESTClient().Get().AbsPath("/openapi/v2").SetHeader("Accept", "application/json").Do(ctx).Raw()
 }

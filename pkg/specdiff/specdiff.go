@@ -1,5 +1,5 @@
 // Package specdiff applies an object's per-location patch, the annotation
-// spec-diff.kcp.io/<location> (DESIGN.md, "Names": an RFC 6902 JSON patch that the location's
+// spec-diff.kcp.io/<location> (docs/design.md, "Names": an RFC 6902 JSON patch that the location's
 // view applies after the Customizations; controllers such as the replica splitter write it, and
 // people may). The view applies it and never shows the annotation itself; the rest of the
 // rendering (hiding other locations' data, Customizations) lives with its callers.

@@ -1,4 +1,4 @@
-// Package statuscollector evaluates StatusCollectors (issue 14 item 5): it compiles their CEL
+// Package statuscollector evaluates StatusCollectors: it compiles their CEL
 // expressions with k8s.io/apiserver's CEL environment and cost limit, and summarizes the rows,
 // one per (object, location) pair with a status, into the results of a StatusSummary.
 package statuscollector

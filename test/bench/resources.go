@@ -17,7 +17,7 @@ type benchResource struct {
 
 // benchResources are the resources mapper-apiserver mirrors: ConfigMaps and Deployments hold the
 // data set; the other eight hold only scenario 2's watch set (watchset.go), created after
-// scenarios 5, 4 and 1 measured, so that issue 12's target 4 can watch 10 resources per location.
+// scenarios 5, 4 and 1 measured, so that every location can watch 10 resources at once (scenario 2's second part).
 // All ten are served by a plain kube-apiserver without controllers or extra set-up (Services are
 // headless: the source's service IP range has 254 addresses). ResourceQuotas and LimitRanges are
 // left out: they would change the admission of the data set's namespaces.

@@ -1,9 +1,9 @@
 // Package bench is cluster-mapper's benchmark at the design scale: it starts etcd, a source
 // kube-apiserver and mapper-apiserver from the testenv as real processes, loads a data set of
-// ConfigMaps and Deployments assigned to locations, runs the seven scenarios of issue 7 side by
-// side with kube-apiserver, scenario 8 of issue 13 (location heartbeats against the real
-// mapper-controller), scenario 9 of issue 14 (customized views), scenario 10
-// (placement of applications at scale) and scenario 11 of issue 12 (a status write storm through the views),
+// ConfigMaps and Deployments assigned to locations, runs the seven scenarios of bench/RESULTS.md side by
+// side with kube-apiserver, scenario 8 (location heartbeats against the real
+// mapper-controller), scenario 9 (customized views), scenario 10
+// (placement of applications at scale) and scenario 11 (a status write storm through the views),
 // and writes RESULTS.md and results.json.
 //
 // hack/bench is the command (`make bench`, `make bench-quick`); quick_test.go runs the quick

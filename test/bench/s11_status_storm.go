@@ -40,7 +40,7 @@ const (
 	stormDrainTimeout = 60 * time.Second
 )
 
-// scenarioStatusStorm is scenario 11 (issue 12, target 7): cfg.StormLocations locations write
+// scenarioStatusStorm is scenario 11: cfg.StormLocations locations write
 // the status of the same cfg.StormObjects Deployments through their views, all locations at
 // once, while one watch per location watches its view. Measured: the watch events the status
 // writes cause across the locations' watches per status write (each location's status record,

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Scenario 2's second part, issue 12's target 4: every location watches all 10 mirrored
+// Scenario 2's second part: every location watches all 10 mirrored
 // resources (benchResources) at once, L×10 watches, idle first (memory per watch) and then under
 // writes spread over the 10 resources (delivery latency, CPU per event), on the views and, for
 // comparison, with the same label-selector watches on kube-apiserver.
@@ -288,7 +288,7 @@ func deliveryCheck(ps ...*phase) Check {
 
 // what describes the part for the scenario's text.
 func (f *resourceFanout) what(cfg Config) string {
-	return fmt.Sprintf("Then issue 12's target 4: every location watches all %d mirrored resources at once (%s), %d watches; a location's %d "+
+	return fmt.Sprintf("Then a mapper's real load: every location watches all %d mirrored resources at once (%s), %d watches; a location's %d "+
 		"watches share one connection of their own (HTTP/2 streams), as one mapper process watching them with client-go would. The "+
 		"%d resources besides ConfigMaps and Deployments hold a watch set of %d objects in %d namespaces of their own (one per location and "+
 		"resource, owned by that location and assigned to 1–3 locations), created for this part after scenarios 5, 4 and 1 measured the "+
@@ -326,7 +326,7 @@ func (f *resourceFanout) comparisons() []Comparison {
 	}
 }
 
-// targets are issue 12's target 4 as the part measured it.
+// targets are those of the 10-resource part as it measured them.
 func (f *resourceFanout) targets(cfg Config) []Target {
 	oursTotal, _, _, kubeMarginal := cpuPer1000(f.base, f.view, f.kube)
 	rss, _, _ := f.viewIdle.perWatch(f.watches)

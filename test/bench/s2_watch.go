@@ -248,7 +248,7 @@ func phaseNotes(ps ...*phase) []string {
 
 // scenarioFanout is scenario 2: one watcher per location, writes at a fixed rate; delivery
 // latency and serving CPU per 1000 events, view vs label-selector watches on kube-apiserver.
-// Then issue 12's target 4 (s2_resources.go): every location watches 10 resources, idle (memory
+// Then the 10-resource part (s2_resources.go): every location watches 10 resources, idle (memory
 // per watch) and under writes spread over them.
 func (e *env) scenarioFanout(ctx context.Context) *Scenario {
 	s := &Scenario{ID: 2, Title: "Watch fan-out", Ran: true}

@@ -30,7 +30,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/test/framework"
 )
 
-// Location heartbeat model of issue 13: every mapper renews its Lease every 10 s and writes its
+// Location heartbeat model (docs/locations.md): every mapper renews its Lease every 10 s and writes its
 // SyncTarget status at most once a minute (heartbeat.DefaultRenewInterval and
 // DefaultStatusInterval).
 const (
@@ -46,7 +46,7 @@ const apiserverRequests = "apiserver_request_total"
 // mapper runs) in this process; the real mapper-controller watches them. Measured over
 // cfg.LocationsWindow: mapper-controller's CPU and RSS, the source's request rates and CPU.
 // Checked: no location but the stopped one leaves Ready=True, and the stopped one becomes
-// Ready=Unknown within the grace period (+5 s, issue 13's bound for a killed mapper).
+// Ready=Unknown within the grace period (+5 s, the bound docs/locations.md gives for a killed mapper).
 func (e *env) scenarioLocations(ctx context.Context) *Scenario {
 	s := &Scenario{ID: 8, Title: "Location heartbeats", Subject: "mapper-controller"}
 	start := time.Now()
@@ -211,7 +211,7 @@ sampling:
 		"the source from `/proc`, and the source's request rates from the deltas of kube-apiserver's `%s` (by verb and "+
 		"resource; all clients, including mapper-controller's leader election). At the start of the window the heartbeat of "+
 		"`%s` stops, as a killed mapper would. There is no alternative to compare with; the write-load rows compare with "+
-		"issue 13's model: L/10 s Lease renewals plus mapper-controller's leader election (one renewal per 2 s retry period), "+
+		"the heartbeat model: L/10 s Lease renewals plus mapper-controller's leader election (one renewal per 2 s retry period), "+
 		"and L/60 s status writes (reached only by windows of a minute or more: every location writes its status once when "+
 		"it starts, before the window).",
 		n, n, contract.ControlNamespace, n, locationRenewInterval, locationRenewInterval, locationStatusInterval, grace, window,
@@ -220,7 +220,7 @@ sampling:
 		{Metric: "mapper-controller CPU", Unit: "cores", Ours: cpu["mapper-controller"] / window, AltValue: math.NaN(), LowerIsBetter: true},
 		{Metric: "mapper-controller RSS (end of window)", Unit: "MiB", Ours: float64(last.RSS) / (1 << 20), AltValue: math.NaN(), LowerIsBetter: true},
 		{Metric: "mapper-controller RSS (peak, VmHWM)", Unit: "MiB", Ours: float64(last.HWM) / (1 << 20), AltValue: math.NaN(), LowerIsBetter: true},
-		{Metric: "source write requests (all writes)", Unit: "req/s", Ours: writes, Alternative: "issue 13's model (Leases + status)", AltValue: modelLease + modelStatus, LowerIsBetter: true},
+		{Metric: "source write requests (all writes)", Unit: "req/s", Ours: writes, Alternative: "the heartbeat model (Leases + status)", AltValue: modelLease + modelStatus, LowerIsBetter: true},
 		{Metric: "source Lease writes", Unit: "req/s", Ours: leaseWrites, Alternative: "L / 10 s + leader election (1 / 2 s)", AltValue: modelLease, LowerIsBetter: true},
 		{Metric: "source SyncTarget status writes", Unit: "req/s", Ours: statusWrites, Alternative: "L / 60 s", AltValue: modelStatus, LowerIsBetter: true},
 		{Metric: "source kube-apiserver CPU", Unit: "cores", Ours: cpu["kube-apiserver"] / window, AltValue: math.NaN(), LowerIsBetter: true},

@@ -25,7 +25,7 @@ const customizedEvery = 10
 // customizedKey is the data key scenario 9's Customizations add (the location's name).
 const customizedKey = "bench-location"
 
-// scenarioCustomized is scenario 9 (issue 14, "Bench"): with one Customization in every tenth
+// scenarioCustomized is scenario 9 ("Bench"): with one Customization in every tenth
 // namespace, adding the location's name to the data of each of its ConfigMaps for every
 // location (so about 10% of the ConfigMaps render differently per location), it measures the
 // re-rendering, RSS, per-location LIST p99 (first and repeated) and watch delivery p99, next to

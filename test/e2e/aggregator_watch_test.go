@@ -19,7 +19,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/test/framework"
 )
 
-// Size and timing of TestViewWatchesThroughAggregator (issue 11 §1).
+// Size and timing of TestViewWatchesThroughAggregator.
 const (
 	aggWatches        = 300
 	aggRequestTimeout = 20 * time.Second

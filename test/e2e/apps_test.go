@@ -139,6 +139,42 @@ func appAssignment(ctx context.Context, src dynamic.Interface, ns, name string) 
 	return location, together, ns + ": " + strings.Join(parts, " ")
 }
 
+// appMovedOff reports whether the application name in ns left held as the deletion protocol
+// allows while held's mapper is stopped: its Deployment is assigned to one location other than
+// held, and each dependency to that location, plus held only while the Deployment still
+// carries held's finalizer (docs/dependencies.md: a dependency leaves a location only once no
+// object referencing it is assigned there or still being removed there).
+func appMovedOff(ctx context.Context, src dynamic.Interface, ns, name, held string) (location string, ok bool, detail string) {
+	objs := appObjects(name)
+	d, err := src.Resource(objs[0].gvr).Namespace(ns).Get(ctx, objs[0].name, metav1.GetOptions{})
+	if err != nil {
+		return "", false, ns + "/" + name + ": " + err.Error()
+	}
+	locs, err := contract.ParseLocations(d.GetAnnotations()[contract.AssignedLocationsAnnotation])
+	if err != nil || len(locs) != 1 || locs[0] == held {
+		return "", false, fmt.Sprintf("%s: deployments/%s=%v", ns, name, locs)
+	}
+	location = locs[0]
+	holding := slices.Contains(d.GetFinalizers(), contract.LocationFinalizer(held))
+	var parts []string
+	ok = true
+	for _, o := range objs[1:] {
+		a := assignedTo(ctx, src, o.gvr, ns, o.name)
+		parts = append(parts, o.String()+"="+a)
+		deps, err := contract.ParseLocations(a)
+		if err != nil || !slices.Contains(deps, location) {
+			ok = false
+			continue
+		}
+		for _, l := range deps {
+			if l != location && (l != held || !holding) {
+				ok = false
+			}
+		}
+	}
+	return location, ok, fmt.Sprintf("%s: deployments/%s=%v (holds %s's finalizer: %v) %s", ns, name, locs, held, holding, strings.Join(parts, " "))
+}
+
 // groupApps are the applications of each namespace placed as a group.
 var groupApps = []string{"web", "api", "worker"}
 
@@ -346,26 +382,39 @@ func TestApplications(t *testing.T) {
 		if err := mappers[held].proc.Stop(); err != nil {
 			t.Fatal(err)
 		}
+		// While held's mapper is stopped its copies stay, so the moved Deployments keep held's
+		// finalizer and their dependencies stay assigned there too (the deletion protocol):
+		// moving whole means every Deployment of a group on one new location with its
+		// dependencies, which leave held once its mapper has deleted the Deployments' copies.
 		mapperEventually(t, ctx, 2*time.Minute, "group-0 and the spread applications on "+held+" moved whole", func() (bool, string) {
+			groupLoc := ""
 			for _, app := range groupApps {
-				loc, together, detail := appAssignment(ctx, env.src, "group-0", app)
-				if !together || loc == held {
+				loc, ok, detail := appMovedOff(ctx, env.src, "group-0", app, held)
+				if !ok || (groupLoc != "" && loc != groupLoc) {
 					return false, detail
 				}
+				groupLoc = loc
 			}
 			for _, app := range onHeld {
-				loc, together, detail := appAssignment(ctx, env.src, spreadNS, app)
-				if !together || loc == held {
+				if _, ok, detail := appMovedOff(ctx, env.src, spreadNS, app, held); !ok {
 					return false, detail
 				}
 			}
 			return true, ""
 		})
-		if used, detail := groupsTogether(ctx, env.src, groupNS); used == nil {
-			t.Errorf("a group was split: %s", detail)
-		}
 		mappers[held].restart()
 		waitSyncTarget(t, ctx, env.dyn, held, 3*time.Minute, "Ready=True again", readyIs(metav1.ConditionTrue, ""))
+		mapperEventually(t, ctx, 2*time.Minute, "the dependencies left "+held+" once its copies were deleted", func() (bool, string) {
+			if used, detail := groupsTogether(ctx, env.src, groupNS); used == nil {
+				return false, detail
+			}
+			for _, app := range onHeld {
+				if loc, together, detail := appAssignment(ctx, env.src, spreadNS, app); !together || loc == held {
+					return false, detail
+				}
+			}
+			return true, ""
+		})
 		env.converge(t, ctx, "moving off "+held, locations...)
 	})
 

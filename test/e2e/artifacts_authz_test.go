@@ -8,12 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -134,27 +132,8 @@ func TestArtifacts(t *testing.T) {
 	args = append(args, deploymentArgs(t, objects)...)
 	server := framework.StartMapperAPIServer(t, source, args...)
 
-	// Point the artifacts' Service at the loopback server, as kube-proxy would at the pods, and
-	// the APIService at its port; the caBundle stays the one kustomize filled in.
-	port := strings.TrimPrefix(server.URL[strings.LastIndex(server.URL, ":"):], ":")
-	if err := admin.CoreV1().Services(artifactsNamespace).Delete(ctx, "mapper-apiserver", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	p, _ := strconv.Atoi(port)
-	if _, err := admin.CoreV1().Services(artifactsNamespace).Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "mapper-apiserver", Namespace: artifactsNamespace},
-		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "localhost", Ports: []corev1.ServicePort{{Name: "https", Port: int32(p)}}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	serveAPIServiceFromLoopback(t, ctx, source, artifactsNamespace, server)
 	apiServicesGVR := schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
-	if _, err := src.Resource(apiServicesGVR).Patch(ctx, framework.APIServiceName, types.MergePatchType, []byte(`{"spec":{"service":{"port":`+port+`}}}`), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	api := &framework.APIService{ControlPlane: source, Server: server}
-	if err := api.WaitAvailable(ctx); err != nil {
-		t.Fatalf("%v\nmapper-apiserver log:\n%s", err, server.Process.LogTail(40))
-	}
 
 	t.Run("example identity for east", func(t *testing.T) {
 		eastToken := serviceAccountToken(t, ctx, admin, artifactsNamespace, "mapper-east")
@@ -285,32 +264,17 @@ func TestArtifacts(t *testing.T) {
 // without those that name the serving port or files inside the pod.
 func deploymentArgs(t *testing.T, objects []*unstructured.Unstructured) []string {
 	t.Helper()
-	for _, o := range objects {
-		if o.GetKind() != "Deployment" || o.GetName() != "mapper-apiserver" {
+	var out []string
+	for _, a := range containerArgs(t, objects, "mapper-apiserver", "mapper-apiserver") {
+		if strings.HasPrefix(a, "--secure-port") || strings.HasPrefix(a, "--tls-") {
 			continue
 		}
-		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
-		for _, c := range containers {
-			c := c.(map[string]interface{})
-			if c["name"] != "mapper-apiserver" {
-				continue
-			}
-			var out []string
-			args, _, _ := unstructured.NestedStringSlice(c, "args")
-			for _, a := range args {
-				if strings.HasPrefix(a, "--secure-port") || strings.HasPrefix(a, "--tls-") {
-					continue
-				}
-				out = append(out, a)
-			}
-			if len(out) == 0 {
-				t.Fatal("the Deployment's container has no arguments to run with")
-			}
-			return out
-		}
+		out = append(out, a)
 	}
-	t.Fatal("the artifacts have no mapper-apiserver Deployment with a mapper-apiserver container")
-	return nil
+	if len(out) == 0 {
+		t.Fatal("the Deployment's container has no arguments to run with")
+	}
+	return out
 }
 
 // decodeAll decodes a multi-document YAML stream.

@@ -19,7 +19,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/test/framework"
 )
 
-// regionEnvRegistryCustomization is a Customization apps/region (issue 14's test): every
+// regionEnvRegistryCustomization is a Customization apps/region, TestCustomization's: every
 // Deployment of apps gets REGION=<its location's region label> in its container "app" (an
 // ApplyConfiguration, merged by the schema's list keys), and every image is pulled from
 // <region>.registry.example (a JSONPatch). regionExpr is the CEL expression of the region.
@@ -43,7 +43,7 @@ func regionEnvRegistryCustomization(regionExpr string) *unstructured.Unstructure
 	}}
 }
 
-// startRegionsEnv starts the environment of issue 14's tests: mapper-apiserver mirroring
+// startRegionsEnv starts the environment of the Customization tests: mapper-apiserver mirroring
 // Deployments, the source namespace apps, and three locations whose SyncTargets are labelled
 // region=eu (east, north) or region=us (west). It returns the environment and the regions.
 func startRegionsEnv(t *testing.T, ctx context.Context) (*locationsEnv, map[string]string) {
@@ -66,7 +66,7 @@ func setRegion(t *testing.T, ctx context.Context, env *locationsEnv, location, r
 	}
 }
 
-// TestCustomization (issue 14, "Tests"): three SyncTargets labelled region=eu or us, a
+// TestCustomization ("Tests"): three SyncTargets labelled region=eu or us, a
 // Customization that sets REGION from the location's region label and rewrites image
 // registries per region, on real servers with three mappers:
 //   - each view shows its own variant, and each target gets it;

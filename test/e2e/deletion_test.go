@@ -201,13 +201,8 @@ func TestDeletionProtocol(t *testing.T) {
 		if n, _, _ := unstructured.NestedInt64(east.Object, "status", "deleting"); n != 1 {
 			t.Errorf("location east's status.deleting = %d, want 1", n)
 		}
-		env.targets["east"].StartAPIServerAgain(env.owner) // outlives the subtest
-		if !mapperEast.proc.Running() {
-			// Its leader-election Lease is in the target: a mapper whose target was down
-			// longer than the lease exits (lost the leader lease), and its Deployment starts
-			// it again.
-			mapperEast.restart()
-		}
+		cameBack := env.targets["east"].StartAPIServerAgain(env.owner) // outlives the subtest
+		mapperEast.afterTargetOutage(t, ctx, env.targets["east"], cameBack)
 		env.awaitSourceGone(t, ctx, deploymentsGVR, "web")
 		env.awaitCopy(t, ctx, "east", deploymentsGVR, "web", false)
 	})

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/test/framework"
 )
 
@@ -53,7 +57,10 @@ func restClient(t *testing.T, cfg *rest.Config) rest.Interface {
 }
 
 // TestViewErrorCodes: a view answers bad requests as kube-apiserver answers the same requests
-// (issue 10 item 7), and a 503 only ever means that the source cannot be reached.
+// (docs/views.md, "Errors"), and a 503 only ever means that the source cannot be reached. A status
+// write's fieldValidation is answered as kube-apiserver answers it: Strict refuses an unknown
+// field, Warn warns of it in the same words (fails without source.RelayWarnings: no Warning
+// header), Ignore says nothing.
 func TestViewErrorCodes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -162,6 +169,75 @@ func TestViewErrorCodes(t *testing.T) {
 		}
 	}
 
+	// fieldValidation=Warn: the write succeeds with the warnings kube-apiserver gives for the
+	// same write of the source's /status, and, as there, the unknown field is dropped (also from
+	// a status kept as a record); Ignore: no warning.
+	directWarnings, viewWarnings := &warningCollector{}, &warningCollector{}
+	directCfg := source.AdminConfig()
+	directCfg.WarningHandler = directWarnings
+	srcWarn, err := dynamic.NewForConfig(directCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	viewCfg := env.server.ViewConfig(source.Admin(), "east")
+	viewCfg.WarningHandler = viewWarnings
+	viewWarn, err := dynamic.NewForConfig(viewCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	putWith := func(c dynamic.ResourceInterface, name, validation string) error {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			obj, err := c.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			obj.Object["status"] = map[string]interface{}{"bogusField": int64(2), "replicas": int64(1)}
+			_, err = c.UpdateStatus(ctx, obj, metav1.UpdateOptions{FieldValidation: validation})
+			return err
+		})
+	}
+	patchWith := func(c dynamic.ResourceInterface, name, validation string) error {
+		_, err := c.Patch(ctx, name, types.MergePatchType, bogus, metav1.PatchOptions{FieldValidation: validation}, "status")
+		return err
+	}
+	for _, w := range []struct {
+		what  string
+		write func(dynamic.ResourceInterface, string, string) error
+	}{{"PUT", putWith}, {"PATCH", patchWith}} {
+		if err := w.write(srcWarn.Resource(deploymentsGVR).Namespace("apps"), "solo", "Warn"); err != nil {
+			t.Fatalf("kube-apiserver: Warn status %s: %v", w.what, err)
+		}
+		want := directWarnings.take()
+		t.Logf("kube-apiserver: Warn status %s warns %q", w.what, want)
+		if len(want) == 0 {
+			t.Fatalf("kube-apiserver gave no warning for a Warn status %s with an unknown field", w.what)
+		}
+		for _, name := range []string{"solo", "shared"} {
+			if err := w.write(viewWarn.Resource(deploymentsGVR).Namespace("apps"), name, "Warn"); err != nil {
+				t.Errorf("Warn status %s of %s through the view: %v", w.what, name, err)
+				continue
+			}
+			if got := viewWarnings.take(); !reflect.DeepEqual(got, want) {
+				t.Errorf("Warn status %s of %s through the view warns %q, kube-apiserver %q", w.what, name, got, want)
+			}
+		}
+	}
+	shared, err := src.Resource(deploymentsGVR).Namespace("apps").Get(ctx, "shared", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if record := shared.GetAnnotations()[contract.StatusRecordAnnotationPrefix+"east"]; record == "" || strings.Contains(record, "bogusField") {
+		t.Errorf("east's record after Warn writes: %q, want one without the unknown field", record)
+	}
+	for _, name := range []string{"solo", "shared"} {
+		if err := putWith(viewWarn.Resource(deploymentsGVR).Namespace("apps"), name, "Ignore"); err != nil {
+			t.Errorf("Ignore status PUT of %s through the view: %v", name, err)
+		}
+		if got := viewWarnings.take(); len(got) > 0 {
+			t.Errorf("Ignore status PUT of %s through the view warns %q", name, got)
+		}
+	}
+
 	// A path that is no API path: the 404 says so, and does not start with an empty resource.
 	nf := probeGet(ctx, view, "/clusters/Not_A_Cluster/api/v1/configmaps", nil)
 	if nf.code != 404 || strings.HasPrefix(nf.msg, ` "`) || !strings.Contains(nf.msg, "could not find the requested resource") {
@@ -181,6 +257,31 @@ func TestViewErrorCodes(t *testing.T) {
 	if strings.Contains(v.GitVersion, "$Format") || strings.Contains(v.GitCommit, "$Format") || v.GitCommit == "" || v.GitVersion == "v0.0.0-master" {
 		t.Errorf("/version is not stamped with the build's version: %+v", v)
 	}
+}
+
+// warningCollector is a rest.WarningHandler that keeps the warnings a client gets.
+type warningCollector struct {
+	mu    sync.Mutex
+	texts []string
+}
+
+func (w *warningCollector) HandleWarningHeader(code int, _, text string) {
+	if code != 299 || text == "" {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.texts = append(w.texts, text)
+}
+
+// take returns the warnings collected since the last take, sorted.
+func (w *warningCollector) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.texts
+	w.texts = nil
+	sort.Strings(out)
+	return out
 }
 
 // code is the HTTP status code of an API error (0 for nil).

@@ -19,11 +19,11 @@ import (
 	"k8s.io/client-go/dynamic"
 )
 
-// Names of the test data (DESIGN.md "Names").
+// Names of the test data (docs/design.md, "Names").
 const (
 	assignedAnnotation = "kcp.io/assigned-locations"
 	// locationLabelPrefix marks each assigned location with a label too, so kube-apiserver's
-	// label-selector list is the ground truth of every view (DESIGN.md "Testing notes").
+	// label-selector list is the ground truth of every view (docs/design.md, "Testing notes").
 	locationLabelPrefix = "e2e.kcp.io/loc-"
 )
 

@@ -22,12 +22,12 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/test/framework"
 )
 
-// mapperGroup is the API group of mapper-apiserver (DESIGN.md "Names").
+// mapperGroup is the API group of mapper-apiserver (docs/design.md, "Names").
 const mapperGroup = "mapper.kcp.io"
 
 var locationsGVR = schema.GroupVersionResource{Group: mapperGroup, Version: "v1alpha1", Resource: "locations"}
 
-// viewRule is the RBAC rule of DESIGN.md ("Authorization") for location with verbs, written out
+// viewRule is the RBAC rule of docs/design.md ("Authorization") for location with verbs, written out
 // here rather than taken from the code under test.
 func viewRule(location string, verbs ...string) rbacv1.PolicyRule {
 	return rbacv1.PolicyRule{

@@ -35,7 +35,7 @@ const (
 // Customizations of one cluster apart).
 func flavorOf(cluster string, version int) string { return fmt.Sprintf("%s-v%d", cluster, version) }
 
-// TestKCPCustomizationsPerCluster (issue 14, kcp mode) runs mapper-apiserver in
+// TestKCPCustomizationsPerCluster (kcp mode) runs mapper-apiserver in
 // --source-mode=kcp against a real kube-apiserver behind kcpproxy with two logical clusters that
 // hold the same namespace, the same ConfigMap and a Customization with the same namespace/name,
 // each setting a different data.flavor:
@@ -47,7 +47,7 @@ func flavorOf(cluster string, version int) string { return fmt.Sprintf("%s-v%d",
 //     only; re-creating it (seen by watch) brings it back, the other cluster's unchanged.
 //
 // The Follower's informers must key Customizations by logical cluster as well as
-// namespace/name (DESIGN.md, "logical cluster of a source object"); client-go's informers key
+// namespace/name (docs/design.md, "Names"); client-go's informers key
 // by namespace/name only, and lose one of the two.
 func TestKCPCustomizationsPerCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -22,7 +22,7 @@ import (
 // same columns and values through a location view as against the source kube-apiserver for the
 // same objects (its label-selector twin), AGE aside, for every kind TestMapperTransform mirrors:
 // built-in kinds through kube-apiserver's own printers, the custom resource through its CRD's
-// printer columns (DESIGN.md "The location view": Table output identical to kube-apiserver's).
+// printer columns (docs/design.md, "The location view": Table output identical to kube-apiserver's).
 func TestKubectlTablesMatchKubeAPIServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

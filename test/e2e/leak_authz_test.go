@@ -29,7 +29,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/test/framework"
 )
 
-// Size of the randomized leak test (issue 4).
+// Size of the randomized leak test.
 const (
 	leakLocations = 20
 	leakObjects   = 2000
@@ -224,7 +224,7 @@ func (w *leakWatcher) fail(err error) {
 }
 
 // annotationLocations parses the object's assignment annotation; a value that does not parse is
-// no location (DESIGN.md "Names").
+// no location (docs/design.md, "Names").
 func annotationLocations(obj *unstructured.Unstructured) sets.Set[string] {
 	var locs []string
 	if err := json.Unmarshal([]byte(obj.GetAnnotations()[assignedAnnotation]), &locs); err != nil {
@@ -233,7 +233,7 @@ func annotationLocations(obj *unstructured.Unstructured) sets.Set[string] {
 	return sets.New(locs...)
 }
 
-// TestLocationLeak is the randomized leak test of issue 4: 20 locations, 2,000 objects, 500
+// TestLocationLeak: 20 locations, 2,000 objects, 500
 // random assignment changes, while one watcher per location (with only its own permission,
 // half through the aggregator and half straight to mapper-apiserver) lists and watches its
 // view. No watcher may ever receive an object that was not assigned to its location at the
@@ -602,7 +602,7 @@ func statusPhase(t *testing.T, ctx context.Context, source *framework.ControlPla
 		}
 	}
 	// The round trip changes nothing a view shows (last-applied-configuration is hidden), so it
-	// is no event in any view (issue 10 item 11). A label every view shows, written after it,
+	// is no event in any view. A label every view shows, written after it,
 	// is: once a watcher received that, it received (and scanned) anything the round trip
 	// could have sent it.
 	for _, tg := range targets {

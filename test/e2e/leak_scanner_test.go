@@ -11,9 +11,9 @@ import (
 
 // leakScanner greps the raw bytes of every response a client receives (list and get bodies,
 // status write answers, every watch frame as it arrives) for needles that must never appear
-// in them: the names of other locations and markers from their status records (issue 10 item
-// 10: "a view never shows another location"). It wraps the client's transport (rest.Config's
-// WrapTransport), so it sees exactly the bytes client-go decodes.
+// in them: the names of other locations and markers from their status records (docs/design.md,
+// "The location view": a view never shows another location). It wraps the client's transport
+// (rest.Config's WrapTransport), so it sees exactly the bytes client-go decodes.
 type leakScanner struct {
 	owner   string
 	needles [][]byte

@@ -29,7 +29,7 @@ type watchFrame struct {
 	} `json:"object"`
 }
 
-// TestViewLegacyWatchPath is issue 10 item 6 end to end: the deprecated
+// TestViewLegacyWatchPath: the deprecated
 // /api/v1/watch/namespaces/<ns>/configmaps path inside a view is a watch stream, as
 // kube-apiserver serves it (its installer's legacy watch routes), both on mapper-apiserver
 // directly and through the aggregator, whose long-running check must keep the stream open

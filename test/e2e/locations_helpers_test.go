@@ -105,15 +105,12 @@ var eventsGVR = schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1
 func waitEvent(t *testing.T, ctx context.Context, dyn dynamic.Interface, name, reason string) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		list, err := dyn.Resource(eventsGVR).List(ctx, metav1.ListOptions{})
+		events, err := syncTargetEvents(ctx, dyn, name)
 		if err != nil {
 			return false, nil
 		}
-		for _, e := range list.Items {
-			kind, _, _ := unstructured.NestedString(e.Object, "regarding", "kind")
-			n, _, _ := unstructured.NestedString(e.Object, "regarding", "name")
-			r, _, _ := unstructured.NestedString(e.Object, "reason")
-			if kind == "SyncTarget" && n == name && r == reason {
+		for _, e := range events {
+			if r, _, _ := unstructured.NestedString(e.Object, "reason"); r == reason {
 				return true, nil
 			}
 		}
@@ -138,4 +135,36 @@ func reportReady(t *testing.T, ctx context.Context, source *framework.ControlPla
 			}})
 	}()
 	waitSyncTarget(t, ctx, dyn, location, time.Minute, "Ready=True", readyIs(metav1.ConditionTrue, ""))
+}
+
+// syncTargetEvents lists the Events about SyncTarget name.
+func syncTargetEvents(ctx context.Context, dyn dynamic.Interface, name string) ([]unstructured.Unstructured, error) {
+	list, err := dyn.Resource(eventsGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []unstructured.Unstructured
+	for _, e := range list.Items {
+		kind, _, _ := unstructured.NestedString(e.Object, "regarding", "kind")
+		n, _, _ := unstructured.NestedString(e.Object, "regarding", "name")
+		if kind == "SyncTarget" && n == name {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// eventMessages returns the notes of the Events about SyncTarget name.
+func eventMessages(t *testing.T, ctx context.Context, dyn dynamic.Interface, name string) []string {
+	t.Helper()
+	events, err := syncTargetEvents(ctx, dyn, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range events {
+		note, _, _ := unstructured.NestedString(e.Object, "note")
+		out = append(out, note)
+	}
+	return out
 }

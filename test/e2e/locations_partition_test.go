@@ -14,11 +14,11 @@ import (
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 )
 
-// partitionOutage is how long the target stays unreachable in TestLocationPartition (issue 13:
-// "stop a target kube-apiserver for 2 minutes while the source changes").
+// partitionOutage is how long the target stays unreachable in TestLocationPartition:
+// a target kube-apiserver is stopped for 2 minutes while the source changes.
 const partitionOutage = 2 * time.Minute
 
-// TestLocationPartition is issue 13's partition test and its "intermittent connectivity" item:
+// TestLocationPartition is the partition test, with intermittent connectivity:
 // the target kube-apiserver of a pull mapper is killed and kept down for two minutes while
 // the source deletes, changes, creates and re-assigns objects. Meanwhile the mapper reports
 // Ready=False (TargetUnreachable) and the location's view keeps serving the new state. When

@@ -20,7 +20,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/test/framework"
 )
 
-// TestLocationsTable is issue 13 §5 and issue 10 item 2's report on the real control plane,
+// TestLocationsTable checks `kubectl get locations` and the unlistable-resource report on the real control plane,
 // with real kubectl through the source's aggregator. mapper-apiserver's source identity may
 // list ConfigMaps, SyncTargets and Leases (the rules of artifacts/rbac.yaml) but not the CRD
 // gates.example.com. Then:

@@ -51,7 +51,7 @@ type lcEnv struct {
 	cluster map[string]dynamic.Interface
 }
 
-// TestLogicalClusters (issue 11 section 2) runs mapper-apiserver in kcp mode against a real
+// TestLogicalClusters runs mapper-apiserver in kcp mode against a real
 // kube-apiserver behind kcpproxy, with 50 logical clusters and 2,000 ConfigMaps whose
 // namespace/name recurs in every cluster:
 //   - each location's per-cluster views (/clusters/<c>) and all-cluster view equal the
@@ -450,7 +450,7 @@ func (e *lcEnv) mutate(t *testing.T, ctx context.Context, cluster, ns, name stri
 }
 
 // lcMapperEnv runs east's mapper with client-go's streaming lists off and west's with them on
-// (client-go's default), so that both ways a view informer starts are covered (DESIGN.md,
+// (client-go's default), so that both ways a view informer starts are covered (docs/design.md,
 // "Testing notes"). With streaming lists, client-go's reflector collects the initial events in
 // a temporary store keyed by namespace/name before handing them to the informer's own store,
 // so a mapper has to keep the clusters apart there too.

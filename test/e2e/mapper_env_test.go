@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/mapper/verify"
@@ -160,6 +161,37 @@ func (m *mapperProc) start(bin string) {
 
 // restart starts the replica again after it was stopped or killed.
 func (m *mapperProc) restart() { m.start(m.proc.Args[0]) }
+
+// afterTargetOutage runs once the replica's target, whose kube-apiserver holds its
+// leader-election Lease (default/cluster-mapper-<location>), is back since cameBack: it waits
+// until the replica either renewed that Lease after cameBack, or exited ("lost the leader
+// lease", as Kubernetes controllers do after their renew deadline), which it then starts again
+// as its Deployment would. One look at Running right after the target came back is not
+// enough: a renewal that failed during the outage makes the replica exit up to its renew
+// deadline later.
+func (m *mapperProc) afterTargetOutage(t *testing.T, ctx context.Context, target *framework.ControlPlane, cameBack time.Time) {
+	t.Helper()
+	client, err := kubernetes.NewForConfig(target.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if !m.proc.Running() {
+			t.Logf("%s exited during its target's outage (%v); starting it again as its Deployment would", m.name, m.proc.ExitError())
+			m.restart()
+			return true, nil
+		}
+		lease, err := client.CoordinationV1().Leases("default").Get(ctx, "cluster-mapper-"+m.location, metav1.GetOptions{})
+		if err != nil {
+			return false, nil // the target may still be answering slowly
+		}
+		renewed := lease.Spec.RenewTime
+		return renewed != nil && renewed.After(cameBack), nil
+	})
+	if err != nil {
+		t.Fatalf("%s neither renewed its Lease nor exited after its target came back: %v\n%s", m.name, err, m.proc.LogTail(30))
+	}
+}
 
 // metric returns the value of the sample of metric name whose labels include all of labels
 // (as `k="v"` strings) on the replica's /metrics, and whether it was found.

@@ -22,7 +22,7 @@ import (
 // its view.
 const reconnectOutage = 20 * time.Second
 
-// TestMapperResumesAfterDisconnect is issue 13's intermittent connectivity from the edge's
+// TestMapperResumesAfterDisconnect is intermittent connectivity from the edge's
 // side: the connection between a pull mapper (and its target) and the center (its view on
 // mapper-apiserver) is cut for 20 s while the source deletes, changes and creates objects.
 // When the connection is back, the mapper resumes its view watch from the resourceVersion it

@@ -3,18 +3,24 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/mapper/heartbeat"
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
 	"github.com/cluster-mapper/cluster-mapper/test/framework"
 )
@@ -25,7 +31,9 @@ import (
 // is Ready=True in mode Push, like the pull locations in mode Pull; rotating the Secret to a
 // new credential restarts the in-process mapper (metric and Event) and it keeps syncing; a
 // Secret pointing at an unreachable server gives TargetUnreachable, a malformed one
-// KubeconfigInvalid, a deleted one KubeconfigSecretMissing, none of which crashes anything;
+// KubeconfigInvalid, a deleted one KubeconfigSecretMissing, none of which crashes anything
+// (the unreachable address and its dial error stay out of the status and Events, and a
+// kubeconfig naming a proxy-url is refused before anything connects to the proxy);
 // deleting the SyncTarget stops the mapper (metric and Event) and leaves its copies on the
 // target. mapper-controller runs with only the rules docs/locations.md names for it.
 func TestPushMode(t *testing.T) {
@@ -123,9 +131,57 @@ func TestPushMode(t *testing.T) {
 			t.Fatal(err)
 		}
 		setSecret(t, ctx, kube, secretName, data)
-		waitSyncTarget(t, ctx, env.dyn, "north", time.Minute, "Ready=False TargetUnreachable in mode Push", func(st *controlv1alpha1.SyncTarget) bool {
+		st := waitSyncTarget(t, ctx, env.dyn, "north", time.Minute, "Ready=False TargetUnreachable in mode Push", func(st *controlv1alpha1.SyncTarget) bool {
 			return readyIs(metav1.ConditionFalse, controlv1alpha1.ReasonTargetUnreachable)(st) && st.Status.Mapper != nil && st.Status.Mapper.Mode == controlv1alpha1.ModePush
 		})
+		// The dial error stays in the logs: neither the condition nor an Event says what
+		// connecting to the address gave, else whoever writes the Secret could probe ports
+		// with it (the address itself is the Secret writer's, and Events name it).
+		if c := meta.FindStatusCondition(st.Status.Conditions, controlv1alpha1.SyncTargetReady); c.Message != heartbeat.TargetUnreachableMessage {
+			t.Errorf("Ready's message %q, want the generic %q", c.Message, heartbeat.TargetUnreachableMessage)
+		}
+		for _, m := range eventMessages(t, ctx, env.dyn, "north") {
+			if strings.Contains(m, "dial") || strings.Contains(m, "refused") || strings.Contains(m, "/version") {
+				t.Errorf("an Event about north tells what connecting to the target gave: %q", m)
+			}
+		}
+
+		// A proxy-url is refused before anything connects to it (--push-allow-proxy-url is off).
+		proxy, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer proxy.Close()
+		var dialed atomic.Int32
+		go func() {
+			for {
+				c, err := proxy.Accept()
+				if err != nil {
+					return
+				}
+				dialed.Add(1)
+				_ = c.Close()
+			}
+		}()
+		kc, err := clientcmd.Load(secretFor("push-north-proxied"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range kc.Clusters {
+			c.ProxyURL = "http://" + proxy.Addr().String()
+		}
+		proxied, err := clientcmd.Write(*kc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		setSecret(t, ctx, kube, secretName, proxied)
+		st = waitSyncTarget(t, ctx, env.dyn, "north", time.Minute, "Ready=False KubeconfigInvalid for a proxy-url", readyIs(metav1.ConditionFalse, controlv1alpha1.ReasonKubeconfigInvalid))
+		if c := meta.FindStatusCondition(st.Status.Conditions, controlv1alpha1.SyncTargetReady); !strings.Contains(c.Message, "--push-allow-proxy-url") {
+			t.Errorf("Ready's message %q does not name --push-allow-proxy-url", c.Message)
+		}
+		if n := dialed.Load(); n != 0 {
+			t.Errorf("mapper-controller connected %d times to the kubeconfig's proxy", n)
+		}
 
 		setSecret(t, ctx, kube, secretName, []byte("apiVersion: v1\nkind: Config\nclusters: {not: [a list"))
 		waitSyncTarget(t, ctx, env.dyn, "north", time.Minute, "Ready=False KubeconfigInvalid", readyIs(metav1.ConditionFalse, controlv1alpha1.ReasonKubeconfigInvalid))

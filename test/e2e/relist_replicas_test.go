@@ -31,7 +31,7 @@ type viewEvent struct {
 
 func (e viewEvent) String() string { return fmt.Sprintf("%s %s@%s", e.Type, e.Name, e.ResourceVersion) }
 
-// TestRelistOnOneReplica is issue 10 item 3: two mapper-apiserver replicas mirror one source;
+// TestRelistOnOneReplica: two mapper-apiserver replicas mirror one source;
 // the source watch of replica A is partitioned away (a TCP proxy between A and the source is
 // cut) while objects are deleted, changed and created, and etcd is compacted past A's position
 // (the source runs without a watch cache for configmaps, so its watches come from etcd and a

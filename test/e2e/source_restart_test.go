@@ -20,7 +20,7 @@ import (
 // (with a 20 s outage it showed 4.4 s late in one run, under the 5 s bound by luck).
 const sourceOutage = 45 * time.Second
 
-// TestSourceRestartRecovery is issue 10 item 5: after a kill -9 of the source kube-apiserver
+// TestSourceRestartRecovery: after a kill -9 of the source kube-apiserver
 // and a restart with the same flags and etcd data, a write made after the restart shows in the
 // view within 5 s of the source answering /readyz, and a view client's watch stays open
 // through the outage and delivers the write.

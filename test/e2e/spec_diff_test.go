@@ -16,8 +16,8 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
-// TestSpecDiff: DESIGN.md "Per object, spec-diff.kcp.io/<location> (an RFC 6902 JSON patch) is
-// applied by that location's view" and issue 14 item 4 "Failures never delete", on real
+// TestSpecDiff: docs/design.md, "Per object, spec-diff.kcp.io/<location> (an RFC 6902 JSON patch) is
+// applied by that location's view" and docs/customization.md's "failures never delete", on real
 // servers with two mappers:
 //   - east's view and east's target show east's patch applied, west's the object as it is, and
 //     neither shows a spec-diff.kcp.io/ annotation;
@@ -27,7 +27,8 @@ import (
 //     503) and reaches east once the patch is fixed;
 //   - after a restart of mapper-apiserver (which forgets the last rendering, so the failing
 //     object is withheld from east), east's mapper tries to confirm the deletion through the
-//     view, gets the 503 and keeps its copy.
+//     view, gets the 503 and keeps its copy; `mapper verify` reports the copy as kept, not as
+//     an orphan.
 func TestSpecDiff(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -158,6 +159,16 @@ func TestSpecDiff(t *testing.T) {
 			t.Errorf("east's copy of web after the restart: present %v, replicas %q; want it kept at 4", ok, r)
 		}
 		waitReplicas("west", "web", "12")
+		// `mapper verify` agrees: the view does not list web, but answers 503 for it, so the
+		// copy is kept rightly, not an orphan (invariant 4).
+		r := env.verifyOnce(t, "east", "--skip-content")
+		kept := false
+		for _, k := range r.Kept {
+			kept = kept || (strings.HasSuffix(k.Source, "/web") && strings.Contains(k.Message, "withheld"))
+		}
+		if r.Count(4) != 0 || !kept {
+			t.Errorf("mapper verify after the restart: %d orphans, web kept %v; want none and web kept (withheld):\n%s", r.Count(4), kept, mapperReportText(r))
+		}
 	})
 }
 

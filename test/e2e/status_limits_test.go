@@ -13,8 +13,8 @@ import (
 )
 
 // testStatusRecordTooLarge: a status write whose record would exceed 32 KiB is refused with 413
-// before anything is written to the source, and the other location keeps writing (issue 10
-// item 9, DESIGN.md "Status records").
+// before anything is written to the source, and the other location keeps writing
+// (docs/design.md, "Status records").
 func testStatusRecordTooLarge(t *testing.T, ctx context.Context, env *statusEnv) {
 	env.create(t, ctx, thingsGVR, reflectStatus(newWidget(thingsGVR, "Thing", "apps", "big", "east", "west")))
 	huge, _ := json.Marshal(map[string]interface{}{"status": map[string]interface{}{"blob": strings.Repeat("x", 40*1024)}})

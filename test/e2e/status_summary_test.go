@@ -16,7 +16,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/test/framework"
 )
 
-// TestStatusSummaries (issue 14 items 5 and 6) on real servers: three targets, each with a
+// TestStatusSummaries on real servers: three targets, each with a
 // real kube-controller-manager (deployment and replicaset controllers), three mappers and
 // mapper-controller.
 //   - A Deployment with kcp.io/status-policy: Summarize assigned to the three locations gets as

@@ -22,7 +22,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/test/framework"
 )
 
-// TestUnsyncedResourceGate is issue 10 items 1 and 2 on the real control plane.
+// TestUnsyncedResourceGate on the real control plane.
 //
 // mapper-apiserver runs with a source identity that may read ConfigMaps but not the CRD
 // "gates.example.com", which is created, with objects, while the server runs. The server

@@ -16,7 +16,7 @@ import (
 // default --cluster-name).
 const plainClusterName = "default"
 
-// testNoGhostObjects is the e2e regression test of issue 10 item 4: on a plain source, changing
+// testNoGhostObjects is the e2e regression test of ghost objects: on a plain source, changing
 // kcp.io/cluster on an object used to leave a copy under the old key, listed even after the
 // source object was deleted. A plain source now ignores the annotation, and the view shows the
 // configured cluster in it.

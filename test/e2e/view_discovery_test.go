@@ -44,7 +44,7 @@ type viewRoute struct {
 }
 
 // TestViewDiscovery proves that views serve discovery the way kube-apiserver does, aggregated
-// discovery included (issue 11, section 4), straight and through the aggregator: one client-go
+// discovery included, straight and through the aggregator: one client-go
 // discovery refresh costs at most 2 requests, `kubectl api-resources` on a view lists exactly
 // the mirrored resources (and the view's namespaces) as the source describes them, and a CRD
 // created later appears in (and, deleted, leaves) aggregated discovery.

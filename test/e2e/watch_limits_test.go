@@ -18,7 +18,7 @@ import (
 
 // TestViewWatchLimits: one user's concurrent watches on one location are bounded
 // (--max-watches-per-user, 429 past it), and a client's long timeoutSeconds is cut to the
-// server's bound (--min-request-timeout, randomised in [t, 2t)), issue 10 item 12.
+// server's bound (--min-request-timeout, randomised in [t, 2t)).
 func TestViewWatchLimits(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

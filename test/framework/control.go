@@ -18,7 +18,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
 )
 
-// InstallControlCRDs applies artifacts/crds (the CRDs of control.mapper.kcp.io, DESIGN.md "The
+// InstallControlCRDs applies artifacts/crds (the CRDs of control.mapper.kcp.io, docs/design.md, "The
 // control plane objects") to cp with kubectl and waits until SyncTargets are served (at most a
 // minute); it fails t otherwise.
 func InstallControlCRDs(t TB, ctx context.Context, cp *ControlPlane) {

@@ -17,6 +17,14 @@ var KubectlTimeout = 2 * time.Minute
 // and kubectl's stderr. It skips or fails the test as [BinDir] does when kubectl is missing.
 func RunKubectl(t TB, kubeconfig string, args ...string) (string, error) {
 	t.Helper()
+	stdout, _, err := RunKubectlWithStderr(t, kubeconfig, args...)
+	return stdout, err
+}
+
+// RunKubectlWithStderr is [RunKubectl], also returning kubectl's stderr (its warnings, for
+// instance) when it succeeds.
+func RunKubectlWithStderr(t TB, kubeconfig string, args ...string) (string, string, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), KubectlTimeout)
 	defer cancel()
 	args = append([]string{"--kubeconfig=" + kubeconfig}, args...)
@@ -24,7 +32,7 @@ func RunKubectl(t TB, kubeconfig string, args ...string) (string, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("kubectl %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
+		return stdout.String(), stderr.String(), fmt.Errorf("kubectl %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
 	}
-	return stdout.String(), nil
+	return stdout.String(), stderr.String(), nil
 }

@@ -42,11 +42,24 @@ type MapperAPIServer struct {
 var (
 	buildMu    sync.Mutex
 	buildCache = map[string]string{}
+	// buildDir is where BuildBinary writes; empty: binDir's per-process temporary directory.
+	buildDir string
 )
+
+// SetBuildDir makes [BuildBinary] write its executables into dir (created when missing) instead
+// of a temporary directory of this process: a program that keeps its binaries for its user (the
+// demo writes bin/, as `make build` does) calls it before the first build. Binaries already
+// built stay where they are.
+func SetBuildDir(dir string) {
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	buildDir = dir
+}
 
 // BuildBinary builds the main package pkg of this module (e.g. "./cmd/mapper-apiserver", relative
 // to the module root) once per test binary, with the version stamp of `make build`
-// (hack/version-ldflags.sh), and returns the path of the executable. It fails the test with the
+// (hack/version-ldflags.sh), into a temporary directory of this process (or [SetBuildDir]'s), and
+// returns the path of the executable. It fails the test with the
 // compiler output on error.
 func BuildBinary(t TB, pkg string) string {
 	t.Helper()
@@ -59,7 +72,12 @@ func BuildBinary(t TB, pkg string) string {
 	if err != nil {
 		t.Fatalf("building %s: %v", pkg, err)
 	}
-	dir, err := binDir()
+	dir := buildDir
+	if dir == "" {
+		dir, err = binDir()
+	} else {
+		err = os.MkdirAll(dir, 0o755)
+	}
 	if err != nil {
 		t.Fatalf("building %s: %v", pkg, err)
 	}
@@ -78,6 +96,26 @@ func BuildBinary(t TB, pkg string) string {
 	}
 	buildCache[pkg] = out
 	return out
+}
+
+// UseBinary makes [BuildBinary](pkg) return path, an executable built elsewhere, until the test
+// ends: a test of what ships (test/e2e's TestInstall runs the binaries taken out of the images)
+// sets it before starting anything, and the framework's Start functions then run that binary.
+func UseBinary(t TB, pkg, path string) {
+	t.Helper()
+	buildMu.Lock()
+	old, had := buildCache[pkg]
+	buildCache[pkg] = path
+	buildMu.Unlock()
+	t.Cleanup(func() {
+		buildMu.Lock()
+		defer buildMu.Unlock()
+		if had {
+			buildCache[pkg] = old
+		} else {
+			delete(buildCache, pkg)
+		}
+	})
 }
 
 // binDirPrefix names the per-process directories BuildBinary builds into.
@@ -170,14 +208,25 @@ func StartMapperAPIServer(t TB, source *ControlPlane, extraArgs ...string) *Mapp
 // another replica. It fails the test if the server does not come back.
 func (m *MapperAPIServer) Restart(t TB) {
 	t.Helper()
-	if err := m.Process.Stop(); err != nil {
-		t.Logf("stopping mapper-apiserver: %v", err)
-	}
-	m.Process = StartProcess(t, ProcessSpec{Name: "mapper-apiserver", Path: m.Process.Args[0], Args: m.args})
+	m.StopAndStart(t)
 	if err := m.waitReady(); err != nil {
 		t.Fatalf("mapper-apiserver did not come back: %v", err)
 	}
 }
+
+// StopAndStart stops the server and starts it again with the same command line without
+// waiting for it (see Restart): a test can send requests while it starts. WaitReady waits.
+func (m *MapperAPIServer) StopAndStart(t TB) {
+	t.Helper()
+	if err := m.Process.Stop(); err != nil {
+		t.Logf("stopping mapper-apiserver: %v", err)
+	}
+	m.Process = StartProcess(t, ProcessSpec{Name: "mapper-apiserver", Path: m.Process.Args[0], Args: m.args})
+}
+
+// WaitReady waits until /readyz answers 200 (at most MapperAPIServerStartTimeout) and returns
+// an error with the log's tail otherwise.
+func (m *MapperAPIServer) WaitReady() error { return m.waitReady() }
 
 // waitReady polls /readyz until it answers 200, the process exits, or the timeout passes.
 func (m *MapperAPIServer) waitReady() error {

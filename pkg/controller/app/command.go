@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -81,7 +80,8 @@ func NewCommand() *cobra.Command {
 }
 
 // Run serves the health and metrics endpoint and runs the controllers while leading, until
-// ctx ends (nil) or leadership is lost (an error: the process exits and is restarted).
+// ctx ends (nil). When leadership is lost the controllers stop and the process runs for
+// leader again (runWhileLeading); it returns an error only when they do not stop in time.
 func Run(ctx context.Context, o *Options) error {
 	logger := klog.FromContext(ctx)
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
@@ -185,7 +185,7 @@ func Run(ctx context.Context, o *Options) error {
 			},
 			PushController: func(ctx context.Context) {
 				push.New(push.Config{
-					Kube: kube, Dynamic: dyn, Source: cfg, SecretNamespace: o.Push.SecretNamespace,
+					Kube: kube, Dynamic: dyn, Source: cfg, SecretNamespace: o.Push.SecretNamespace, AllowProxyURL: o.Push.AllowProxyURL,
 					Connection: o.Push.Connection, RunOptions: o.Push.Run, Heartbeat: o.Push.Heartbeat,
 					Workers: o.Workers, Recorder: recorder,
 				}).Run(ctx)
@@ -224,26 +224,15 @@ func Run(ctx context.Context, o *Options) error {
 		return nil
 	}
 	host, _ := os.Hostname()
-	id := host + "_" + string(uuid.NewUUID())
+	id := host + "_" + string(uuid.NewUUID()) // one identity for every term of this process
 	le := o.LeaderElection
 	lock, err := resourcelock.New(le.ResourceLock, le.ResourceNamespace, le.ResourceName, electionKube.CoreV1(), electionKube.CoordinationV1(),
 		resourcelock.ResourceLockConfig{Identity: id})
 	if err != nil {
 		return err
 	}
-	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+	return runWhileLeading(ctx, leaderelection.LeaderElectionConfig{
 		Lock: lock, LeaseDuration: le.LeaseDuration.Duration, RenewDeadline: le.RenewDeadline.Duration, RetryPeriod: le.RetryPeriod.Duration,
 		ReleaseOnCancel: true, WatchDog: watchdog, Name: le.ResourceName,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
-				logger.Info("Leading: running the controllers", "lease", le.ResourceNamespace+"/"+le.ResourceName, "identity", id)
-				run(ctx)
-			},
-			OnStoppedLeading: func() {},
-		},
-	})
-	if ctx.Err() == nil {
-		return errors.New("lost the leader lease")
-	}
-	return nil
+	}, controllersStopTimeout, run)
 }

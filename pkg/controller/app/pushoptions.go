@@ -15,6 +15,8 @@ import (
 type PushOptions struct {
 	// SecretNamespace is --push-secret-namespace.
 	SecretNamespace string
+	// AllowProxyURL is --push-allow-proxy-url.
+	AllowProxyURL bool
 	// Connection, Run and Heartbeat are cmd/mapper's options of the same names.
 	Connection *mapperapp.ConnectionOptions
 	Run        *mapperapp.RunOptions
@@ -46,6 +48,7 @@ func NewPushOptions() *PushOptions {
 // --push-mapper- (e.g. --push-mapper-workers, --push-mapper-lease-renew-interval).
 func (o *PushOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.SecretNamespace, "push-secret-namespace", o.SecretNamespace, "The only namespace of the source from which kubeconfig Secrets of push-mode SyncTargets (spec.kubeconfigSecretRef) are read.")
+	fs.BoolVar(&o.AllowProxyURL, "push-allow-proxy-url", o.AllowProxyURL, "Let kubeconfig Secrets of push-mode SyncTargets name a proxy (proxy-url) that the in-process mapper connects to its target through. Without it such a kubeconfig is refused (Ready=False, KubeconfigInvalid): whoever writes the Secret would choose where mapper-controller connects from inside the control plane's network.")
 	mapperFlags := pflag.NewFlagSet("push-mapper", pflag.ContinueOnError)
 	o.Connection.AddFlags(mapperFlags)
 	o.Run.AddFlags(mapperFlags)

@@ -63,6 +63,10 @@ type Config struct {
 	Connection *mapperapp.ConnectionOptions
 	RunOptions *mapperapp.RunOptions
 	Heartbeat  *mapperapp.HeartbeatOptions
+	// AllowProxyURL lets a kubeconfig Secret name a proxy (proxy-url) that the in-process
+	// mapper connects to the target through; without it such a kubeconfig is refused
+	// (KubeconfigInvalid).
+	AllowProxyURL bool
 	// Workers is the number of concurrent reconciles; default 2.
 	Workers int
 	// Recorder records the Events; nil records none.
@@ -252,7 +256,7 @@ func (c *Controller) targetFor(ref *controlv1alpha1.SecretReference) (*rest.Conf
 	if _, ok := secret.Data[key]; !ok {
 		return nil, "", notReady(controlv1alpha1.ReasonKubeconfigSecretMissing, "The kubeconfig Secret %s/%s has no key %q.", ref.Namespace, ref.Name, key), nil
 	}
-	cfg, hash, err := TargetConfig(secret, key)
+	cfg, hash, err := TargetConfig(secret, key, c.cfg.AllowProxyURL)
 	if err != nil {
 		return nil, "", notReady(controlv1alpha1.ReasonKubeconfigInvalid, "%s.", contract.Truncate(err.Error(), 512)), nil
 	}
@@ -281,8 +285,10 @@ func (c *Controller) start(ctx context.Context, st *controlv1alpha1.SyncTarget, 
 	// ctx is the controller's Run context (workers get it unchanged): the mapper runs until
 	// stopped or until the controller stops.
 	c.mappers.start(klog.NewContext(ctx, logger), name, hash, mc.Run, func(err error) {
+		// The error (a dial error to the target, say) stays in the log: Events are read by
+		// more people than the Secret's writer, who could otherwise probe addresses with it.
 		logger.Error(err, "The in-process mapper failed; restarting it with backoff")
-		c.event(regarding, "Warning", EventMapperFailed, "The in-process mapper of location %s failed: %v", name, err)
+		c.event(regarding, "Warning", EventMapperFailed, "The in-process mapper of location %s failed; mapper-controller's log says why. It is restarted with backoff.", name)
 		c.queue.AddRateLimited(name)
 	})
 	mapperStarts.WithLabelValues(name, reason).Inc()

@@ -1,4 +1,4 @@
-// Package push is mapper-controller's push mode (issue 13, the original multi-cluster
+// Package push is mapper-controller's push mode (the original multi-cluster
 // design's cluster controller): for every SyncTarget with spec.kubeconfigSecretRef it runs
 // the location's mapper in-process (pkg/mapper/app.MapperConfig, the code cmd/mapper runs in
 // pull mode) with the kubeconfig of that Secret as its target and mapper-controller's own

@@ -28,8 +28,10 @@ func secretKey(ref *controlv1alpha1.SecretReference) string {
 // secret, and a hash of that kubeconfig (a change restarts the mapper). The kubeconfig must
 // be self-contained: its current context's credentials and CA inline, no files, no exec or
 // auth-provider plugins (which would run commands or read files of mapper-controller's
-// host). Any error describes why the kubeconfig cannot be used (reason KubeconfigInvalid).
-func TargetConfig(secret *corev1.Secret, key string) (*rest.Config, string, error) {
+// host), and no proxy-url unless allowProxy (mapper-controller would connect wherever the
+// Secret's writer says, from inside the control plane's network). Any error describes why the
+// kubeconfig cannot be used (reason KubeconfigInvalid); none comes from connecting anywhere.
+func TargetConfig(secret *corev1.Secret, key string, allowProxy bool) (*rest.Config, string, error) {
 	data, ok := secret.Data[key]
 	if !ok || len(data) == 0 {
 		return nil, "", fmt.Errorf("the Secret %s/%s has no key %q", secret.Namespace, secret.Name, key)
@@ -38,7 +40,7 @@ func TargetConfig(secret *corev1.Secret, key string) (*rest.Config, string, erro
 	if err != nil {
 		return nil, "", fmt.Errorf("the key %q of the Secret %s/%s is not a kubeconfig: %w", key, secret.Namespace, secret.Name, err)
 	}
-	if err := selfContained(kc); err != nil {
+	if err := selfContained(kc, allowProxy); err != nil {
 		return nil, "", fmt.Errorf("the kubeconfig in %s/%s[%s] cannot be used: %w", secret.Namespace, secret.Name, key, err)
 	}
 	cfg, err := clientcmd.NewDefaultClientConfig(*kc, &clientcmd.ConfigOverrides{}).ClientConfig()
@@ -54,8 +56,9 @@ func TargetConfig(secret *corev1.Secret, key string) (*rest.Config, string, erro
 	return cfg, hex.EncodeToString(sum[:]), nil
 }
 
-// selfContained checks that the current context exists and refers to no file and no plugin.
-func selfContained(kc *clientcmdapi.Config) error {
+// selfContained checks that the current context exists and refers to no file, no plugin and,
+// unless allowProxy, no proxy.
+func selfContained(kc *clientcmdapi.Config, allowProxy bool) error {
 	ctx, ok := kc.Contexts[kc.CurrentContext]
 	if kc.CurrentContext == "" || !ok {
 		return fmt.Errorf("it has no current context")
@@ -66,6 +69,9 @@ func selfContained(kc *clientcmdapi.Config) error {
 	}
 	if cluster.CertificateAuthority != "" {
 		return fmt.Errorf("certificate-authority names a file; use certificate-authority-data")
+	}
+	if cluster.ProxyURL != "" && !allowProxy {
+		return fmt.Errorf("proxy-url names a proxy, which mapper-controller does not use unless it runs with --push-allow-proxy-url")
 	}
 	user, ok := kc.AuthInfos[ctx.AuthInfo]
 	if !ok {

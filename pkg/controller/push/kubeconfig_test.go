@@ -33,14 +33,14 @@ func secretWith(data []byte) *corev1.Secret {
 }
 
 func TestTargetConfig(t *testing.T) {
-	cfg, hash, err := TargetConfig(secretWith(kubeconfig(t, "https://127.0.0.1:6443", "t1", nil)), "kubeconfig")
+	cfg, hash, err := TargetConfig(secretWith(kubeconfig(t, "https://127.0.0.1:6443", "t1", nil)), "kubeconfig", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Host != "https://127.0.0.1:6443" || cfg.BearerToken != "t1" || hash == "" {
 		t.Errorf("TargetConfig = %s %q %q", cfg.Host, cfg.BearerToken, hash)
 	}
-	_, rotated, err := TargetConfig(secretWith(kubeconfig(t, "https://127.0.0.1:6443", "t2", nil)), "kubeconfig")
+	_, rotated, err := TargetConfig(secretWith(kubeconfig(t, "https://127.0.0.1:6443", "t2", nil)), "kubeconfig", false)
 	if err != nil || rotated == hash {
 		t.Errorf("a new token must change the hash: %q vs %q (%v)", rotated, hash, err)
 	}
@@ -56,15 +56,22 @@ func TestTargetConfig(t *testing.T) {
 		"CA file":            {secretWith(kubeconfig(t, "https://x", "t", func(k *clientcmdapi.Config) { k.Clusters["c"].CertificateAuthority = "/etc/ca" })), "certificate-authority names a file"},
 		"token file":         {secretWith(kubeconfig(t, "https://x", "", func(k *clientcmdapi.Config) { k.AuthInfos["u"].TokenFile = "/etc/token" })), "tokenFile"},
 		"client cert file":   {secretWith(kubeconfig(t, "https://x", "", func(k *clientcmdapi.Config) { k.AuthInfos["u"].ClientCertificate = "/etc/c" })), "client-certificate"},
+		"proxy-url":          {secretWith(kubeconfig(t, "https://x", "t", func(k *clientcmdapi.Config) { k.Clusters["c"].ProxyURL = "http://127.0.0.1:3128" })), "--push-allow-proxy-url"},
 		"exec plugin":        {secretWith(kubeconfig(t, "https://x", "", func(k *clientcmdapi.Config) { k.AuthInfos["u"].Exec = &clientcmdapi.ExecConfig{Command: "sh"} })), "plugins"},
 		"malformed cert data": {secretWith(kubeconfig(t, "https://x", "", func(k *clientcmdapi.Config) {
 			k.AuthInfos["u"].ClientCertificateData = []byte("x")
 			k.AuthInfos["u"].ClientKeyData = []byte("y")
 		})), "cannot be used"},
 	} {
-		_, _, err := TargetConfig(c.secret, "kubeconfig")
+		_, _, err := TargetConfig(c.secret, "kubeconfig", false)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one containing %q", name, err, c.want)
 		}
+	}
+
+	// With --push-allow-proxy-url the proxy is used.
+	cfg, _, err = TargetConfig(secretWith(kubeconfig(t, "https://x", "t", func(k *clientcmdapi.Config) { k.Clusters["c"].ProxyURL = "http://127.0.0.1:3128" })), "kubeconfig", true)
+	if err != nil || cfg.Proxy == nil {
+		t.Errorf("an allowed proxy-url: config %+v, %v; want its proxy", cfg, err)
 	}
 }

@@ -1,5 +1,5 @@
 // Package statuscollector is the controller of mapper-controller that keeps one StatusSummary
-// per StatusCollector (issue 14 item 5): every interval it collects the rows of each collector
+// per StatusCollector (docs/status.md): every interval it collects the rows of each collector
 // (each (object, location) pair whose location wrote a status back), evaluates the collector
 // (pkg/statuscollector) and writes the summary and the collector's conditions when they
 // changed.

@@ -21,7 +21,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
 )
 
-// Defaults of Config (issue 13: renew every 10 s, status at most once a minute unless it
+// Defaults of Config (renew every 10 s, status at most once a minute unless it
 // changes; the Lease duration is the default grace period of the location lifecycle
 // controller, as node Leases last node-monitor-grace-period).
 const (

@@ -30,6 +30,10 @@ type Observation struct {
 	Capacity corev1.ResourceList
 }
 
+// TargetUnreachableMessage is the Ready condition's message when the target cannot be reached.
+// It says nothing of the error, which the mapper logs (docs/locations.md).
+const TargetUnreachableMessage = "The target cluster cannot be reached; the mapper's log says why."
+
 // Observer computes Observations of a running mapper.
 type Observer struct {
 	// Mapper is the running mapper (its resources' states and initial sync).
@@ -48,8 +52,12 @@ func (o *Observer) Observe(ctx context.Context, verifyNow bool) Observation {
 	logger := klog.FromContext(ctx)
 	obs := Observation{Ready: metav1.ConditionTrue, Reason: controlv1alpha1.ReasonMapperReady, Message: "The mapper leads and maps the location's view onto its target."}
 	if _, err := o.Target.Discovery().ServerVersion(); err != nil {
+		// The error stays in the log: it names addresses, ports and TLS details of whatever
+		// the kubeconfig points at, and the SyncTarget's status is read by everyone who may
+		// read SyncTargets (a push-mode kubeconfig Secret would otherwise probe ports).
+		logger.Info("The target cluster cannot be reached", "err", err)
 		obs.Ready, obs.Reason = metav1.ConditionFalse, controlv1alpha1.ReasonTargetUnreachable
-		obs.Message = "The target cluster cannot be reached: " + err.Error()
+		obs.Message = TargetUnreachableMessage
 	} else if !o.Mapper.InitialSyncComplete() {
 		obs.Ready, obs.Reason = metav1.ConditionFalse, controlv1alpha1.ReasonInitialSync
 		obs.Message = "The initial sync of the location's view is in progress."

@@ -12,7 +12,7 @@ import (
 // SourceConfig returns the client config of the source kube-apiserver that serves a location
 // view through its aggregator: view with the view path (contract.ParseViewPath) stripped from
 // its Host (any prefix before it, e.g. a proxy path, is kept), and the same credentials and TLS settings. The
-// mapper reaches its Lease and SyncTarget this way (issue 13: "through the same kube-apiserver
+// mapper reaches its Lease and SyncTarget this way ("through the same kube-apiserver
 // as its view"). It returns an error when view.Host is not a view URL.
 func SourceConfig(view *rest.Config) (*rest.Config, error) {
 	u, err := url.Parse(view.Host)

@@ -1,13 +1,16 @@
 package verify
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
+	"strings"
 )
 
-// Invariants are the numbered invariants of DESIGN.md that a Report checks, with the text the
+// Invariants are the numbered invariants of docs/design.md that a Report checks, with the text the
 // report prints for each.
 var Invariants = []struct {
 	Number      int
@@ -33,6 +36,23 @@ type Violation struct {
 	// Target is the target object as "namespace/name" (or "name"), when there is one.
 	Target string `json:"target,omitempty"`
 	// Message says what is wrong.
+	Message string `json:"message"`
+}
+
+// Kept is a managed target object that the view did not list but is no orphan either: the view
+// does not confirm that its source is gone (mapper.GoneFromView answered an error: 503 for an
+// object the view withholds because its rendering fails, 429 while its resource has not synced).
+// The mapper keeps such a copy, and so does the report: it is no violation.
+type Kept struct {
+	// Resource is the GroupResource.
+	Resource string `json:"resource"`
+	// Cluster is the logical cluster of the source object.
+	Cluster string `json:"cluster"`
+	// Source is the source object as "cluster|namespace/name".
+	Source string `json:"source"`
+	// Target is the target object as "namespace/name" (or "name").
+	Target string `json:"target"`
+	// Message says why the copy is kept, with the view's answer.
 	Message string `json:"message"`
 }
 
@@ -72,6 +92,9 @@ type Report struct {
 	Violations []Violation `json:"violations"`
 	// Total is len(Violations).
 	Total int `json:"total"`
+	// Kept are the copies the view did not list but that are no orphans (Kept), sorted by
+	// resource, source and target.
+	Kept []Kept `json:"kept,omitempty"`
 }
 
 // add appends a violation.
@@ -94,23 +117,21 @@ func (r *Report) finish(clusters map[string]*ClusterReport) {
 		r.Clusters = append(r.Clusters, *c)
 	}
 	sort.Slice(r.Clusters, func(i, j int) bool { return r.Clusters[i].Name < r.Clusters[j].Name })
-	sort.Slice(r.Violations, func(i, j int) bool {
-		a, b := r.Violations[i], r.Violations[j]
-		if a.Invariant != b.Invariant {
-			return a.Invariant < b.Invariant
-		}
-		if a.Resource != b.Resource {
-			return a.Resource < b.Resource
-		}
-		if a.Source != b.Source {
-			return a.Source < b.Source
-		}
-		return a.Target < b.Target
+	slices.SortFunc(r.Violations, func(a, b Violation) int {
+		return cmp.Or(cmp.Compare(a.Invariant, b.Invariant), compareObjects(a.Resource, a.Source, a.Target, b.Resource, b.Source, b.Target))
 	})
 	if r.Violations == nil {
 		r.Violations = []Violation{}
 	}
+	slices.SortFunc(r.Kept, func(a, b Kept) int {
+		return compareObjects(a.Resource, a.Source, a.Target, b.Resource, b.Source, b.Target)
+	})
 	r.Total = len(r.Violations)
+}
+
+// compareObjects orders two entries of a report by resource, source and target.
+func compareObjects(resourceA, sourceA, targetA, resourceB, sourceB, targetB string) int {
+	return cmp.Or(strings.Compare(resourceA, resourceB), strings.Compare(sourceA, sourceB), strings.Compare(targetA, targetB))
 }
 
 // Count returns the number of violations of invariant n.
@@ -127,7 +148,8 @@ func (r *Report) Count(n int) int {
 // WriteText writes the report for people: a summary line, the namespace mapping, one line per
 // logical cluster ("cluster <name>: <n> assigned, <n> in sync, <n> violations"), then per
 // invariant its violation count and one indented line per violation (the source names the
-// cluster: "cluster|namespace/name"), then the total.
+// cluster: "cluster|namespace/name"), one line per kept copy ("kept (no violation): ..."), then
+// the total.
 func (r *Report) WriteText(w io.Writer) error {
 	if _, err := fmt.Fprintf(w, "location %s: %d resources, %d assigned objects, %d managed target objects\n",
 		r.Location, len(r.Resources), r.ViewObjects, r.ManagedObjects); err != nil {
@@ -159,6 +181,11 @@ func (r *Report) WriteText(w io.Writer) error {
 			if _, err := fmt.Fprintf(w, "%s: %s\n", line, v.Message); err != nil {
 				return err
 			}
+		}
+	}
+	for _, k := range r.Kept {
+		if _, err := fmt.Fprintf(w, "kept (no violation): %s source %s target %s: %s\n", k.Resource, k.Source, k.Target, k.Message); err != nil {
+			return err
 		}
 	}
 	_, err := fmt.Fprintf(w, "total: %d violations\n", r.Total)

@@ -1,5 +1,5 @@
 // Package verify compares a location view with a target cluster and reports, per invariant of
-// DESIGN.md, every violation it finds. It is the engine of `mapper verify`; it reads both sides
+// docs/design.md, every violation it finds. It is the engine of `mapper verify`; it reads both sides
 // and writes nothing (content is checked with server-side dry-run applies).
 package verify
 
@@ -85,7 +85,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	served := mapper.TargetServes(targetDiscovery, gvrs)
 
 	report := &Report{Location: cfg.Location, Resources: []string{}}
-	c := &checker{cfg: cfg, view: view, target: target, report: report, clusters: map[string]*ClusterReport{}}
+	clusterViews, err := mapper.NewClusterViews(cfg.View)
+	if err != nil {
+		return nil, err
+	}
+	c := &checker{cfg: cfg, view: view, clusterView: clusterViews.For, target: target, report: report, clusters: map[string]*ClusterReport{}}
 	// Both sides of every resource first: auto mapping is resolved over all of them, as the
 	// mapper resolves it over all its informers.
 	lists := make([]*resourceLists, 0, len(gvrs))
@@ -111,10 +115,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 // checker compares one resource at a time.
 type checker struct {
-	cfg    Config
-	view   dynamic.Interface
-	target dynamic.Interface
-	report *Report
+	cfg  Config
+	view dynamic.Interface
+	// clusterView returns the client of the view's path of one logical cluster.
+	clusterView func(cluster string) (dynamic.Interface, error)
+	target      dynamic.Interface
+	report      *Report
 	// clusters collects the per-cluster counts, by cluster name.
 	clusters map[string]*ClusterReport
 }
@@ -264,10 +270,27 @@ func (c *checker) resource(ctx context.Context, l *resourceLists) error {
 				Message: "the copy names a source whose place on the target is " + place + ", not here"})
 			continue
 		}
-		if src, ok := expected[tkey]; !ok || src != ref {
-			c.add(Violation{Invariant: 4, Resource: name, Cluster: ref.Cluster, Source: ref.String(), Target: tkey,
-				Message: "no object of the view belongs here (orphan)"})
+		if src, ok := expected[tkey]; ok && src == ref {
+			continue
 		}
+		orphan := Violation{Invariant: 4, Resource: name, Cluster: ref.Cluster, Source: ref.String(), Target: tkey,
+			Message: "no object of the view belongs here (orphan)"}
+		if _, taken := expected[tkey]; !taken {
+			// At its source's place, which no object of the view claims: an orphan only when
+			// the view confirms that its source is gone, as the mapper deletes a copy only
+			// then (mapper.GoneFromView). A view that withholds the source (503) or has not
+			// synced its resource (429) keeps it, rightly.
+			gone, err := c.goneFromView(ctx, gvr, ref)
+			if err != nil {
+				c.report.Kept = append(c.report.Kept, Kept{Resource: name, Cluster: ref.Cluster, Source: ref.String(), Target: tkey,
+					Message: "not listed by the view, which does not confirm that its source is gone: " + err.Error()})
+				continue
+			}
+			if !gone {
+				continue // the view holds it now (it was created or assigned after the list)
+			}
+		}
+		c.add(orphan)
 	}
 	return nil
 }
@@ -311,6 +334,16 @@ func (c *checker) targetNamespace(namespaced bool, ref mapper.SourceRef) string 
 		return ""
 	}
 	return c.cfg.NamespaceMapping.TargetNamespace(ref.Cluster, ref.Namespace)
+}
+
+// goneFromView reports whether src is not in the view, read through the view's path of its
+// logical cluster (mapper.GoneFromView); an error when the view does not say.
+func (c *checker) goneFromView(ctx context.Context, gvr schema.GroupVersionResource, src mapper.SourceRef) (bool, error) {
+	view, err := c.clusterView(src.Cluster)
+	if err != nil {
+		return false, err
+	}
+	return mapper.GoneFromView(ctx, view, gvr, src, c.cfg.ClusterName)
 }
 
 // object checks one mapped view object obj (source src) against its target copy (invariants

@@ -5,11 +5,14 @@ import (
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/mapper"
@@ -29,21 +32,14 @@ func TestCheckerPerCluster(t *testing.T) {
 				"annotations": map[string]interface{}{contract.ClusterAnnotation: cluster}},
 		}}
 	}
-	copyOf := func(cluster, ns, name string) *unstructured.Unstructured {
-		return &unstructured.Unstructured{Object: map[string]interface{}{
-			"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": map[string]interface{}{"namespace": ns, "name": name,
-				"labels": map[string]interface{}{contract.LocationLabel: "east"},
-				"annotations": map[string]interface{}{
-					contract.SourceClusterAnnotation: cluster, contract.SourceNamespaceAnnotation: ns, contract.SourceNameAnnotation: name,
-					contract.SourceUIDAnnotation: cluster + "-" + ns + "-" + name,
-				}},
-		}}
-	}
+	copyOf := eastCopyOf
 	target := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "ConfigMapList"})
+	// The view's per-cluster paths hold nothing: a GET of the orphan's source answers 404.
+	emptyView := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "ConfigMapList"})
 	c := &checker{
-		cfg:    Config{Location: "east", NamespaceMapping: mapper.NamespaceMappingAuto, ClusterName: mapper.DefaultClusterName, SkipContent: true},
-		target: target, report: &Report{Location: "east"}, clusters: map[string]*ClusterReport{},
+		cfg:         Config{Location: "east", NamespaceMapping: mapper.NamespaceMappingAuto, ClusterName: mapper.DefaultClusterName, SkipContent: true},
+		clusterView: func(string) (dynamic.Interface, error) { return emptyView, nil },
+		target:      target, report: &Report{Location: "east"}, clusters: map[string]*ClusterReport{},
 	}
 	lists := []*resourceLists{{
 		gvr: gvr, namespaced: true, served: true,
@@ -88,6 +84,60 @@ func TestCheckerPerCluster(t *testing.T) {
 		case v.Cluster == "":
 			t.Errorf("a violation without a cluster: %+v", v)
 		}
+	}
+}
+
+// eastCopyOf returns east's managed copy of the ConfigMap ns/name of cluster, at the same place
+// on the target, its source uid "<cluster>-<ns>-<name>".
+func eastCopyOf(cluster, ns, name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]interface{}{"namespace": ns, "name": name,
+			"labels": map[string]interface{}{contract.LocationLabel: "east"},
+			"annotations": map[string]interface{}{
+				contract.SourceClusterAnnotation: cluster, contract.SourceNamespaceAnnotation: ns, contract.SourceNameAnnotation: name,
+				contract.SourceUIDAnnotation: cluster + "-" + ns + "-" + name,
+			}},
+	}}
+}
+
+// TestCheckerKeepsWhatTheViewWithholds: a managed copy that the view does not list is an orphan
+// (invariant 4) only when a GET through the view's cluster path answers 404, as the mapper
+// deletes only then (mapper.GoneFromView); a copy whose source the view withholds (503) or
+// whose resource it has not synced (429) is reported as kept, with the view's answer.
+func TestCheckerKeepsWhatTheViewWithholds(t *testing.T) {
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	view := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "ConfigMapList"})
+	view.PrependReactor("get", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		switch a.(clienttesting.GetAction).GetName() {
+		case "withheld":
+			return true, nil, apierrors.NewServiceUnavailable("its rendering fails")
+		case "unsynced":
+			return true, nil, apierrors.NewTooManyRequests("the resource has not synced", 1)
+		}
+		return true, nil, apierrors.NewNotFound(gvr.GroupResource(), "gone")
+	})
+	target := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "ConfigMapList"})
+	c := &checker{
+		cfg:         Config{Location: "east", NamespaceMapping: mapper.NamespaceMappingSame, ClusterName: mapper.DefaultClusterName, SkipContent: true},
+		clusterView: func(string) (dynamic.Interface, error) { return view, nil },
+		target:      target, report: &Report{Location: "east"}, clusters: map[string]*ClusterReport{},
+	}
+	l := &resourceLists{gvr: gvr, namespaced: true, served: true,
+		managed: []*unstructured.Unstructured{eastCopyOf("c1", "ns", "withheld"), eastCopyOf("c1", "ns", "unsynced"), eastCopyOf("c1", "ns", "gone")}}
+	if err := c.resource(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+	r := c.report
+	if len(r.Violations) != 1 || r.Violations[0].Invariant != 4 || r.Violations[0].Target != "ns/gone" {
+		t.Errorf("violations %+v, want the orphan ns/gone alone", r.Violations)
+	}
+	kept := map[string]string{}
+	for _, k := range r.Kept {
+		kept[k.Target] = k.Message
+	}
+	if len(kept) != 2 || !strings.Contains(kept["ns/withheld"], "its rendering fails") || !strings.Contains(kept["ns/unsynced"], "has not synced") {
+		t.Errorf("kept %+v, want ns/withheld and ns/unsynced with the view's answers", r.Kept)
 	}
 }
 

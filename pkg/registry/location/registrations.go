@@ -33,7 +33,7 @@ type Registry interface {
 
 // Registrations follows the SyncTargets (control.mapper.kcp.io/v1alpha1) and the locations'
 // Leases in the source's cluster-mapper-system namespace with informers, for the columns of
-// `kubectl get locations` (DESIGN.md, "The control plane objects"). It never blocks anything: a
+// `kubectl get locations` (docs/design.md, "The control plane objects"). It never blocks anything: a
 // source without the SyncTarget CRD, or an identity that may not list SyncTargets or Leases,
 // leaves the registrations empty, and the failure is logged once per reason (the informers keep
 // retrying with client-go's backoff, so installing the CRD later is picked up).

@@ -11,8 +11,8 @@ import (
 // maxUnsyncedMessage caps the error message of an unsynced resource, in bytes.
 const maxUnsyncedMessage = 512
 
-// ResourceHealth gives the mirrored resources the server cannot list from the source (issue
-// 10 item 2: such a resource is reported, here on every Location's status, and blocks nothing
+// ResourceHealth gives the mirrored resources the server cannot list from the source (such
+// a resource is reported, here on every Location's status, and blocks nothing
 // else).
 type ResourceHealth interface {
 	// UnsyncedResources returns them sorted by group, then resource.

@@ -17,7 +17,7 @@ import (
 // maxAmbiguousClustersNamed bounds the clusters an ambiguity Status names one by one.
 const maxAmbiguousClustersNamed = 20
 
-// clusters resolves the logical cluster of requests inside a view (DESIGN.md, "The location
+// clusters resolves the logical cluster of requests inside a view (docs/design.md, "The location
 // view"): a per-cluster path (<view>/clusters/<cluster>/...) serves that cluster; the
 // all-clusters base path serves every cluster, and a request by namespace/name there must match
 // objects of one cluster only.
@@ -68,7 +68,7 @@ func (c clusters) find(ctx context.Context, store Store, gr schema.GroupResource
 }
 
 // ambiguous is the 400 of a request by namespace/name on the all-clusters path that matches
-// objects of several logical clusters (DESIGN.md): it names the clusters and the per-cluster
+// objects of several logical clusters (docs/design.md): it names the clusters and the per-cluster
 // path to use, and lists each cluster's path as a cause.
 func ambiguous(ctx context.Context, gr schema.GroupResource, location, namespace, name string, clusterNames []string) error {
 	inner := "/..."

@@ -31,6 +31,8 @@ type clusterTestCache struct {
 	sources map[string]*dynamicfake.FakeDynamicClient
 }
 
+func (c *clusterTestCache) Discovered() bool { return true }
+
 func (c *clusterTestCache) Resources() []source.ResourceInfo {
 	return []source.ResourceInfo{{GVR: cmGVR, Kind: "ConfigMap", ListKind: "ConfigMapList", SingularName: "configmap", Namespaced: true,
 		Verbs: []string{"get", "list", "watch", "update", "patch"}}}
@@ -178,7 +180,7 @@ func TestClusterPaths(t *testing.T) {
 }
 
 // TestAmbiguousNameOnBasePath checks the 400 of a GET and a status write by name on the
-// all-clusters path that match objects of several clusters (DESIGN.md), and that the
+// all-clusters path that match objects of several clusters (docs/design.md), and that the
 // per-cluster path writes the right cluster's source object.
 func TestAmbiguousNameOnBasePath(t *testing.T) {
 	v, c := newClusterViews(t)

@@ -45,7 +45,7 @@ func (r *REST) NewConnectOptions() (runtime.Object, bool, string) {
 }
 
 // Connect returns the handler of the view of location name. A name that is not a DNS-1123
-// label is 404 with a message saying why (DESIGN.md: location names are DNS-1123 labels).
+// label is 404 with a message saying why (docs/design.md: location names are DNS-1123 labels).
 func (r *REST) Connect(_ context.Context, name string, opts runtime.Object, _ rest.Responder) (http.Handler, error) {
 	if errs := validation.ValidateLocationName(name); len(errs) > 0 {
 		err := apierrors.NewNotFound(mapper.Resource("locations"), name)

@@ -35,6 +35,8 @@ type fakeResources struct {
 	infos []source.ResourceInfo
 }
 
+func (f *fakeResources) Discovered() bool { return true }
+
 func (f *fakeResources) Resources() []source.ResourceInfo {
 	f.mu.Lock()
 	defer f.mu.Unlock()

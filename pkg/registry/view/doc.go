@@ -1,7 +1,7 @@
 // Package view serves a location view: below
 // /apis/mapper.kcp.io/v1alpha1/locations/<location>/proxy, an ordinary-looking Kubernetes API
 // (discovery, get, list, watch, Table output) that holds only the objects assigned to that
-// location (DESIGN.md, "The location view").
+// location (docs/design.md, "The location view").
 //
 // The view is the `locations/proxy` subresource, implemented as a rest.Connecter with a sub-path
 // (the same pattern as pods/proxy), so the generic API server's own filters authenticate and

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/request"
 )
 
-// TestSourceError: a 503 only for an unreachable or unavailable source (issue 10 item 7).
+// TestSourceError: a 503 only for an unreachable or unavailable source.
 func TestSourceError(t *testing.T) {
 	gr := schema.GroupResource{Resource: "configmaps"}
 	cases := []struct {
@@ -36,7 +36,7 @@ func TestSourceError(t *testing.T) {
 }
 
 // TestValidatePathSegments: kube-apiserver's answers for names and namespaces that are no path
-// segment (issue 10 item 7).
+// segment.
 func TestValidatePathSegments(t *testing.T) {
 	gr := schema.GroupResource{Resource: "configmaps"}
 	cases := []struct {

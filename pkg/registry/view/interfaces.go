@@ -20,6 +20,10 @@ import (
 // Objects is what views read: the mirrored resources and, per resource, its Store.
 // pkg/apiserver hands views the cache (*cache.Cache) through it.
 type Objects interface {
+	// Discovered reports whether the mirrored resources are known: the first read of the
+	// source's discovery is done, and the cache has not stopped. Otherwise every request is
+	// answered 503 (ServeView).
+	Discovered() bool
 	// Resources lists the currently mirrored resources.
 	Resources() []source.ResourceInfo
 	// Store returns the store of a mirrored resource; false when the resource is not mirrored.

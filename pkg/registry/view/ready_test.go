@@ -23,6 +23,8 @@ type oneStoreCache struct {
 	store *cache.ResourceStore
 }
 
+func (c *oneStoreCache) Discovered() bool { return true }
+
 func (c *oneStoreCache) Resources() []source.ResourceInfo { return []source.ResourceInfo{c.info} }
 func (c *oneStoreCache) Store(gvr schema.GroupVersionResource) (Store, bool) {
 	return c.store, gvr == c.info.GVR
@@ -40,7 +42,7 @@ func (c *oneStoreCache) Resource(schema.GroupVersionResource, string) dynamic.Re
 	return nil
 }
 
-// TestUnsyncedResourceIsNotServedEmpty checks the wiring of issue 10 item 1: a list, get and
+// TestUnsyncedResourceIsNotServedEmpty checks the wiring of the sync gate: a list, get and
 // watch of a resource whose first sync has not finished answer 429 with a Retry-After header
 // after the freshness timeout (never 200 with no items), and the first sync lets them through.
 func TestUnsyncedResourceIsNotServedEmpty(t *testing.T) {

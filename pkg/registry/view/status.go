@@ -26,7 +26,7 @@ import (
 const maxWriteAttempts = 5
 
 // statusStorage writes `<resource>/<name>/status` through a location view onto the source
-// (DESIGN.md; issue "Status write-back"): rest.Getter and rest.Updater, so that
+// (docs/design.md): rest.Getter and rest.Updater, so that
 // k8s.io/apiserver's UpdateResource and PatchResource handlers (PUT, JSON/merge/strategic merge
 // patches, server-side apply) compute the new object from the location's view of the current
 // source object, and this storage writes only its .status to the source:
@@ -193,7 +193,7 @@ func (s *statusStorage) updateOnce(ctx context.Context, client dynamic.ResourceI
 }
 
 // withClusterAnnotation sets kcp.io/cluster on u, a copy the caller owns, as a view shows every object
-// (DESIGN.md, "Names").
+// (docs/design.md, "Names").
 func withClusterAnnotation(u *unstructured.Unstructured, cluster string) *unstructured.Unstructured {
 	ann := u.GetAnnotations()
 	if ann == nil {
@@ -207,7 +207,7 @@ func withClusterAnnotation(u *unstructured.Unstructured, cluster string) *unstru
 // checkStatusRecordSize refuses a status whose JSON (the status record of location,
 // status.kcp.io/<location>, when the object has several locations) is larger than
 // contract.MaxStatusRecordBytes: 413 RequestEntityTooLarge with a Status that names the limit,
-// the size and the location (DESIGN.md "Status records": no location may use up the object's
+// the size and the location (docs/design.md, "Status records": no location may use up the object's
 // 256 KiB annotation budget and block its peers). The cap holds for every status write, also of
 // an object assigned to this location alone, whose status would become a record as soon as a
 // second location is assigned. Nothing is written to the source.
@@ -228,10 +228,15 @@ func checkStatusRecordSize(gr schema.GroupResource, name, location string, statu
 
 // write stores status on the source object current (see statusStorage for the rules), each
 // write with current's resourceVersion (or the previous write's) as precondition and with
-// fieldValidation. A status kept only as a record (an annotation, whose content the source
-// does not validate) is first validated by a dry-run write of it as .status when
-// fieldValidation is Strict.
+// fieldValidation. The source's warnings (unknown fields, with Warn) become the answer's
+// (source.RelayWarnings). A status kept only as a record (an annotation, whose content the
+// source does not validate) is first written as .status in a dry run when fieldValidation is
+// Strict (an unknown field fails the write, as on kube-apiserver) or Warn (the dry run's
+// warnings are the answer's, and the record keeps the status the dry run would have stored:
+// without the unknown fields, as kube-apiserver drops them). Without fieldValidation (the
+// source's default, Warn) a record is written as sent, to spare a request per write.
 func (s *statusStorage) write(ctx context.Context, client dynamic.ResourceInterface, current *unstructured.Unstructured, locations []string, location string, status interface{}, hasStatus bool, fieldValidation string) (*unstructured.Unstructured, error) {
+	ctx = source.RelayWarnings(ctx)
 	setStatus := func(u *unstructured.Unstructured) {
 		if hasStatus {
 			u.Object["status"] = status
@@ -247,13 +252,17 @@ func (s *statusStorage) write(ctx context.Context, client dynamic.ResourceInterf
 		return client.UpdateStatus(ctx, target, opts)
 	}
 	if len(locations) > 1 {
-		if fieldValidation == metav1.FieldValidationStrict && hasStatus {
+		if (fieldValidation == metav1.FieldValidationStrict || fieldValidation == metav1.FieldValidationWarn) && hasStatus {
 			probe := current.DeepCopy()
 			setStatus(probe)
 			dry := opts
 			dry.DryRun = []string{metav1.DryRunAll}
-			if _, err := writeStatus(probe, dry); err != nil {
+			checked, err := writeStatus(probe, dry)
+			if err != nil {
 				return nil, err
+			}
+			if st, ok := checked.Object["status"]; ok {
+				status = st
 			}
 		}
 		record, err := json.Marshal(status)

@@ -36,17 +36,19 @@ func (s *statusStorage) visibleView(ctx context.Context, location, cluster, name
 	return obj, true
 }
 
-// preconditionHolds reports whether a status write carrying resourceVersion want may be applied
-// to current, the source object as just read: want is current's resourceVersion, or this
-// location's view has not changed since want (its visible resourceVersion is at most want).
+// preconditionHolds reports whether a write through a view (status, or a location's finalizer)
+// carrying resourceVersion want may be applied to current, the source object as just read:
+// want is current's resourceVersion, or this location's view has not changed since want (its
+// visible resourceVersion is at most want, and want is at most current's or is the visible
+// resourceVersion itself). The visible resourceVersion exceeds current's after a re-rendering
+// (a Customization that changed, or a rendering the Renderer made after ingest, shows the
+// object at the resourceVersion of that re-rendering event, which is the store's, not the
+// object's: docs/views.md, "Customizations and resourceVersions", "Deferred renderings"), and
+// after a restart (the first list shows an object whose generation has moved at the list's
+// resourceVersion: docs/views.md, "Restarts and replicas").
 // The cache's view may be of a newer source version than current (the object changed after
 // the read): its visible resourceVersion is then an upper bound of current's, and the source
 // write, made with current's resourceVersion, conflicts and is retried on a fresh read.
-//
-// want may be above current's resourceVersion: a re-rendering after a change of the rules (a
-// Customization, a SyncTarget's labels, a LocationBinding) shows the source's fresh
-// resourceVersion, which no version of the object has (docs/views.md, "Customizations and
-// resourceVersions"). Such a want holds only when the view shows exactly it.
 func (s *statusStorage) preconditionHolds(ctx context.Context, location, cluster string, current *unstructured.Unstructured, want string) bool {
 	if want == current.GetResourceVersion() {
 		return true
@@ -60,10 +62,8 @@ func (s *statusStorage) preconditionHolds(ctx context.Context, location, cluster
 	if !ok {
 		return false
 	}
-	if v > r {
-		return obj.ResourceVersion() == v
-	}
-	return obj.ResourceVersion() <= v
+	visible := obj.ResourceVersion()
+	return visible <= v && (v <= r || v == visible)
 }
 
 // answerResourceVersion sets on answer, the location's view of the written object, the

@@ -11,7 +11,7 @@ import (
 )
 
 // TestCheckStatusRecordSize: a status of at most contract.MaxStatusRecordBytes as JSON passes,
-// one byte more is a 413 naming the location and the limit (issue 10 item 9).
+// one byte more is a 413 naming the location and the limit.
 func TestCheckStatusRecordSize(t *testing.T) {
 	gr := schema.GroupResource{Group: "apps", Resource: "deployments"}
 	// {"x":"<n a's>"} is n+8 bytes of JSON.

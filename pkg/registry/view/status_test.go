@@ -148,7 +148,7 @@ func TestStatusUpdate(t *testing.T) {
 		// check looks at the source object after a successful write and at the answer.
 		check func(t *testing.T, src, answer *unstructured.Unstructured)
 	}
-	// bigStatus is a status whose record is larger than DESIGN.md's cap of 32 KiB.
+	// bigStatus is a status whose record is larger than docs/design.md's cap of 32 KiB.
 	bigStatus := map[string]interface{}{"message": strings.Repeat("x", contract.MaxStatusRecordBytes)} // its JSON is larger than the cap
 	cases := []statusCase{
 		{name: "an object of another location is 404", source: widget("w", 7, []string{"west"}, reflectPolicy, nil), write: statusWrite("w", "7", ready), code: http.StatusNotFound},

@@ -14,7 +14,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
-// TestStatusWriteAtVisibleResourceVersion (issue 10 item 11): east's view shows a shared object
+// TestStatusWriteAtVisibleResourceVersion: east's view shows a shared object
 // at the resourceVersion of the last change east can see. A status write carrying that
 // resourceVersion succeeds when only other locations' status records changed since (also when
 // such a write races with it), and is a 409 when something east can see changed. Fails on main
@@ -24,7 +24,6 @@ import (
 // source's (fails without answerResourceVersion's generation: 2 or 3).
 func TestStatusWriteAtVisibleResourceVersion(t *testing.T) {
 	ready := map[string]interface{}{"phase": "Ready"}
-	policy := map[string]string{contract.StatusPolicyAnnotation: contract.StatusPolicyReflect}
 	westWrites := func(s *statusSource, store *cache.ResourceStore, phase string) func() {
 		return func() {
 			u := tracked(t, s)
@@ -65,20 +64,7 @@ func TestStatusWriteAtVisibleResourceVersion(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			w := widget("w", 7, []string{"east", "west"}, policy, nil)
-			w.SetGeneration(1)
-			src := newStatusSource(t, w)
-			store := cache.NewResourceStore(widgetsGVR, widgetsInfo.GVK(), true, cache.StoreOptions{DefaultCluster: "root"})
-			t.Cleanup(store.Close)
-			if err := store.Replace([]interface{}{src.get(t, "w")}, "7"); err != nil {
-				t.Fatal(err)
-			}
-			st := &statusStorage{info: widgetsInfo, store: store, source: src, clusters: clusters{plain: "root"}, freshness: freshness{gvr: widgetsGVR, store: store, source: src}}
-			seen, err := st.Get(viewCtx("east", "team-a"), "w", &metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			write := asUnstructured(t, seen).DeepCopy()
+			src, store, st, write := sharedWidgetSeenByEast(t, 1, "7")
 			write.Object["status"] = ready
 			if c.before != nil {
 				c.before(src, store)
@@ -115,6 +101,28 @@ func TestStatusWriteAtVisibleResourceVersion(t *testing.T) {
 	}
 }
 
+// sharedWidgetSeenByEast returns a source holding the widget w at resourceVersion 7 with
+// metadata.generation generation, assigned to east and west and reflecting status, a store whose
+// first list of it is at listRV, the status storage over both, and the object east's view
+// shows (a copy the caller owns).
+func sharedWidgetSeenByEast(t *testing.T, generation int64, listRV string) (*statusSource, *cache.ResourceStore, *statusStorage, *unstructured.Unstructured) {
+	t.Helper()
+	w := widget("w", 7, []string{"east", "west"}, map[string]string{contract.StatusPolicyAnnotation: contract.StatusPolicyReflect}, nil)
+	w.SetGeneration(generation)
+	src := newStatusSource(t, w)
+	store := cache.NewResourceStore(widgetsGVR, widgetsInfo.GVK(), true, cache.StoreOptions{DefaultCluster: "root"})
+	t.Cleanup(store.Close)
+	if err := store.Replace([]interface{}{src.get(t, "w")}, listRV); err != nil {
+		t.Fatal(err)
+	}
+	st := &statusStorage{info: widgetsInfo, store: store, source: src, clusters: clusters{plain: "root"}, freshness: freshness{gvr: widgetsGVR, store: store, source: src}}
+	seen, err := st.Get(viewCtx("east", "team-a"), "w", &metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src, store, st, asUnstructured(t, seen).DeepCopy()
+}
+
 // bumpAndStore writes u to the source with the next resourceVersion, as another writer, and
 // feeds that version to the store as the reflector would.
 func bumpAndStore(t *testing.T, s *statusSource, store *cache.ResourceStore, u *unstructured.Unstructured) {
@@ -141,4 +149,38 @@ func tracked(t *testing.T, s *statusSource) *unstructured.Unstructured {
 		t.Fatal(err)
 	}
 	return o.(*unstructured.Unstructured).DeepCopy()
+}
+
+// TestStatusWriteAtFirstListResourceVersion: after a restart the first list shows an object
+// whose generation has moved at the list's resourceVersion, above the source object's own
+// (docs/views.md, "Restarts and replicas"). A status write carrying what the view shows is a
+// write at the current version: accepted, and the answer shows the write's resourceVersion.
+// A resourceVersion above the source's that the view does not show stays a 409. Fails without
+// preconditionHolds' rule for the view's own resourceVersion: every write at 9 was a 409, and
+// so every retry of a client that reread the view.
+func TestStatusWriteAtFirstListResourceVersion(t *testing.T) {
+	for _, c := range []struct {
+		rv   string
+		code int
+	}{{rv: "9"}, {rv: "8", code: http.StatusConflict}} {
+		t.Run(c.rv, func(t *testing.T) {
+			src, _, st, write := sharedWidgetSeenByEast(t, 2, "9")
+			if write.GetResourceVersion() != "9" {
+				t.Fatalf("east's view shows resourceVersion %s, want the list's 9", write.GetResourceVersion())
+			}
+			write.SetResourceVersion(c.rv)
+			write.Object["status"] = map[string]interface{}{"phase": "Ready"}
+			answer, _, err := st.Update(viewCtx("east", "team-a"), "w", rest.DefaultUpdatedObjectInfo(write), nil, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
+			if c.code != 0 {
+				expectCode(t, "status write", err, c.code)
+				return
+			}
+			if err != nil {
+				t.Fatalf("status write at the view's resourceVersion 9: %v", err)
+			}
+			if got, want := asUnstructured(t, answer).GetResourceVersion(), src.get(t, "w").GetResourceVersion(); got != want {
+				t.Errorf("the answer shows resourceVersion %s, want the write's %s", got, want)
+			}
+		})
+	}
 }

@@ -53,9 +53,13 @@ func (c tableConvertor) ConvertToTable(ctx context.Context, obj runtime.Object, 
 	if c.builtin != nil {
 		return c.builtin.ConvertToTable(ctx, obj, opts)
 	}
+	obj, err := unwrap(obj)
+	if err != nil {
+		return nil, err
+	}
 	if c.crd != nil {
 		if conv := c.crd.convertor(ctx); conv != nil {
-			return conv.ConvertToTable(ctx, unwrap(obj), opts)
+			return conv.ConvertToTable(ctx, obj, opts)
 		}
 	}
 	table := &metav1.Table{}
@@ -79,18 +83,11 @@ func (c tableConvertor) ConvertToTable(ctx context.Context, obj runtime.Object, 
 	return table, nil
 }
 
-// unwrap turns cache objects and view lists into the unstructured objects the CRD table
-// convertor evaluates its JSONPaths on. The items are shared, read-only.
-func unwrap(obj runtime.Object) runtime.Object {
+// unwrap turns cache objects and view lists into the unstructured objects the table
+// convertors evaluate their columns on. The items are shared, read-only. The error is an
+// internal error (HTTP 500) naming an object whose content does not decode (contentOf).
+func unwrap(obj runtime.Object) (runtime.Object, error) {
 	switch o := obj.(type) {
-	case *cache.Object:
-		return o.Unstructured()
-	case runtime.Unstructured:
-		if o.IsList() {
-			return obj
-		}
-		// A cache.Object as its encoders see it (the watch handler's as=Table conversion).
-		return &unstructured.Unstructured{Object: o.UnstructuredContent()}
 	case *List:
 		list := &unstructured.UnstructuredList{Object: map[string]interface{}{"apiVersion": o.APIVersion, "kind": o.Kind}}
 		list.SetResourceVersion(o.ResourceVersion)
@@ -98,13 +95,44 @@ func unwrap(obj runtime.Object) runtime.Object {
 		list.SetRemainingItemCount(o.RemainingItemCount)
 		list.Items = make([]unstructured.Unstructured, 0, len(o.Items))
 		for _, item := range o.Items {
-			if co, ok := item.(*cache.Object); ok {
-				list.Items = append(list.Items, *co.Unstructured())
+			u, err := contentOf(item)
+			if err != nil {
+				return nil, err
 			}
+			list.Items = append(list.Items, *u)
 		}
-		return list
+		return list, nil
+	case runtime.Unstructured:
+		if o.IsList() {
+			return obj, nil
+		}
 	}
-	return obj
+	return contentOf(obj)
+}
+
+// contentOf returns the decoded content of one view object: a cache.Object, a cache.Object as
+// its encoders see it (the watch handler's as=Table conversion), what a cache.Object's
+// GetObject returns (the apiserver's conversions), or an unstructured object. An object whose
+// content does not decode (cache.Object.Content, a defect of the cache) is an internal error
+// (HTTP 500) that names it, never an empty row.
+func contentOf(obj runtime.Object) (*unstructured.Unstructured, error) {
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		return o, nil
+	case *cache.DecodeFailure:
+		return nil, apierrors.NewInternalError(o)
+	case interface {
+		Content() (*unstructured.Unstructured, error)
+	}:
+		u, err := o.Content()
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		return u, nil
+	case runtime.Unstructured:
+		return &unstructured.Unstructured{Object: o.UnstructuredContent()}, nil
+	}
+	return nil, fmt.Errorf("cannot print %T as a table", obj)
 }
 
 // crdGVR is the source's CustomResourceDefinitions.

@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -17,8 +16,6 @@ import (
 	"k8s.io/kubernetes/pkg/printers"
 	printersinternal "k8s.io/kubernetes/pkg/printers/internalversion"
 	printerstorage "k8s.io/kubernetes/pkg/printers/storage"
-
-	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 
 	// The built-in API groups kube-apiserver serves, registered into legacyscheme (external
 	// versions, internal types, conversions and defaults) as kube-apiserver registers them.
@@ -178,17 +175,9 @@ func (b *builtinTable) toInternal(obj runtime.Object) (runtime.Object, map[runti
 // convert turns one view object into a new internal object: unstructured → external type →
 // defaults → internal type. The view object is not modified.
 func (b *builtinTable) convert(obj runtime.Object) (runtime.Object, error) {
-	var u *unstructured.Unstructured
-	switch o := obj.(type) {
-	case *cache.Object:
-		u = o.Unstructured()
-	case *unstructured.Unstructured:
-		u = o
-	case runtime.Unstructured:
-		// A cache.Object as its encoders see it (the watch handler's as=Table conversion).
-		u = &unstructured.Unstructured{Object: o.UnstructuredContent()}
-	default:
-		return nil, fmt.Errorf("cannot print %T as %v", obj, b.external)
+	u, err := contentOf(obj)
+	if err != nil {
+		return nil, err
 	}
 	ext, err := legacyscheme.Scheme.New(b.external)
 	if err != nil {

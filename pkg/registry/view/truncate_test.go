@@ -7,7 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// TestStatusMessagesAreBounded is issue 10 item 13 for Status messages: a client-supplied value
+// TestStatusMessagesAreBounded for Status messages: a client-supplied value
 // quoted in a 400 is truncated to a few hundred bytes.
 func TestStatusMessagesAreBounded(t *testing.T) {
 	huge := strings.Repeat("x", 200<<10)

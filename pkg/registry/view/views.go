@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/endpoints/handlers"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
@@ -33,7 +34,7 @@ type Options struct {
 	// so a revoked permission ends every open watch within 2*MinRequestTimeout (default 1800s).
 	MinRequestTimeout time.Duration
 	// PlainCluster is the one logical cluster of a plain source (--cluster-name); "" for a kcp
-	// source, whose objects name their cluster in kcp.io/cluster (DESIGN.md, "Names"). It
+	// source, whose objects name their cluster in kcp.io/cluster (docs/design.md, "Names"). It
 	// decides which cluster a request by name on the all-clusters path reads and writes.
 	PlainCluster string
 	// MaxWatchesPerUser bounds the concurrent watches of one user on one location's view; past
@@ -49,7 +50,9 @@ type Views struct {
 	serializer *serializer
 	namespaces *resourceHandlers
 	discovery  *viewDiscovery
-	watches    *watchLimiter
+	// openapi serves the views' OpenAPI; nil when the source gives none.
+	openapi *viewOpenAPI
+	watches *watchLimiter
 
 	mu        sync.Mutex
 	resources map[schema.GroupVersionResource]*resourceHandlers
@@ -85,6 +88,9 @@ func New(objects Objects, src Source, opts Options) *Views {
 		opts.MinRequestTimeout = 1800 * time.Second
 	}
 	v := &Views{objects: objects, source: src, opts: opts, serializer: newSerializer(), discovery: newViewDiscovery(objects), watches: newWatchLimiter(opts.MaxWatchesPerUser), resources: map[schema.GroupVersionResource]*resourceHandlers{}}
+	if o, ok := src.(OpenAPI); ok {
+		v.openapi = newViewOpenAPI(objects, o)
+	}
 	ns := &namespaceStorage{objects: objects, tableConvertor: newTableConvertor(src, namespacesGVR, "Namespace")}
 	scope := newRequestScope(namespacesGVR, "Namespace", false, v.serializer, ns)
 	v.namespaces = &resourceHandlers{
@@ -101,10 +107,11 @@ func New(objects Objects, src Source, opts Options) *Views {
 // An inner path that starts with /clusters/<cluster> serves only that logical cluster's objects
 // (discovery, get, list, watch, status writes, namespaces); the base path serves all of them.
 //
-// Reads (get, list, watch) of mirrored resources and discovery are served, writes of a
-// resource's /status subresource (status write-back, see statusStorage), and updates and
-// patches of an object itself that add or remove the location's own finalizer (marksStorage);
-// every other write is refused with 405 MethodNotAllowed; unknown paths and resources are 404.
+// Reads (get, list, watch) of mirrored resources, discovery and OpenAPI (viewOpenAPI) are
+// served, writes of a resource's /status subresource (status write-back, see statusStorage),
+// and updates and patches of an object itself that add or remove the location's own finalizer
+// (marksStorage); every other write is refused with 405 MethodNotAllowed; unknown paths and
+// resources are 404.
 func (v *Views) ServeView(w http.ResponseWriter, req *http.Request, location, innerPath string) {
 	inner, err := contract.ParseInnerRequestOf(req, innerPath)
 	if err != nil {
@@ -112,9 +119,23 @@ func (v *Views) ServeView(w http.ResponseWriter, req *http.Request, location, in
 		return
 	}
 	info := inner.Info
-	// The cluster only narrows what the location's view shows (DESIGN.md): every read and write
+	if !v.objects.Discovered() {
+		// Not known which resources the view serves (the server is starting, or shutting down
+		// and its cache stopped): no 404 (a mapper takes a 404 for "gone" and may delete its
+		// copy), no empty discovery.
+		err := apierrors.NewServiceUnavailable("mapper-apiserver does not know the source's resources now: it is starting, or shutting down")
+		err.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: 1}
+		v.writeError(w, req, err)
+		return
+	}
+	// The cluster only narrows what the location's view shows (docs/design.md): every read and write
 	// below still goes through the location's index, so a cluster path never leaves the location.
 	ctx := withCluster(withLocation(req.Context(), location), string(inner.Cluster))
+	if !info.IsResourceRequest && v.openapi != nil && isOpenAPIPath(info.Path) {
+		req = req.WithContext(ctx)
+		v.openapi.serve(w, req, info.Path, func(err error) { v.writeError(w, req, err) })
+		return
+	}
 	if !info.IsResourceRequest {
 		v.discovery.serve(w, req.WithContext(ctx), info.Path)
 		return

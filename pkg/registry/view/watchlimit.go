@@ -11,8 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// watchLimiter bounds the concurrent watches one user holds on one location's view (issue 10
-// item 12): without a bound, one identity can open any number of watches over one connection.
+// watchLimiter bounds the concurrent watches one user holds on one location's view:
+// without a bound, one identity can open any number of watches over one connection.
 type watchLimiter struct {
 	max int
 	mu  sync.Mutex
@@ -59,7 +59,7 @@ func (l *watchLimiter) acquire(user, location string) (func(), error) {
 }
 
 // capWatchTimeout bounds how long a view watch stays open on the server, so that a revoked
-// permission ends every watch it admitted within a known time (issue 10 item 12). As
+// permission ends every watch it admitted within a known time. As
 // kube-apiserver's --min-request-timeout, the bound is randomised in [min, 2*min) to spread
 // re-watches; unlike kube-apiserver, a client's timeoutSeconds larger than the bound is reduced
 // to it (a smaller one, or none, is left alone: without one, the handler picks the same random

@@ -22,7 +22,7 @@ import (
 )
 
 // Customization changes the objects it selects, per location, as the location views show them
-// and therefore as they land on the targets (DESIGN.md, "The control plane objects"; issue 14).
+// and therefore as they land on the targets (docs/design.md, "The control plane objects").
 // It selects objects of its own namespace (and, with a kcp source, of its own logical cluster,
 // the kcp.io/cluster annotation kcp sets on it) by resource and labels, and locations by their
 // SyncTarget's labels or names. Its mutations have the shape of a MutatingAdmissionPolicy's:

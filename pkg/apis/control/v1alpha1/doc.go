@@ -18,7 +18,7 @@ limitations under the License.
 // +groupName=control.mapper.kcp.io
 
 // Package v1alpha1 holds the CRD types of the control.mapper.kcp.io/v1alpha1 group: the
-// objects users and controllers write in the source (DESIGN.md, "The control plane
+// objects users and controllers write in the source (docs/design.md, "The control plane
 // objects"): SyncTarget, the registration of one location, and Customization, per-location
 // changes of objects rendered by the views. The CRD
 // manifests in artifacts/crds are generated from these types by controller-gen

@@ -22,7 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// GroupName is the API group of the control plane CRDs (DESIGN.md: control.mapper.kcp.io).
+// GroupName is the API group of the control plane CRDs (docs/design.md: control.mapper.kcp.io).
 const GroupName = "control.mapper.kcp.io"
 
 // SchemeGroupVersion is the group version of this package: control.mapper.kcp.io/v1alpha1.

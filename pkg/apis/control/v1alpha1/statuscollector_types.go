@@ -21,7 +21,7 @@ import (
 )
 
 // StatusCollector says how the per-location statuses of the objects it selects are summarized
-// (DESIGN.md "The control plane objects"; issue 14 item 5; after KubeStellar's
+// (docs/design.md, "The control plane objects"; after KubeStellar's
 // StatusCollector). It selects objects of its own namespace (and, with a kcp source, of its own
 // logical cluster) by resource and labels. Each (object, location) pair with a status is one
 // row, with the CEL variables `obj` (the source object), `returned` (`returned.status`: the

@@ -21,7 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// SyncTarget is the registration of one location (DESIGN.md, "The control plane objects"):
+// SyncTarget is the registration of one location (docs/design.md, "The control plane objects"):
 // metadata.name is the location name (a DNS-1123 label), its labels are the location's
 // properties (region, zone, tier ...). The location's active mapper writes its status; the
 // location lifecycle controller of mapper-controller sets the Ready condition to Unknown
@@ -186,7 +186,7 @@ type ObjectCounts struct {
 	Assigned int64 `json:"assigned"`
 	// inSync is the number of assigned objects with no violation.
 	InSync int64 `json:"inSync"`
-	// inViolation is the number of violations of DESIGN.md's invariants 1-4.
+	// inViolation is the number of violations of docs/design.md's invariants 1-4.
 	InViolation int64 `json:"inViolation"`
 	// verifiedTime is when the counts were computed.
 	// +optional
