@@ -26,7 +26,7 @@ func TestRecordsOfUnboundLocations(t *testing.T) {
 	u.SetNamespace("tenant-a")
 	u.SetName("o")
 	u.SetAnnotations(map[string]string{
-		contract.AssignedLocationsAnnotation: `["east","west"]`,
+		contract.AssignedLocationsAnnotation:    `["east","west"]`,
 		contract.StatusRecordAnnotation("east"): `{"phase":"east"}`,
 		contract.StatusRecordAnnotation("west"): `{"phase":"west"}`,
 	})
