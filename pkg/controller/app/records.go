@@ -23,6 +23,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/mirror"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/statusrecords"
 	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
+	"github.com/cluster-mapper/cluster-mapper/pkg/locationbinding"
 	"github.com/cluster-mapper/cluster-mapper/pkg/sourcecluster"
 )
 
@@ -92,15 +93,27 @@ func newViewControllers(o *Options, source *rest.Config, dyn dynamic.Interface, 
 			return views.For(contract.ViewPath(location, contract.ClusterName(cluster)))
 		},
 		HasStatus: statusSubresources(sourceDiscovery),
-		Bound: func(cluster, namespace string, locations []string) []string {
-			return c.bindings.Index().Scope(cluster, namespace).Keep(locations)
-		},
+		Bound:     boundLocations(o.Clusters.KCP(), func() *locationbinding.Index { return c.bindings.Index() }),
 	})
 	c.customization = customizationstatus.Config{
 		Source: dyn, PlainCluster: o.Clusters.PlainCluster(), Writers: writers, MapperAPI: mapperAPI, Objects: c.objects,
 		Limits: customization.Limits{CustomizationsPerNamespace: o.MaxCustomizationsPerNamespace, MutationsPerNamespace: o.MaxMutationsPerNamespace},
 	}
 	return c, nil
+}
+
+// boundLocations returns the status record controller's Bound filter over the bindings index
+// returns (a nil Index: every location bound). The controller names a plain source's one
+// logical cluster (sourcecluster.Options.PlainCluster), whereas the binding Tracker keys
+// bindings by their kcp.io/cluster annotation, which a plain source's objects do not carry: on
+// a plain source the Tracker's cluster is "".
+func boundLocations(kcp bool, index func() *locationbinding.Index) func(cluster, namespace string, locations []string) []string {
+	return func(cluster, namespace string, locations []string) []string {
+		if !kcp {
+			cluster = ""
+		}
+		return index().Scope(cluster, namespace).Keep(locations)
+	}
 }
 
 // viewControllersName names the status record and Customization status controllers together
