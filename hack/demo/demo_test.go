@@ -53,7 +53,8 @@ func TestDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
+	// os/exec copies the demo's stderr from a goroutine of its own while the test reads it.
+	var stderr framework.SyncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

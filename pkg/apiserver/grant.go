@@ -44,19 +44,35 @@ func GrantName(location string) string { return "cluster-mapper:location:" + loc
 // The order of the objects is the order to create them in. It returns an error when
 // location is not a DNS-1123 label or there are no subjects.
 func LocationGrant(location string, subjects []rbacv1.Subject) ([]runtime.Object, error) {
+	return LocationShardsGrant(location, 0, subjects)
+}
+
+// LocationShardsGrant is LocationGrant for a location shared by shards mappers (mapper
+// --shard=<i>/<shards>, docs/mapper.md "Shards"): the Role also names, and the grant
+// pre-creates, each shard's Lease <location>.<i>-of-<shards> (contract.ShardLeaseName), which a
+// shard renews and its siblings read. shards 0 is LocationGrant; it returns an error for a
+// negative count or one above contract.MaxShards.
+func LocationShardsGrant(location string, shards int, subjects []rbacv1.Subject) ([]runtime.Object, error) {
 	if errs := validation.ValidateLocationName(location); len(errs) > 0 {
 		return nil, fmt.Errorf("invalid location %q: %s", location, strings.Join(errs, "; "))
 	}
 	if len(subjects) == 0 {
 		return nil, fmt.Errorf("name at least one subject (--user, --group or --service-account)")
 	}
+	if shards < 0 || shards > contract.MaxShards {
+		return nil, fmt.Errorf("--shards=%d: the count must be in [0, %d]", shards, contract.MaxShards)
+	}
 	name := GrantName(location)
 	names := []string{location}
+	leaseNames := []string{location}
+	for i := 0; i < shards; i++ {
+		leaseNames = append(leaseNames, contract.ShardLeaseName(location, contract.ViewPart{Shard: contract.Shard{Index: i, Count: shards}}))
+	}
 	labels := map[string]string{"app.kubernetes.io/part-of": "cluster-mapper", "kcp.io/location": location}
 	meta := func(ns string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}
 	}
-	return []runtime.Object{
+	objects := []runtime.Object{
 		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: LeaseNamespace}},
 		&rbacv1.ClusterRole{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
@@ -76,7 +92,7 @@ func LocationGrant(location string, subjects []rbacv1.Subject) ([]runtime.Object
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
 			ObjectMeta: meta(LeaseNamespace),
 			Rules: []rbacv1.PolicyRule{
-				{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, ResourceNames: names, Verbs: []string{"get", "update"}},
+				{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, ResourceNames: leaseNames, Verbs: []string{"get", "update"}},
 			},
 		},
 		&rbacv1.RoleBinding{
@@ -85,11 +101,14 @@ func LocationGrant(location string, subjects []rbacv1.Subject) ([]runtime.Object
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
 			Subjects:   subjects,
 		},
-		&coordinationv1.Lease{
+	}
+	for _, n := range leaseNames {
+		objects = append(objects, &coordinationv1.Lease{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
-			ObjectMeta: metav1.ObjectMeta{Name: location, Namespace: LeaseNamespace, Labels: labels},
-		},
-	}, nil
+			ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: LeaseNamespace, Labels: labels},
+		})
+	}
+	return objects, nil
 }
 
 // GrantSubjects builds RBAC subjects from user names, group names and service accounts

@@ -17,6 +17,7 @@ func newGrantCommand() *cobra.Command {
 		location, kubeconfig          string
 		users, groups, serviceAccount []string
 		apply, removeExtraSubjects    bool
+		shards                        int
 	)
 	cmd := &cobra.Command{
 		Use:   "grant --location=<location> --user=<user>",
@@ -35,7 +36,7 @@ func newGrantCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			objects, err := LocationGrant(location, subjects)
+			objects, err := LocationShardsGrant(location, shards, subjects)
 			if err != nil {
 				return err
 			}
@@ -67,6 +68,7 @@ func newGrantCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&location, "location", "", "The location (required).")
+	cmd.Flags().IntVar(&shards, "shards", 0, "The number of shards whose mappers share the location (mapper --shard=<index>/<count>): each shard's Lease <location>.<index>-of-<count> is named in the Role and pre-created too. 0: one mapper.")
 	cmd.Flags().StringSliceVar(&users, "user", nil, "User names of the mapper's identity.")
 	cmd.Flags().StringSliceVar(&groups, "group", nil, "Group names of the mapper's identity.")
 	cmd.Flags().StringSliceVar(&serviceAccount, "service-account", nil, "Service accounts of the mapper's identity, as namespace/name.")

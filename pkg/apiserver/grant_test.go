@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 )
 
@@ -61,5 +62,42 @@ func TestLocationGrant(t *testing.T) {
 	}
 	if _, err := GrantSubjects(nil, nil, []string{"nonamespace"}); err == nil {
 		t.Error("a service account without namespace was accepted")
+	}
+}
+
+// TestLocationShardsGrant: with --shards=N the Lease rule names, and the grant pre-creates,
+// the location's Lease and each shard's, and nothing else changes.
+func TestLocationShardsGrant(t *testing.T) {
+	subjects, err := GrantSubjects([]string{"u"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects, err := LocationShardsGrant("east", 3, subjects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var leases, leaseRule []string
+	for _, o := range objects {
+		switch o := o.(type) {
+		case *coordinationv1.Lease:
+			leases = append(leases, o.Name)
+		case *rbacv1.Role:
+			leaseRule = o.Rules[0].ResourceNames
+		case *rbacv1.ClusterRole:
+			for _, r := range o.Rules {
+				if len(r.ResourceNames) != 1 || r.ResourceNames[0] != "east" {
+					t.Errorf("%v: resourceNames %v, want [east]", r.Resources, r.ResourceNames)
+				}
+			}
+		}
+	}
+	want := "east east.0-of-3 east.1-of-3 east.2-of-3"
+	if strings.Join(leases, " ") != want || strings.Join(leaseRule, " ") != want {
+		t.Fatalf("Leases %v, Lease rule %v; want %s", leases, leaseRule, want)
+	}
+	for _, n := range []int{-1, 1025} {
+		if _, err := LocationShardsGrant("east", n, subjects); err == nil {
+			t.Errorf("--shards=%d was accepted", n)
+		}
 	}
 }

@@ -17,10 +17,18 @@ func withUID(u *unstructured.Unstructured, uid string) *unstructured.Unstructure
 	return u
 }
 
+// clusterPart returns the part of one logical cluster (the whole location for "").
+func clusterPart(cluster string) contract.ViewPart {
+	if cluster == "" {
+		return contract.ViewPart{}
+	}
+	return contract.NewViewPart([]contract.ClusterName{contract.ClusterName(cluster)}, contract.Shard{})
+}
+
 // listKeys returns the keys of location's objects (of cluster, or all when "").
 func listKeys(t *testing.T, s *ResourceStore, location, cluster string) string {
 	t.Helper()
-	res, err := s.List(location, ListOptions{Cluster: cluster})
+	res, err := s.List(location, ListOptions{Part: clusterPart(cluster)})
 	if err != nil {
 		t.Fatalf("List: %v", err)
 	}
@@ -166,18 +174,18 @@ func TestClusterRange(t *testing.T) {
 		t.Fatalf("cluster d: %q", got)
 	}
 	// Pages of 2 within cluster b.
-	p1, err := s.List("east", ListOptions{Cluster: "b", Limit: 2})
+	p1, err := s.List("east", ListOptions{Part: clusterPart("b"), Limit: 2})
 	if err != nil || len(p1.Items) != 2 || !p1.More {
 		t.Fatalf("page 1: %+v %v", p1, err)
 	}
-	p2, err := s.List("east", ListOptions{Cluster: "b", Limit: 2, After: p1.Items[1].Key(), SnapshotRV: p1.ResourceVersion})
+	p2, err := s.List("east", ListOptions{Part: clusterPart("b"), Limit: 2, After: p1.Items[1].Key(), SnapshotRV: p1.ResourceVersion})
 	if err != nil || len(p2.Items) != 1 || p2.More || p2.Items[0].Key() != "b|ns/o" {
 		t.Fatalf("page 2: %+v %v", p2, err)
 	}
-	if n := s.Namespaces("east", "b")["ns"]; n != 3 {
+	if n := s.Namespaces("east", clusterPart("b"))["ns"]; n != 3 {
 		t.Fatalf("namespaces of b: %d", n)
 	}
-	if n := s.Namespaces("east", "")["ns"]; n != 12 {
+	if n := s.Namespaces("east", contract.ViewPart{})["ns"]; n != 12 {
 		t.Fatalf("namespaces of all: %d", n)
 	}
 	if st := s.Locations()["east"]; st.Clusters["b:x"] != 3 || len(st.Clusters) != 4 {
@@ -188,7 +196,7 @@ func TestClusterRange(t *testing.T) {
 		t.Fatalf("Lookup: %v", found)
 	}
 
-	w := mustWatch(t, s, "east", WatchOptions{Cluster: "b", InitialEvents: true})
+	w := mustWatch(t, s, "east", WatchOptions{Part: clusterPart("b"), InitialEvents: true})
 	expect(t, w, "ADDED m@4", "ADDED n@5", "ADDED o@6")
 	mustUpdate(t, s, cm("ns", "m", 101, locs("east"), "a:kcp.io/cluster=a"))
 	mustUpdate(t, s, cm("ns", "m", 102, locs("east"), "a:kcp.io/cluster=b"))

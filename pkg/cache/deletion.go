@@ -50,15 +50,23 @@ type deletionMarks struct {
 	others bool
 	// deleting: metadata.deletionTimestamp is set at the source.
 	deleting bool
+	// deletedAt is the source's metadata.deletionTimestamp in Unix seconds (the precision of
+	// its JSON) when deleting: the time a view showing the deletion shows (the time changes
+	// the view, deletionOwners).
+	deletedAt int64
 }
 
-// marksOf returns the deletion marks of an object with finalizers that the source is deleting
-// or not; nil when there is nothing to record (no finalizer, not deleting).
-func marksOf(finalizers []string, deleting bool) *deletionMarks {
-	if len(finalizers) == 0 && !deleting {
+// marksOf returns the deletion marks of an object with finalizers whose deletionTimestamp at
+// the source is deletedAt (nil: not deleting); nil when there is nothing to record (no
+// finalizer, not deleting).
+func marksOf(finalizers []string, deletedAt *metav1.Time) *deletionMarks {
+	if len(finalizers) == 0 && deletedAt == nil {
 		return nil
 	}
-	m := &deletionMarks{deleting: deleting}
+	m := &deletionMarks{deleting: deletedAt != nil}
+	if deletedAt != nil {
+		m.deletedAt = deletedAt.Unix()
+	}
 	for _, f := range finalizers {
 		if loc, ok := contract.FinalizerLocation(f); ok {
 			// A copy: the stored version keeps it, not the decoder's string (ownStrings).
@@ -74,7 +82,7 @@ func marksOf(finalizers []string, deleting bool) *deletionMarks {
 
 // marksOfObject returns the deletion marks of u (marksOf).
 func marksOfObject(u *unstructured.Unstructured) *deletionMarks {
-	return marksOf(u.GetFinalizers(), u.GetDeletionTimestamp() != nil)
+	return marksOf(u.GetFinalizers(), u.GetDeletionTimestamp())
 }
 
 // holds reports whether the object carries location's finalizer.
@@ -193,8 +201,9 @@ func applyDeletionView(u *unstructured.Unstructured, assigned []string, location
 // deletionOwners returns the locations whose views of prev or obj, two versions of an object,
 // differ from the common view (LocationView for no location, visible.go) by what the deletion
 // protocol shows them: the locations whose finalizer either version carries. With changedOnly
-// it returns only those that see their finalizer, their deletionTimestamp or their assignment
-// value change between the versions (each shows the common view plus these).
+// it returns only those that see their finalizer, their deletionTimestamp (whether it is
+// shown, or the time shown) or their assignment value change between the versions (each
+// shows the common view plus these).
 func deletionOwners(prev, obj *Object, changedOnly bool) []string {
 	var out []string
 	for _, o := range []*Object{prev, obj} {
@@ -206,10 +215,23 @@ func deletionOwners(prev, obj *Object, changedOnly bool) []string {
 		return out
 	}
 	return slices.DeleteFunc(out, func(loc string) bool {
+		shown := prev.marks.deletionShown(prev.assigned, loc)
 		return prev.marks.holds(loc) == obj.marks.holds(loc) &&
-			prev.marks.deletionShown(prev.assigned, loc) == obj.marks.deletionShown(obj.assigned, loc) &&
+			shown == obj.marks.deletionShown(obj.assigned, loc) &&
+			(!shown || prev.marks.sameDeletionTime(obj.marks)) &&
 			contract.HasLocation(prev.assigned, loc) == contract.HasLocation(obj.assigned, loc)
 	})
+}
+
+// sameDeletionTime reports whether a view showing the deletion of two versions of an object,
+// with marks m and n, shows the same time: the source's deletionTimestamp when it is deleting
+// the object, else the creationTimestamp, which never changes (applyDeletionView). An object
+// unassigned from a location that still holds it, and then deleted at the source, changes
+// that location's view from the one to the other; kube-apiserver may also move a
+// deletionTimestamp earlier (a second delete with a shorter grace period).
+func (m *deletionMarks) sameDeletionTime(n *deletionMarks) bool {
+	// Both are non-nil: deletionShown needs a location's finalizer.
+	return m.deleting == n.deleting && m.deletedAt == n.deletedAt
 }
 
 // PendingDeletion is an object that a location's view started showing deleting: the location's

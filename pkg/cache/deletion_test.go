@@ -17,7 +17,9 @@ import (
 // creationTimestamp as deletionTimestamp and [] as assignment, and counted as a pending
 // deletion; removing the finalizer removes it from the view; a deletion at the source shows in
 // no view while another controller's finalizer is left, then in the views of the locations
-// holding theirs, with the source's deletionTimestamp. Objects of several locations stay
+// holding theirs, with the source's deletionTimestamp; an object unassigned from a location
+// that holds it and then deleted at the source moves that view from the creationTimestamp to
+// the source's deletionTimestamp. Objects of several locations stay
 // templates of the source's bytes (template.go) with their finalizers and resourceVersion holes.
 func TestDeletionViews(t *testing.T) {
 	const created, deleted = "2026-01-02T03:04:05Z", "2026-02-03T04:05:06Z"
@@ -153,11 +155,45 @@ func TestDeletionViews(t *testing.T) {
 	expect("west", "DELETED p@22")
 	expect("north", "")
 	expect("east", "")
+
+	// Unassigned from east while east's finalizer holds it, then deleted at the source before
+	// east released it: east's view moves from the creationTimestamp to the source's
+	// deletionTimestamp, a change of its view (were it none, east's mapper would keep a view
+	// object whose time the view no longer shows, and its finalizer removal, compared with the
+	// view, would be refused as a change of metadata.deletionTimestamp: TestMapper's ten
+	// SIGKILLs found that).
+	q := func(rv uint64, l []string, extra ...string) *unstructured.Unstructured {
+		return cm("ns", "q", rv, l, append([]string{"c:" + created, "d:k=1"}, extra...)...)
+	}
+	s.update(q(23, locs("east", "west"), "f:"+east, "f:"+west))
+	expect("east", "ADDED q@23")
+	expect("west", "ADDED q@23")
+	s.update(q(24, locs("west"), "f:"+east, "f:"+west))
+	if u := expect("east", "MODIFIED q@24"); u.GetDeletionTimestamp() == nil || u.GetDeletionTimestamp().UTC().Format("2006-01-02T15:04:05Z") != created {
+		t.Fatalf("east's deletionTimestamp %v after the unassignment, want the creationTimestamp %s", u.GetDeletionTimestamp(), created)
+	}
+	expect("west", "")
+	s.update(q(25, locs("west"), "f:"+east, "f:"+west, "x:"+deleted))
+	if u := expect("east", "MODIFIED q@25"); u.GetDeletionTimestamp() == nil || u.GetDeletionTimestamp().UTC().Format("2006-01-02T15:04:05Z") != deleted {
+		t.Fatalf("east's deletionTimestamp %v after the source's deletion, want the source's %s", u.GetDeletionTimestamp(), deleted)
+	}
+	expect("west", "MODIFIED q@25")
+	for _, st := range []*ResourceStore{s.fromJSON, s.fromUs} {
+		if o, _, ok := st.GetInCluster("east", "root", "ns", "q"); !ok || o.ResourceVersion() != 25 {
+			t.Fatalf("east's view object of q: %v, want it at 25", o)
+		}
+	}
+	s.update(q(26, locs("west"), "f:"+west, "x:"+deleted))
+	expect("east", "DELETED q@26")
+	expect("west", "")
+	s.delete(q(27, locs("west"), "x:"+deleted))
+	expect("west", "DELETED q@27")
+	expect("north", "")
 }
 
 // TestDeletionMarks checks which locations see what of the deletion protocol (deletion.go).
 func TestDeletionMarks(t *testing.T) {
-	m := marksOf([]string{contract.LocationFinalizer("west"), "x/y", contract.LocationFinalizer("east"), contract.LocationFinalizer("east")}, false)
+	m := marksOf([]string{contract.LocationFinalizer("west"), "x/y", contract.LocationFinalizer("east"), contract.LocationFinalizer("east")}, nil)
 	if !reflect.DeepEqual(m.finalized, []string{"east", "west"}) || !m.others {
 		t.Fatalf("marks %+v", m)
 	}
@@ -175,7 +211,7 @@ func TestDeletionMarks(t *testing.T) {
 	if !m.deletionShown(locs("east", "west"), "east") || m.deletionShown(locs("east", "west"), "north") {
 		t.Fatal("deletionShown with only location finalizers left")
 	}
-	if marksOf(nil, false) != nil {
+	if marksOf(nil, nil) != nil {
 		t.Fatal("an object without finalizers has marks")
 	}
 }

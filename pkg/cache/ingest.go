@@ -110,7 +110,7 @@ func (s *ResourceStore) identify(v metav1.Object) identity {
 		id.marks = marksOfObject(t)
 	case *source.Object:
 		id.raw, id.annotations = t, t.Annotations
-		id.marks = marksOf(t.Finalizers, t.DeletionTimestamp != nil)
+		id.marks = marksOf(t.Finalizers, t.DeletionTimestamp)
 		switch {
 		case t.DecodeError() != nil:
 			id.undecodable = t.DecodeError()

@@ -1,8 +1,6 @@
 package cache
 
 import (
-	"strings"
-
 	"github.com/google/btree"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -21,10 +19,10 @@ type ListOptions struct {
 	SnapshotRV uint64
 	// Predicate selects objects (label/field selectors, namespace); nil selects all.
 	Predicate func(*Object) bool
-	// Cluster, when not "", restricts the list to the objects of that logical cluster. Keys
-	// start with the cluster, so its objects are one contiguous key range of the location's
-	// B-tree, and only that range is visited.
-	Cluster string
+	// Part, when not the whole location, restricts the list to the objects of a part of it
+	// (some logical clusters, a hash shard; contract.ViewPart): only the part's key ranges of
+	// the location's B-tree are visited (part.go).
+	Part contract.ViewPart
 }
 
 // ListResult is one page of a location's objects.
@@ -102,21 +100,14 @@ func collect(tree *btree.BTreeG[*Object], location string, opts ListOptions) ([]
 	if opts.Limit > 0 && int64(capHint) > opts.Limit {
 		capHint = int(opts.Limit)
 	}
-	if opts.Predicate != nil && capHint > 64 {
+	if (opts.Predicate != nil || !opts.Part.Whole()) && capHint > 64 {
 		capHint = 64
 	}
 	items := make([]*Object, 0, capHint)
 	more := false
-	var prefix contract.Key
-	if opts.Cluster != "" {
-		prefix = clusterPrefix(opts.Cluster)
-	}
-	iter := func(o *Object) bool {
+	ascendPart(tree, opts.Part, opts.After, func(o *Object) bool {
 		if o.key <= opts.After {
 			return true
-		}
-		if prefix != "" && !strings.HasPrefix(string(o.key), string(prefix)) {
-			return false // past the cluster's key range
 		}
 		if opts.Predicate != nil && !opts.Predicate(o.selectable(location)) {
 			return true
@@ -127,13 +118,7 @@ func collect(tree *btree.BTreeG[*Object], location string, opts ListOptions) ([]
 		}
 		items = append(items, o)
 		return true
-	}
-	switch start := max(opts.After, prefix); {
-	case start != "":
-		tree.AscendGreaterOrEqual(&Object{key: start}, iter)
-	default:
-		tree.Ascend(iter)
-	}
+	})
 	return items, more
 }
 

@@ -401,11 +401,11 @@ func (s *ResourceStore) Locations() map[string]LocationStats {
 }
 
 // Namespaces returns the namespaces that hold objects of location in this resource, with the
-// number of the location's objects in each ("" for cluster-scoped resources): of the logical
-// cluster cluster, or of all clusters when cluster is "" (a namespace of several clusters is
-// then counted once, with the sum of their objects). The cost grows with the location's
-// (cluster, namespace) pairs, never with its objects.
-func (s *ResourceStore) Namespaces(location, cluster string) map[string]int {
+// number of the location's objects in each ("" for cluster-scoped resources): of the part of
+// the location part (the whole location, some logical clusters, a hash shard; a namespace of
+// several clusters is counted once, with the sum of their objects). The cost grows with the
+// location's (cluster, namespace) pairs, never with its objects.
+func (s *ResourceStore) Namespaces(location string, part contract.ViewPart) map[string]int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	li := s.locs[location]
@@ -414,7 +414,7 @@ func (s *ResourceStore) Namespaces(location, cluster string) map[string]int {
 	}
 	out := make(map[string]int, len(li.namespaces))
 	for cn, n := range li.namespaces {
-		if cluster == "" || cn.cluster == cluster {
+		if part.Contains(cn.cluster, cn.namespace) {
 			out[cn.namespace] += n
 		}
 	}

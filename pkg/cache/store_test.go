@@ -498,7 +498,7 @@ func TestClustersDoNotCollide(t *testing.T) {
 	if !ok || o.Cluster() != "alpha" {
 		t.Fatalf("Get: %v %v", o, ok)
 	}
-	if n := s.Namespaces("east", "")["ns"]; n != 3 {
+	if n := s.Namespaces("east", contract.ViewPart{})["ns"]; n != 3 {
 		t.Fatalf("namespace count %d", n)
 	}
 	w := mustWatch(t, s, "east", WatchOptions{})

@@ -1,12 +1,16 @@
 package cache
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand"
+	"slices"
 	"sort"
 	"strconv"
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -126,6 +130,36 @@ func TestViewsUnchangedMatchesRendering(t *testing.T) {
 		if rng.Intn(4) == 0 {
 			extra = append(extra, "d:k="+pick("x", "y"))
 		}
+		// The deletion protocol (deletion.go): locations' finalizers, assigned or not, another
+		// controller's, and a deletion at the source at one of two times; the time a view shows
+		// is the source's, else the creationTimestamp.
+		extra = append(extra, "c:2026-01-02T03:04:05Z")
+		for _, l := range all {
+			if rng.Intn(3) == 0 {
+				extra = append(extra, "f:"+contract.LocationFinalizer(l))
+			}
+		}
+		if rng.Intn(4) == 0 {
+			extra = append(extra, "f:example.com/cleanup")
+		}
+		if rng.Intn(3) == 0 {
+			extra = append(extra, "x:"+pick("2026-02-03T04:05:06Z", "2026-02-03T04:05:07Z"))
+		}
+		// The deletion protocol (deletion.go): locations' finalizers, assigned or not, another
+		// controller's, and a deletion at the source at one of two times; the time a view shows
+		// is the source's, else the creationTimestamp.
+		extra = append(extra, "c:2026-01-02T03:04:05Z")
+		for _, l := range all {
+			if rng.Intn(3) == 0 {
+				extra = append(extra, "f:"+contract.LocationFinalizer(l))
+			}
+		}
+		if rng.Intn(4) == 0 {
+			extra = append(extra, "f:example.com/cleanup")
+		}
+		if rng.Intn(3) == 0 {
+			extra = append(extra, "x:"+pick("2026-02-03T04:05:06Z", "2026-02-03T04:05:07Z"))
+		}
 		u := cm("ns", "o", rv, ls, extra...)
 		if rng.Intn(2) == 0 {
 			u.Object["status"] = map[string]interface{}{"p": int64(rng.Intn(2))}
@@ -135,6 +169,47 @@ func TestViewsUnchangedMatchesRendering(t *testing.T) {
 		}
 		sort.Strings(ls)
 		return newObject("root|ns/o", "root", "ns", "o", ls, rv, u)
+	}
+	// successor is a version after prev with one change, so that most pairs keep the common
+	// view and exercise the shortcut for a location's own parts: a location's finalizer added
+	// or removed, another controller's, the source's deletion, a location (un)assigned, or
+	// the data.
+	successor := func(prev *Object) *Object {
+		u := prev.u.DeepCopy()
+		u.SetResourceVersion("2")
+		ls := slices.Clone(prev.assigned)
+		switch l := all[rng.Intn(len(all))]; rng.Intn(5) {
+		case 0:
+			f := contract.LocationFinalizer(l)
+			if fs := u.GetFinalizers(); slices.Contains(fs, f) {
+				u.SetFinalizers(slices.DeleteFunc(fs, func(x string) bool { return x == f }))
+			} else {
+				u.SetFinalizers(append(fs, f))
+			}
+		case 1:
+			if fs := u.GetFinalizers(); slices.Contains(fs, "example.com/cleanup") {
+				u.SetFinalizers(slices.DeleteFunc(fs, func(x string) bool { return x == "example.com/cleanup" }))
+			} else {
+				u.SetFinalizers(append(fs, "example.com/cleanup"))
+			}
+		case 2:
+			tm, _ := time.Parse(time.RFC3339, pick("2026-02-03T04:05:06Z", "2026-02-03T04:05:07Z"))
+			u.SetDeletionTimestamp(&metav1.Time{Time: tm})
+		case 3:
+			if slices.Contains(ls, l) && len(ls) > 1 {
+				ls = slices.DeleteFunc(ls, func(x string) bool { return x == l })
+			} else if !slices.Contains(ls, l) {
+				ls = append(ls, l)
+			}
+			sort.Strings(ls)
+			ann := u.GetAnnotations()
+			b, _ := json.Marshal(ls)
+			ann[contract.AssignedLocationsAnnotation] = string(b)
+			u.SetAnnotations(ann)
+		default:
+			u.Object["data"] = map[string]interface{}{"k": pick("x", "y", "z")}
+		}
+		return newObject("root|ns/o", "root", "ns", "o", ls, 2, u)
 	}
 	// rendering is what location's view shows of o: the last rendering that succeeded where o
 	// fails (settleRendering), else LocationView.
@@ -148,7 +223,11 @@ func TestViewsUnchangedMatchesRendering(t *testing.T) {
 	ignore := func(string, error) {}
 	shortcuts, olderGenerations := 0, 0
 	for i := 0; i < 5000; i++ {
-		prev, obj := random(1), random(2)
+		prev := random(1)
+		obj := random(2)
+		if rng.Intn(2) == 0 {
+			obj = successor(prev)
+		}
 		prev.settleRendering(nil, gvr, 0, nil, nil, ignore)
 		obj.settleRendering(nil, gvr, 0, prev, nil, ignore)
 		if rng.Intn(2) == 0 {

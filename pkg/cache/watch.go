@@ -7,6 +7,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // WatchOptions configures ResourceStore.Watch.
@@ -35,10 +37,11 @@ type WatchOptions struct {
 	// Predicate selects the objects the watch shows (label/field selectors, namespace); nil
 	// selects all of the location's objects. It must be cheap and safe for concurrent use.
 	Predicate func(*Object) bool
-	// Cluster, when not "", restricts the watch to the objects of that logical cluster: the
-	// initial events visit only the cluster's key range, and live events of other clusters are
-	// skipped with one string comparison.
-	Cluster string
+	// Part, when not the whole location, restricts the watch to a part of it (some logical
+	// clusters, a hash shard; contract.ViewPart): the initial events visit only the part's key
+	// ranges, and a live event is checked with the part's Contains (a cluster comparison and
+	// one hash of the object's cluster and namespace; part.go).
+	Part contract.ViewPart
 }
 
 // Watch starts a watch on the objects of location.
@@ -76,10 +79,10 @@ func (s *ResourceStore) Watch(ctx context.Context, location string, opts WatchOp
 		return nil, s.closedError()
 	}
 	init := initialEvents{rv: s.rv}
-	if opts.Cluster != "" {
-		init.prefix = clusterPrefix(opts.Cluster)
-		cluster, pred := opts.Cluster, opts.Predicate
-		opts.Predicate = func(o *Object) bool { return o.cluster == cluster && (pred == nil || pred(o)) }
+	if !opts.Part.Whole() {
+		init.part = opts.Part
+		part, pred := opts.Part, opts.Predicate
+		opts.Predicate = func(o *Object) bool { return inPart(part, o) && (pred == nil || pred(o)) }
 	}
 	li := s.locs[location]
 	if opts.InitialEvents {

@@ -2,7 +2,6 @@ package cache
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -83,9 +82,9 @@ type initialEvents struct {
 	rv uint64
 	// endBookmark asks for the KEP-3157 "initial events end" bookmark after the snapshot.
 	endBookmark bool
-	// prefix, when not "", is the key prefix of the one logical cluster the watch shows: only
-	// that range of snapshot is visited.
-	prefix contract.Key
+	// part is the part of the location the watch shows: only its key ranges of snapshot are
+	// visited (ascendPart).
+	part contract.ViewPart
 }
 
 // empty reports whether there is nothing to emit before the live events.
@@ -160,22 +159,12 @@ func (w *watcher) sendInitial(init *initialEvents) bool {
 		if init.snapshot == nil {
 			break
 		}
-		ok := true
-		iter := func(o *Object) bool {
-			if init.prefix != "" && !strings.HasPrefix(string(o.key), string(init.prefix)) {
-				return false
-			}
+		ok := ascendPart(init.snapshot, init.part, "", func(o *Object) bool {
 			if w.pred != nil && !w.pred(o.selectable(w.location)) {
 				return true
 			}
-			ok = w.send(watch.Event{Type: watch.Added, Object: o})
-			return ok
-		}
-		if init.prefix != "" {
-			init.snapshot.AscendGreaterOrEqual(&Object{key: init.prefix}, iter)
-		} else {
-			init.snapshot.Ascend(iter)
-		}
+			return w.send(watch.Event{Type: watch.Added, Object: o})
+		})
 		if !ok {
 			return false
 		}

@@ -21,8 +21,12 @@ var innerRequestInfoFactory = &request.RequestInfoFactory{
 
 // InnerRequest is a request inside a location view.
 type InnerRequest struct {
-	// Cluster is the logical cluster named by a /clusters/<cluster> prefix, or "" on the
-	// all-clusters base path.
+	// Part is the part of the location the path selects below the view's base: the logical
+	// clusters of a /clusters/<c>[,<c>...] prefix and the hash shard of a /shards/<i>-of-<n>
+	// prefix (after the clusters); the zero ViewPart on the base path.
+	Part ViewPart
+	// Cluster is the logical cluster of a part of exactly one cluster (Part.Cluster(), a
+	// /clusters/<cluster> prefix), or "".
 	Cluster ClusterName
 	// Info is what kube-apiserver would derive for the same path (below the cluster prefix),
 	// method and query on its own URL space: the verb (get, list, watch, update, patch, ...),
@@ -38,7 +42,8 @@ type InnerRequest struct {
 // (".../locations/<location>/proxy"), with or without a leading "/"; rawQuery the URL's query as
 // sent, without "?" (it decides list versus watch exactly as kube-apiserver does: watch=true,
 // watch=1, or the legacy /watch/ path segment). It returns an error that says why for a path
-// that cannot be a Kubernetes API path (".." or empty segments, an invalid cluster name).
+// that cannot be a Kubernetes API path (".." or empty segments, an invalid cluster name or
+// shard).
 func ParseInnerRequest(method, innerPath, rawQuery string) (*InnerRequest, error) {
 	p := "/" + strings.TrimPrefix(innerPath, "/")
 	trimmed := strings.TrimSuffix(p, "/")
@@ -48,20 +53,16 @@ func ParseInnerRequest(method, innerPath, rawQuery string) (*InnerRequest, error
 	if cleaned := path.Clean(trimmed); cleaned != trimmed {
 		return nil, fmt.Errorf("the path %q is not a canonical API path", Truncate(innerPath, maxQuoted))
 	}
-	var cluster ClusterName
-	if rest, ok := strings.CutPrefix(trimmed, "/"+ClustersSegment+"/"); ok {
-		name, below, _ := strings.Cut(rest, "/")
-		if err := ValidateClusterName(name); err != nil {
-			return nil, err
-		}
-		cluster, trimmed = ClusterName(name), "/"+below
+	part, trimmed, err := parseViewPart(trimmed)
+	if err != nil {
+		return nil, err
 	}
 	req := &http.Request{Method: method, URL: &url.URL{Path: trimmed, RawQuery: rawQuery}}
 	info, err := innerRequestInfoFactory.NewRequestInfo(req)
 	if err != nil {
 		return nil, err
 	}
-	return &InnerRequest{Cluster: cluster, Info: info}, nil
+	return &InnerRequest{Part: part, Cluster: part.Cluster(), Info: info}, nil
 }
 
 // ViewOf returns the location of a request to a location view and the path below the view's

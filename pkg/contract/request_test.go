@@ -82,14 +82,20 @@ func TestViewPath(t *testing.T) {
 		cluster          ClusterName
 	}{{"", "east", ""}, {"/proxy/prefix", "w-2", ""}, {"", "east", "root:org"}, {"/p", "east", "c1"}} {
 		p := c.prefix + ViewPath(c.location, c.cluster)
+		var part ViewPart
+		if c.cluster != "" {
+			part = NewViewPart([]ClusterName{c.cluster}, Shard{})
+		}
 		for _, path := range []string{p, p + "/"} {
 			got, ok := ParseViewPath(path)
-			if !ok || got != (ViewURLPath{Prefix: c.prefix, Location: c.location, Cluster: c.cluster}) {
+			if !ok || got.Prefix != c.prefix || got.Location != c.location || got.Cluster != c.cluster || !got.Part.Equal(part) {
 				t.Errorf("ParseViewPath(%q) = %+v, %v", path, got, ok)
 			}
 		}
 	}
-	for _, bad := range []string{ViewPath("east", "") + "/api", ViewPath("East", ""), ViewPath("east", "Bad"), "/apis/mapper.kcp.io/v1alpha1/locations/east"} {
+	for _, bad := range []string{ViewPath("east", "") + "/api", ViewPath("East", ""), ViewPath("east", "Bad"), "/apis/mapper.kcp.io/v1alpha1/locations/east",
+		ViewPath("east", "") + "x", ViewPath("east", "") + "/shards/4-of-4", ViewPath("east", "") + "/shards/1-of-4/clusters/a",
+		ViewPath("east", "") + "/shards/1-of-4/api"} {
 		if got, ok := ParseViewPath(bad); ok {
 			t.Errorf("ParseViewPath(%q) = %+v, want not a view", bad, got)
 		}

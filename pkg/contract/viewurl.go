@@ -1,9 +1,6 @@
 package contract
 
-import (
-	"regexp"
-	"strings"
-)
+import "strings"
 
 // Names of the aggregated API and of the location view (docs/design.md, "The location view").
 const (
@@ -36,10 +33,15 @@ func ViewPath(location string, cluster ClusterName) string {
 	return p
 }
 
-// viewPathRE matches a view base URL path behind any prefix (a proxy's, or none), ending at the
-// base, with an optional trailing "/".
-var viewPathRE = regexp.MustCompile(`^(.*)` + regexp.QuoteMeta(groupVersionPath+"/"+LocationsResource+"/") +
-	`([^/]+)/` + ProxySubresource + `(?:/` + ClustersSegment + `/([^/]+))?/?$`)
+// ViewPartPath returns the URL path of part of location's view: the all-clusters base
+// followed by part.Path() (ViewPath(location, "") for the whole location). Neither is
+// validated.
+func ViewPartPath(location string, part ViewPart) string {
+	return ViewPath(location, "") + part.Path()
+}
+
+// viewBasePathPrefix precedes the location in a view's base path.
+const viewBasePathPrefix = groupVersionPath + "/" + LocationsResource + "/"
 
 // ViewURLPath is a parsed view base URL path (see ParseViewPath).
 type ViewURLPath struct {
@@ -47,17 +49,35 @@ type ViewURLPath struct {
 	Prefix string
 	// Location is the view's location.
 	Location string
-	// Cluster is the logical cluster of a per-cluster base, or "" for the all-clusters base.
+	// Part is the part of the location the URL selects (the zero ViewPart for the
+	// all-clusters base).
+	Part ViewPart
+	// Cluster is the logical cluster of a per-cluster base (Part.Cluster()), or "".
 	Cluster ClusterName
 }
 
-// ParseViewPath parses p, the path of a URL that points at a view's base (for example the
-// server of a kubeconfig). It returns ok=false when p is not a view base or names an invalid
-// location or cluster.
+// ParseViewPath parses p, the path of a URL that points at a view's base or at a part of it
+// (for example the server of a kubeconfig): behind any prefix (a proxy's, or none),
+// /apis/mapper.kcp.io/v1alpha1/locations/<location>/proxy, then optionally a part
+// (ViewPart.Path), with an optional trailing "/". It returns ok=false when p is not such a path
+// or names an invalid location, cluster or shard.
 func ParseViewPath(p string) (ViewURLPath, bool) {
-	m := viewPathRE.FindStringSubmatch(p)
-	if m == nil || ValidateLocationName(m[2]) != nil || (m[3] != "" && ValidateClusterName(m[3]) != nil) {
+	i := strings.LastIndex(p, viewBasePathPrefix)
+	if i < 0 {
 		return ViewURLPath{}, false
 	}
-	return ViewURLPath{Prefix: strings.TrimSuffix(m[1], "/"), Location: m[2], Cluster: ClusterName(m[3])}, true
+	prefix, rest := p[:i], p[i+len(viewBasePathPrefix):]
+	location, rest, ok := strings.Cut(rest, "/"+ProxySubresource)
+	if !ok || ValidateLocationName(location) != nil {
+		return ViewURLPath{}, false
+	}
+	rest = strings.TrimSuffix(rest, "/")
+	if rest != "" && !strings.HasPrefix(rest, "/") {
+		return ViewURLPath{}, false // e.g. .../proxyfoo
+	}
+	part, below, err := parseViewPart(rest + "/")
+	if err != nil || below != "/" {
+		return ViewURLPath{}, false // not a part path
+	}
+	return ViewURLPath{Prefix: strings.TrimSuffix(prefix, "/"), Location: location, Part: part, Cluster: part.Cluster()}, true
 }

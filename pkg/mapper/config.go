@@ -5,14 +5,23 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // Config configures a Mapper. Zero durations and counts take the defaults named below.
 type Config struct {
 	// Location is the location whose view is read; target objects are labelled with it.
 	Location string
-	// View is the client config of the location's view (its Host is the view's base URL).
+	// View is the client config of the location's view (its Host is the view's base URL, of
+	// the whole location: Part is not in it).
 	View *rest.Config
+	// Part is the part of the location this mapper owns (contract.ViewPart: some logical
+	// clusters, a hash shard of --shard, or both; the zero ViewPart is the whole location). It
+	// lists and watches only <view>/<part> and applies, sweeps and deletes only copies whose
+	// source (cluster, namespace) is in it, so that several mappers share one location and
+	// target (docs/mapper.md, "Shards").
+	Part contract.ViewPart
 	// Target is the client config of the target cluster.
 	Target *rest.Config
 	// Resources restricts the mapped resources ("configmaps", "deployments.apps"); empty maps

@@ -65,6 +65,9 @@ func (m *Mapper) ensureFinalizer(ctx context.Context, r *resource, key itemKey, 
 	if apierrors.IsInvalid(err) {
 		return errDeletingAtSource
 	}
+	if err == nil {
+		crashAt(CrashAfterFinalizerAdded)
+	}
 	return err
 }
 
@@ -88,13 +91,13 @@ func (m *Mapper) writeFinalizer(ctx context.Context, r *resource, key itemKey, o
 		return err
 	}
 	_, err = view.Resource(r.gvr).Namespace(key.Namespace).Update(ctx, u, metav1.UpdateOptions{FieldManager: m.cfg.FieldManager})
-	op := "remove"
+	op, doing := "remove", "removing"
 	if add {
-		op = "add"
+		op, doing = "add", "adding"
 	}
 	if err != nil {
 		m.metrics.finalizerWrites(r.name(), op, "error").Inc()
-		return fmt.Errorf("%s the finalizer %s on %s %s through the view: %w", op+"ing", own, r.name(), key.source().String(), err)
+		return fmt.Errorf("%s the finalizer %s on %s %s through the view: %w", doing, own, r.name(), key.source().String(), err)
 	}
 	m.metrics.finalizerWrites(r.name(), op, "success").Inc()
 	return nil
@@ -152,10 +155,12 @@ func (m *Mapper) release(ctx context.Context, r *resource, key itemKey, obj *uns
 	}
 	// Precondition: no copy of obj is on the target (none, deleted, orphaned, or the object
 	// there is not ours). The finalizer goes; the object then leaves the view.
+	crashAt(CrashAfterCopyDeleted)
 	if err := m.writeFinalizer(ctx, r, key, obj, false); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil // gone from the view meanwhile: released by someone else
 		}
+		logger.V(2).Info("Removing the location's finalizer failed; retrying with backoff", "resource", r.name(), "source", key.source().String(), "err", err.Error())
 		return err
 	}
 	m.states.set(key, outcomeNone)

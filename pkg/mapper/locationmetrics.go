@@ -9,70 +9,73 @@ import (
 // other labels in the order of the metric's definition. A Mapper creates it once in New.
 type locationMetrics struct {
 	location string
+	// shard names the mapper's part of the location (contract.ViewPart.String: "shards/1-of-4",
+	// "clusters/a"; "" for the whole location): the label "shard", second on every series.
+	shard string
 }
 
 func (l locationMetrics) viewObjects(resource string) metrics.GaugeMetric {
-	return viewObjects.WithLabelValues(l.location, resource)
+	return viewObjects.WithLabelValues(l.location, l.shard, resource)
 }
 
 func (l locationMetrics) objectsMapped(resource string) metrics.GaugeMetric {
-	return objectsMapped.WithLabelValues(l.location, resource)
+	return objectsMapped.WithLabelValues(l.location, l.shard, resource)
 }
 
 func (l locationMetrics) applies(resource, result string) metrics.CounterMetric {
-	return applies.WithLabelValues(l.location, resource, result)
+	return applies.WithLabelValues(l.location, l.shard, resource, result)
 }
 
 func (l locationMetrics) deletes(resource, reason string) metrics.CounterMetric {
-	return deletes.WithLabelValues(l.location, resource, reason)
+	return deletes.WithLabelValues(l.location, l.shard, resource, reason)
 }
 
 func (l locationMetrics) finalizerWrites(resource, operation, result string) metrics.CounterMetric {
-	return finalizerWrites.WithLabelValues(l.location, resource, operation, result)
+	return finalizerWrites.WithLabelValues(l.location, l.shard, resource, operation, result)
 }
 
 func (l locationMetrics) conflictsTotal(resource string) metrics.CounterMetric {
-	return conflictsTotal.WithLabelValues(l.location, resource)
+	return conflictsTotal.WithLabelValues(l.location, l.shard, resource)
 }
 
 func (l locationMetrics) conflictsCurrent(resource string) metrics.GaugeMetric {
-	return conflictsCurrent.WithLabelValues(l.location, resource)
+	return conflictsCurrent.WithLabelValues(l.location, l.shard, resource)
 }
 
 func (l locationMetrics) identityRefusals(resource string) metrics.CounterMetric {
-	return identityRefusals.WithLabelValues(l.location, resource)
+	return identityRefusals.WithLabelValues(l.location, l.shard, resource)
 }
 
 func (l locationMetrics) errors(resource, operation string) metrics.CounterMetric {
-	return errorsTotal.WithLabelValues(l.location, resource, operation)
+	return errorsTotal.WithLabelValues(l.location, l.shard, resource, operation)
 }
 
 func (l locationMetrics) resourceHalted(resource string) metrics.GaugeMetric {
-	return resourceHalted.WithLabelValues(l.location, resource)
+	return resourceHalted.WithLabelValues(l.location, l.shard, resource)
 }
 
 func (l locationMetrics) syncLag(resource string) metrics.ObserverMetric {
-	return syncLag.WithLabelValues(l.location, resource)
+	return syncLag.WithLabelValues(l.location, l.shard, resource)
 }
 
 func (l locationMetrics) statusWrites(resource, result string) metrics.CounterMetric {
-	return statusWrites.WithLabelValues(l.location, resource, result)
+	return statusWrites.WithLabelValues(l.location, l.shard, resource, result)
 }
 
 func (l locationMetrics) sweeps(result string) metrics.CounterMetric {
-	return sweeps.WithLabelValues(l.location, result)
+	return sweeps.WithLabelValues(l.location, l.shard, result)
 }
 
 func (l locationMetrics) initialSyncComplete() metrics.GaugeMetric {
-	return initialSyncComplete.WithLabelValues(l.location)
+	return initialSyncComplete.WithLabelValues(l.location, l.shard)
 }
 
 func (l locationMetrics) viewClusters() metrics.GaugeMetric {
-	return viewClusters.WithLabelValues(l.location)
+	return viewClusters.WithLabelValues(l.location, l.shard)
 }
 
 func (l locationMetrics) namespaceMapping(mapping NamespaceMapping) metrics.GaugeMetric {
-	return namespaceMappingInUse.WithLabelValues(l.location, string(mapping))
+	return namespaceMappingInUse.WithLabelValues(l.location, l.shard, string(mapping))
 }
 
 // gauges lists every gauge of the mapper metrics; deleteGauges removes the location's series
@@ -89,7 +92,7 @@ func (l locationMetrics) deleteGauges() {
 		// component-base's GaugeVec embeds the Prometheus one (nil until registered), whose
 		// DeletePartialMatch removes every series with these labels whatever the others are.
 		if g.IsCreated() {
-			g.DeletePartialMatch(map[string]string{"location": l.location})
+			g.DeletePartialMatch(map[string]string{"location": l.location, "shard": l.shard})
 		}
 	}
 }

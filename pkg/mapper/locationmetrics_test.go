@@ -46,7 +46,7 @@ func TestMetricsPerLocation(t *testing.T) {
 # TYPE mapper_conflicts gauge
 # HELP mapper_conflicts_total [ALPHA] Times an object went into conflict: the target already has an object of that name the mapper does not manage (or a namespace recording another origin).
 # TYPE mapper_conflicts_total counter
-mapper_conflicts_total{location="metrics-west",resource="configmaps"} 1
+mapper_conflicts_total{location="metrics-west",resource="configmaps",shard=""} 1
 # HELP mapper_namespace_mapping [ALPHA] 1 for the namespace mapping in force (same or prefixed), once --namespace-mapping=auto is resolved or an explicit mapping is set.
 # TYPE mapper_namespace_mapping gauge
 # HELP mapper_objects_mapped [ALPHA] View objects whose target copy was applied successfully at their latest version.
@@ -55,12 +55,12 @@ mapper_conflicts_total{location="metrics-west",resource="configmaps"} 1
 # TYPE mapper_resource_halted gauge
 `
 	compare(header + `
-mapper_conflicts{location="metrics-west",resource="configmaps"} 1
-mapper_namespace_mapping{location="metrics-east",mapping="same"} 1
-mapper_namespace_mapping{location="metrics-west",mapping="same"} 1
-mapper_objects_mapped{location="metrics-east",resource="configmaps"} 2
-mapper_objects_mapped{location="metrics-west",resource="configmaps"} 1
-mapper_resource_halted{location="metrics-west",resource="gadgets.example.com"} 1
+mapper_conflicts{location="metrics-west",resource="configmaps",shard=""} 1
+mapper_namespace_mapping{location="metrics-east",mapping="same",shard=""} 1
+mapper_namespace_mapping{location="metrics-west",mapping="same",shard=""} 1
+mapper_objects_mapped{location="metrics-east",resource="configmaps",shard=""} 2
+mapper_objects_mapped{location="metrics-west",resource="configmaps",shard=""} 1
+mapper_resource_halted{location="metrics-west",resource="gadgets.example.com",shard=""} 1
 `)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -70,7 +70,7 @@ mapper_resource_halted{location="metrics-west",resource="gadgets.example.com"} 1
 	}
 	// west's gauges are gone, its counter stays; east's series are untouched.
 	compare(header + `
-mapper_namespace_mapping{location="metrics-east",mapping="same"} 1
-mapper_objects_mapped{location="metrics-east",resource="configmaps"} 2
+mapper_namespace_mapping{location="metrics-east",mapping="same",shard=""} 1
+mapper_objects_mapped{location="metrics-east",resource="configmaps",shard=""} 2
 `)
 }

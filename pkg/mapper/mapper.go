@@ -70,15 +70,18 @@ func New(cfg Config) (*Mapper, error) {
 	if cfg.View == nil || cfg.Target == nil {
 		return nil, errors.New("view and target client configs are required")
 	}
-	view, err := dynamic.NewForConfig(cfg.View)
+	// Lists, watches and discovery go to the mapper's part of the view; writes by name go to
+	// the per-cluster paths within the part's shard (clusterViews).
+	partView := PartConfig(cfg.View, cfg.Part)
+	view, err := dynamic.NewForConfig(partView)
 	if err != nil {
 		return nil, fmt.Errorf("view client: %w", err)
 	}
-	clusterViews, err := NewClusterViews(cfg.View)
+	clusterViews, err := NewClusterViews(cfg.View, cfg.Part.Shard)
 	if err != nil {
 		return nil, fmt.Errorf("view client: %w", err)
 	}
-	viewDiscovery, err := discovery.NewDiscoveryClientForConfig(cfg.View)
+	viewDiscovery, err := discovery.NewDiscoveryClientForConfig(partView)
 	if err != nil {
 		return nil, fmt.Errorf("view discovery client: %w", err)
 	}
@@ -95,7 +98,7 @@ func New(cfg Config) (*Mapper, error) {
 		return nil, fmt.Errorf("target client: %w", err)
 	}
 	RegisterMetrics()
-	metrics := locationMetrics{location: cfg.Location}
+	metrics := locationMetrics{location: cfg.Location, shard: cfg.Part.String()}
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: kube.EventsV1()})
 	m := &Mapper{
 		cfg:             cfg,
@@ -129,6 +132,9 @@ func New(cfg Config) (*Mapper, error) {
 // cannot be resolved (ResolveNamespaceMapping).
 func (m *Mapper) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("location", m.cfg.Location)
+	if !m.cfg.Part.Whole() {
+		logger = logger.WithValues("shard", m.cfg.Part.String())
+	}
 	ctx = klog.NewContext(ctx, logger)
 	if err := m.broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 		return fmt.Errorf("starting the event broadcaster: %w", err)

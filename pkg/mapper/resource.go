@@ -147,7 +147,7 @@ func (m *Mapper) targetDeleted(r *resource, obj interface{}) {
 	if !ok {
 		return
 	}
-	if ref, _, ok := MarkedSource(u, m.cfg.Location, r.namespaced); ok {
+	if ref, _, ok := MarkedSource(u, m.cfg.Location, r.namespaced); ok && m.owns(ref) {
 		key := keyOf(r.gvr, ref)
 		m.states.dirty(key)
 		m.syncQueue.Add(key)

@@ -29,8 +29,8 @@ func (m *Mapper) targetChanged(r *resource, old, obj interface{}) {
 		return
 	}
 	ref, _, ok := MarkedSource(u, m.cfg.Location, r.namespaced)
-	if !ok {
-		return
+	if !ok || !m.owns(ref) {
+		return // not a copy, or another shard's: its status is that shard's to write
 	}
 	m.statusQueue.Add(keyOf(r.gvr, ref))
 }

@@ -16,7 +16,8 @@ import (
 //   - skips everything unless every view informer has synced and the view holds at least one
 //     object: a view that is not synced, or empty (a wrong location, a server that lost its
 //     cache), must not wipe the target;
-//   - never touches an object without the mapper's label and source annotations;
+//   - never touches an object without the mapper's label and source annotations, nor one whose
+//     source is outside the mapper's part (Mapper.owns: another shard's copy);
 //   - confirms each candidate with a consistent GET through the view before deleting it, with
 //     a UID precondition.
 func (m *Mapper) sweep(ctx context.Context) {
@@ -73,6 +74,12 @@ func (m *Mapper) sweepResource(ctx context.Context, r *resource) (int, error) {
 		ref, _, ok := MarkedSource(item, m.cfg.Location, r.namespaced)
 		if !ok {
 			logger.V(2).Info("Leaving a labelled target object without source annotations alone", "resource", r.name(), "namespace", item.Namespace, "name", item.Name)
+			return nil
+		}
+		if !m.owns(ref) {
+			// Precondition of the sweep's deletion: the copy is of this mapper's part. Another
+			// shard's copies share the target and the location label, but this mapper's view
+			// (its part) never holds their sources: they would all look orphaned.
 			return nil
 		}
 		key := keyOf(r.gvr, ref)

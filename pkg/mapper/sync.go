@@ -23,6 +23,12 @@ func (m *Mapper) sync(ctx context.Context, key itemKey) error {
 		// Not mapped any more, or halted: setServed enqueues every object when it resumes.
 		return nil
 	}
+	if !m.owns(key.source()) {
+		// Another shard's object (its copy changed on the shared target): never touched here.
+		// The view of this mapper's part does not hold it, so without this precondition a
+		// deleteCopy would find it "gone from the view" and delete another shard's copy.
+		return nil
+	}
 	obj := r.viewObject(key, m.cfg.ClusterName)
 	ns := ""
 	if r.namespaced {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
@@ -128,6 +129,9 @@ func patchFinalizers(t *testing.T, ctx context.Context, c interface {
 //     removed and the source object is gone;
 //   - a target copy holding a finalizer of its own keeps the source object Terminating until
 //     that finalizer is removed on the target;
+//   - an object unassigned from east, whose copy is held on the target, and then deleted at the
+//     source: east's watch shows the source's deletionTimestamp instead of the
+//     creationTimestamp, and east releases the object once its copy is gone;
 //   - unassigning east only deletes east's copy and removes east's finalizer; the object stays
 //     on west;
 //   - kcp.io/deletion-policy: Orphan leaves the copies, unmarked, and the source object goes;
@@ -226,6 +230,62 @@ func TestDeletionProtocol(t *testing.T) {
 		env.awaitSourceGone(t, ctx, configMapsGVR, "held")
 	})
 
+	t.Run("unassigned, then deleted while the copy is held", func(t *testing.T) {
+		// East's view shows an object unassigned from it with its creationTimestamp as
+		// deletionTimestamp; deleted at the source meanwhile, it shows the source's, and east's
+		// watch gets that change: the finalizer removal east's mapper makes from its informer's
+		// object must be the view's current state (docs/views.md, "Deletion").
+		create(configMapsGVR, newConfigMap(deletionNamespace, "left", "east"))
+		env.awaitCopy(t, ctx, "east", configMapsGVR, "left", true)
+		env.awaitFinalizers(t, ctx, configMapsGVR, "left", "east")
+		tgt := env.tgt["east"].Resource(configMapsGVR).Namespace(deletionNamespace)
+		patchFinalizers(t, ctx, tgt, "left", "example.com/target-cleanup")
+		env.mutate(t, ctx, configMapsGVR, deletionNamespace, "left", func(u *unstructured.Unstructured) { setAssignment(u) })
+		await(t, ctx, time.Minute, "the mapper to delete east's copy", func(ctx context.Context) (bool, error) {
+			c := env.targetObject(t, ctx, "east", configMapsGVR, deletionNamespace, "left")
+			return c != nil && c.GetDeletionTimestamp() != nil, nil
+		})
+		view, err := dynamic.NewForConfig(env.server.ViewConfig(env.source.Admin(), "east"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		viewed, err := view.Resource(configMapsGVR).Namespace(deletionNamespace).Get(ctx, "left", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dt := viewed.GetDeletionTimestamp(); dt == nil || !dt.Equal(ptrTo(viewed.GetCreationTimestamp())) {
+			t.Fatalf("east's view of the unassigned object shows deletionTimestamp %v, want its creationTimestamp %v", dt, viewed.GetCreationTimestamp())
+		}
+		w, err := view.Resource(configMapsGVR).Namespace(deletionNamespace).Watch(ctx, metav1.ListOptions{ResourceVersion: viewed.GetResourceVersion()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		env.deleteSource(t, ctx, configMapsGVR, "left")
+		deleting := env.sourceObject(t, ctx, configMapsGVR, deletionNamespace, "left")
+		if deleting == nil || deleting.GetDeletionTimestamp() == nil {
+			t.Fatalf("the source object is not Terminating while east's finalizer holds it: %v", deleting)
+		}
+		timeout := time.After(30 * time.Second)
+		for shown := false; !shown; {
+			select {
+			case e, ok := <-w.ResultChan():
+				if !ok {
+					t.Fatal("east's watch ended before it showed the source's deletion")
+				}
+				u, isObject := e.Object.(*unstructured.Unstructured)
+				if e.Type != watch.Modified || !isObject || u.GetName() != "left" {
+					continue
+				}
+				shown = u.GetDeletionTimestamp() != nil && u.GetDeletionTimestamp().Equal(deleting.GetDeletionTimestamp())
+			case <-timeout:
+				t.Fatalf("east's watch got no event showing the source's deletionTimestamp %v (the view shows the creationTimestamp until then)", deleting.GetDeletionTimestamp())
+			}
+		}
+		patchFinalizers(t, ctx, tgt, "left")
+		env.awaitSourceGone(t, ctx, configMapsGVR, "left")
+	})
+
 	t.Run("unassign one location", func(t *testing.T) {
 		create(configMapsGVR, newConfigMap(deletionNamespace, "moved", "east", "west"))
 		env.awaitCopy(t, ctx, "east", configMapsGVR, "moved", true)
@@ -290,11 +350,11 @@ func TestDeletionProtocol(t *testing.T) {
 	})
 
 	t.Run("one add and one remove per object and location", func(t *testing.T) {
-		// The ConfigMaps so far: held (east), moved (east, west; east released), orphaned (east,
-		// west), first (east) and barrier (east) got 7 finalizers; held, moved's east,
-		// orphaned's two and first's were removed: 5. Each successful write through a view is
-		// one update of the source (marksStorage).
-		for change, want := range map[string]float64{"add": 7, "remove": 5} {
+		// The ConfigMaps so far: held (east), left (east), moved (east, west; east released),
+		// orphaned (east, west), first (east) and barrier (east) got 8 finalizers; held, left,
+		// moved's east, orphaned's two and first's were removed: 6. Each successful write
+		// through a view is one update of the source (marksStorage).
+		for change, want := range map[string]float64{"add": 8, "remove": 6} {
 			got := env.server.Metric(t, env.source.Admin(), "mapper_apiserver_view_finalizer_writes_total", `change="`+change+`",code="200",resource="configmaps"`)
 			if got != want {
 				t.Errorf("finalizer writes %s of configmaps: %v, want %v", change, got, want)

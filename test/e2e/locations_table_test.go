@@ -146,10 +146,10 @@ func TestLocationsTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	wideHeader, wideRows := parseKubectlTable(t, out)
-	if len(wideRows) != 1 || len(wideHeader) != 10 || wideHeader[8] != "LABELS" || wideHeader[9] != "CAPACITY" {
+	if len(wideRows) != 1 || len(wideHeader) != 11 || wideHeader[9] != "LABELS" || wideHeader[10] != "CAPACITY" {
 		t.Fatalf("kubectl get locations edge -o wide:\n%s", out)
 	}
-	if got := wideRows[0][8:]; got[0] != "region=eu" || got[1] != "cpu=4,memory=16Gi,pods=110" {
+	if got := wideRows[0][9:]; got[0] != "region=eu" || got[1] != "cpu=4,memory=16Gi,pods=110" {
 		t.Errorf("edge LABELS, CAPACITY = %v, want region=eu and cpu=4,memory=16Gi,pods=110", got)
 	}
 

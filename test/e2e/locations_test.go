@@ -127,6 +127,21 @@ func startLocationsEnvWith(t *testing.T, ctx context.Context, resources string, 
 	return env
 }
 
+// startLifecycleController starts mapper-controller as source's admin with the location grace
+// period grace (its location lifecycle controller and the rest of its default controllers).
+func startLifecycleController(t *testing.T, source *framework.ControlPlane, grace time.Duration) {
+	t.Helper()
+	ctrlBin := framework.BuildBinary(t, "./cmd/mapper-controller")
+	port, err := framework.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	framework.StartProcess(t, framework.ProcessSpec{Name: "mapper-controller", Path: ctrlBin, Args: []string{
+		"--kubeconfig=" + source.AdminKubeconfig(), "--location-grace-period=" + grace.String(),
+		fmt.Sprintf("--bind-address=127.0.0.1:%d", port), "--leader-elect=true", "-v=2",
+	}})
+}
+
 // locationMapperArgs make the heartbeat fast for tests: renew every second, a 5s Lease,
 // status at least every 3s.
 var locationMapperArgs = []string{"--lease-renew-interval=1s", "--lease-duration=5s", "--status-interval=3s"}
@@ -149,15 +164,7 @@ func TestLocationLifecycle(t *testing.T) {
 	}
 
 	const grace = 5 * time.Second
-	ctrlBin := framework.BuildBinary(t, "./cmd/mapper-controller")
-	port, err := framework.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	framework.StartProcess(t, framework.ProcessSpec{Name: "mapper-controller", Path: ctrlBin, Args: []string{
-		"--kubeconfig=" + env.source.AdminKubeconfig(), "--location-grace-period=" + grace.String(),
-		fmt.Sprintf("--bind-address=127.0.0.1:%d", port), "--leader-elect=true", "-v=2",
-	}})
+	startLifecycleController(t, env.source, grace)
 
 	east := env.startMapper(t, "mapper-east", "east", nil, locationMapperArgs...)
 

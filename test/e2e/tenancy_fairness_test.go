@@ -160,6 +160,9 @@ func TestFairRendering(t *testing.T) {
 	source := framework.StartControlPlane(t, framework.ControlPlaneOptions{Name: "source"})
 	installControlCRDs(t, ctx, source, dynamicClientFor(t, source))
 	server := framework.StartMapperAPIServer(t, source, "--resources=configmaps", "--bookmark-interval=1s")
+	// mapper-controller writes the status of Customizations (Compiled, Degraded) from what
+	// `locations` reports.
+	framework.StartMapperController(t, ctx, source, time.Minute, append(framework.MapperAPIServerArgs(t, server), "--controllers=customizationstatus")...)
 	a := newFairnessTenant(t, ctx, source, "tenant-a")
 	b := newFairnessTenant(t, ctx, source, "tenant-b")
 	view, err := dynamic.NewForConfig(server.ViewConfig(source.Admin(), "east"))

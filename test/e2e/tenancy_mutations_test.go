@@ -21,6 +21,7 @@ import (
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
+	"github.com/cluster-mapper/cluster-mapper/test/framework"
 )
 
 // startTenant makes namespace ns a tenant's (docs/design.md, "The control plane objects":
@@ -108,6 +109,8 @@ func TestTenantMutationsCannotMoveObjects(t *testing.T) {
 	env := startLocationsEnv(t, ctx, "east")
 	a := startTenant(t, ctx, env, "tenant-a")
 	b := startTenant(t, ctx, env, "tenant-b")
+	// mapper-controller writes the status of Customizations from what `locations` reports.
+	framework.StartMapperController(t, ctx, env.source, time.Minute, "--controllers=customizationstatus")
 	env.startMapper(t, "mapper-east", "east", nil, locationMapperArgs...)
 
 	if _, err := b.Resource(configMapsGVR).Namespace("tenant-b").Create(ctx, tenantConfigMap("tenant-b", "victim", "b", "", nil), metav1.CreateOptions{}); err != nil {
@@ -312,6 +315,8 @@ func TestRenderingTooLargeIsRefused(t *testing.T) {
 	defer cancel()
 	env := startLocationsEnv(t, ctx, "east")
 	a := startTenant(t, ctx, env, "tenant-a")
+	// mapper-controller writes the status of Customizations from what `locations` reports.
+	framework.StartMapperController(t, ctx, env.source, time.Minute, "--controllers=customizationstatus")
 	env.startMapper(t, "mapper-east", "east", nil, locationMapperArgs...)
 
 	blowUp := hostileCustomization("blow-up", nil)

@@ -272,16 +272,25 @@ func testWritesRefused(t *testing.T, ctx context.Context, env *viewEnv) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checks := map[string]error{}
-	_, checks["create"] = view.Create(ctx, newConfigMap("team-a", "created-through-view", "east"), metav1.CreateOptions{})
-	upd := before.DeepCopy()
-	upd.Object["data"] = map[string]interface{}{"key": "changed-through-view"}
-	_, checks["update"] = view.Update(ctx, upd, metav1.UpdateOptions{})
-	_, checks["patch"] = view.Patch(ctx, "get-east", "application/merge-patch+json", []byte(`{"data":{"key":"patched"}}`), metav1.PatchOptions{})
-	checks["delete"] = view.Delete(ctx, "get-east", metav1.DeleteOptions{})
-	for verb, err := range checks {
+	// Create and delete are never allowed: 405 saying views are read-only. An update or patch
+	// of the object itself may only add or remove the location's own finalizer (docs/views.md,
+	// "Writes"): one that changes data is a 405 naming what it changes and the finalizer.
+	readOnly := map[string]error{}
+	_, readOnly["create"] = view.Create(ctx, newConfigMap("team-a", "created-through-view", "east"), metav1.CreateOptions{})
+	readOnly["delete"] = view.Delete(ctx, "get-east", metav1.DeleteOptions{})
+	for verb, err := range readOnly {
 		if !apierrors.IsMethodNotSupported(err) || !strings.Contains(err.Error(), "read-only") {
 			t.Errorf("%s through a view: want 405 saying views are read-only, got %v", verb, err)
+		}
+	}
+	changesData := map[string]error{}
+	upd := before.DeepCopy()
+	upd.Object["data"] = map[string]interface{}{"key": "changed-through-view"}
+	_, changesData["update"] = view.Update(ctx, upd, metav1.UpdateOptions{})
+	_, changesData["patch"] = view.Patch(ctx, "get-east", "application/merge-patch+json", []byte(`{"data":{"key":"patched"}}`), metav1.PatchOptions{})
+	for verb, err := range changesData {
+		if !apierrors.IsMethodNotSupported(err) || !strings.Contains(err.Error(), "changes data") || !strings.Contains(err.Error(), "locations.mapper.kcp.io/east") {
+			t.Errorf("%s of data through a view: want 405 saying it changes data and that only the finalizer locations.mapper.kcp.io/east may change, got %v", verb, err)
 		}
 	}
 	after, err := env.src.Resource(configMapsGVR).Namespace("team-a").Get(ctx, "get-east", metav1.GetOptions{})

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -112,7 +113,8 @@ func New(cfg Config) *Controller {
 	return c
 }
 
-// enqueue adds the name of a SyncTarget or Lease (the location) to the queue.
+// enqueue adds the name of a SyncTarget or Lease (the location; a shard's Lease
+// "<location>.<shard>" names its location before the dot) to the queue.
 func (c *Controller) enqueue(obj interface{}) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
@@ -121,7 +123,7 @@ func (c *Controller) enqueue(obj interface{}) {
 	if err != nil {
 		return
 	}
-	c.queue.Add(m.GetName())
+	c.queue.Add(contract.LocationOfLease(m.GetName()))
 }
 
 // targetUpdated records an Event when a SyncTarget's Ready condition changed status, by
@@ -199,14 +201,10 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 	if err != nil {
 		return nil // a malformed object is reported by its own update; nothing to retry
 	}
-	lease, err := c.leaseLister.Leases(c.cfg.LeaseNamespace).Get(name)
-	if apierrors.IsNotFound(err) {
-		lease, err = nil, nil
-	}
+	h, err := c.health(name, st)
 	if err != nil {
 		return err
 	}
-	h := Health(lease, c.cfg.Clock.Now(), c.cfg.GracePeriod)
 	if h.Fresh {
 		// The Lease may expire without any further event: look again just after it would.
 		c.queue.AddAfter(name, h.RecheckAfter+100*time.Millisecond)
@@ -228,6 +226,53 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 	}
 	klog.FromContext(ctx).Info("The location's mapper stopped renewing its Lease: Ready=Unknown", "location", name, "reason", h.Unknown.Reason)
 	return nil
+}
+
+// health judges the Leases of location: its own, and when several mappers share it (the
+// SyncTarget's status.shards) each shard's (contract.ShardLeaseName). The location is fresh
+// while any of them is: a live shard's mapper reports the missing ones itself (Ready False,
+// ShardsNotReady, synctarget.SumShards), so Unknown is for a location none of whose mappers
+// renews a Lease; it is then judged by the most recently renewed Lease.
+func (c *Controller) health(location string, st *controlv1alpha1.SyncTarget) (LeaseHealth, error) {
+	names := []string{location}
+	for _, s := range st.Status.Shards {
+		if part, err := contract.ParseViewPartName(s.Name); err == nil && !part.Whole() {
+			names = append(names, contract.ShardLeaseName(location, part))
+		}
+	}
+	now := c.cfg.Clock.Now()
+	var best *coordinationv1.Lease
+	var fresh *LeaseHealth
+	for _, n := range names {
+		lease, err := c.leaseLister.Leases(c.cfg.LeaseNamespace).Get(n)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return LeaseHealth{}, err
+		}
+		if h := Health(lease, now, c.cfg.GracePeriod); h.Fresh && (fresh == nil || h.RecheckAfter > fresh.RecheckAfter) {
+			fresh = &h
+		}
+		if best == nil || renewedAfter(lease, best) {
+			best = lease
+		}
+	}
+	if fresh != nil {
+		return *fresh, nil
+	}
+	return Health(best, now, c.cfg.GracePeriod), nil
+}
+
+// renewedAfter reports whether a was renewed after b (a Lease never renewed is the oldest).
+func renewedAfter(a, b *coordinationv1.Lease) bool {
+	switch {
+	case a.Spec.RenewTime == nil:
+		return false
+	case b.Spec.RenewTime == nil:
+		return true
+	}
+	return a.Spec.RenewTime.After(b.Spec.RenewTime.Time)
 }
 
 // keepsNotReady reports whether a push-mode location's Ready=False says more than Unknown

@@ -87,7 +87,7 @@ func runMapper(ctx context.Context, conn *ConnectionOptions, clients *Clients, r
 	if err := healthserver.Serve(ctx, run.MetricsBindAddress, live, []healthz.HealthChecker{ready}, run.Profiling); err != nil {
 		return err
 	}
-	return le.runLeading(ctx, clients.Target, clients.Location, watchdog, func(ctx context.Context) error {
+	return le.runLeading(ctx, clients.Target, clients.Location, clients.Part, watchdog, func(ctx context.Context) error {
 		return MapperConfig{
 			Connection: conn, Clients: clients, RunOptions: run, Heartbeat: hb,
 			Identity: le.Identity(), Mode: controlv1alpha1.ModePull, Started: current.Store,

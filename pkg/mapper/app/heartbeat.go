@@ -100,12 +100,12 @@ func (o *HeartbeatOptions) run(ctx context.Context, conn *ConnectionOptions, cli
 		return
 	}
 	observer := &heartbeat.Observer{Mapper: m, Target: target, Verify: verify.Config{
-		Location: clients.Location, View: clients.View, Target: clients.Target, Resources: clients.Resources,
+		Location: clients.Location, View: clients.View, Part: clients.Part, Target: clients.Target, Resources: clients.Resources,
 		NamespaceMapping: clients.NamespaceMapping, ClusterName: conn.ClusterName, FieldManager: conn.FieldManager,
 		SkipContent: true,
 	}}
 	err = heartbeat.Run(ctx, heartbeat.Config{
-		Location: clients.Location, Identity: identity, Version: version.Get().GitVersion, Mode: mode,
+		Location: clients.Location, Part: clients.Part, Identity: identity, Version: version.Get().GitVersion, Mode: mode,
 		Source: source, LeaseNamespace: o.LeaseNamespace, RenewInterval: o.RenewInterval, LeaseDuration: o.LeaseDuration,
 		StatusInterval: o.StatusInterval, Observe: observer.Observe,
 	})

@@ -19,6 +19,8 @@ import (
 	componentbaseconfig "k8s.io/component-base/config"
 	"k8s.io/component-base/config/options"
 	"k8s.io/klog/v2"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // LeaderElectionOptions configure leader election on a Lease in the target cluster, so that
@@ -43,7 +45,8 @@ func (o *LeaderElectionOptions) Identity() string {
 }
 
 // NewLeaderElectionOptions returns the defaults: on, a Lease named
-// cluster-mapper-<location> in kube-system, 15s lease, 10s renew deadline, 2s retry period
+// cluster-mapper-<location> (cluster-mapper-<location>-<i>-of-<n> for a hash shard: leader
+// election is per shard) in kube-system, 15s lease, 10s renew deadline, 2s retry period
 // (kube-controller-manager's values).
 func NewLeaderElectionOptions() *LeaderElectionOptions {
 	return &LeaderElectionOptions{LeaderElectionConfiguration: componentbaseconfig.LeaderElectionConfiguration{
@@ -59,7 +62,7 @@ func NewLeaderElectionOptions() *LeaderElectionOptions {
 // AddFlags registers component-base's --leader-elect-* flags.
 func (o *LeaderElectionOptions) AddFlags(fs *pflag.FlagSet) {
 	options.BindLeaderElectionFlags(&o.LeaderElectionConfiguration, fs)
-	fs.Lookup("leader-elect-resource-name").Usage = "Name of the Lease in the target used for leader election. Empty: cluster-mapper-<location>."
+	fs.Lookup("leader-elect-resource-name").Usage = "Name of the Lease in the target used for leader election. Empty: cluster-mapper-<location>, or cluster-mapper-<location>-<index>-of-<count> with --shard (one leader per shard)."
 	fs.Lookup("leader-elect-resource-namespace").Usage = "Namespace of the Lease in the target used for leader election."
 }
 
@@ -84,7 +87,7 @@ func (o *LeaderElectionOptions) Validate() error {
 // election is off) and returns when ctx ends (nil) or leadership is lost (an error: the
 // process should exit and be restarted, as Kubernetes controllers do). watchdog, when not
 // nil, reports on /healthz whether the lease is being renewed.
-func (o *LeaderElectionOptions) runLeading(ctx context.Context, target *rest.Config, location string, watchdog *leaderelection.HealthzAdaptor, run func(context.Context) error) error {
+func (o *LeaderElectionOptions) runLeading(ctx context.Context, target *rest.Config, location string, part contract.ViewPart, watchdog *leaderelection.HealthzAdaptor, run func(context.Context) error) error {
 	if !o.LeaderElect {
 		return run(ctx)
 	}
@@ -92,7 +95,11 @@ func (o *LeaderElectionOptions) runLeading(ctx context.Context, target *rest.Con
 	id := o.Identity()
 	name := o.ResourceName
 	if name == "" {
+		// One leader per shard: the replicas of a shard elect among themselves.
 		name = "cluster-mapper-" + location
+		if !part.Whole() {
+			name += "-" + part.NameSuffix()
+		}
 	}
 	client, err := kubernetes.NewForConfig(rest.AddUserAgent(target, "leader-election"))
 	if err != nil {

@@ -45,6 +45,10 @@ type ConnectionOptions struct {
 	// positive value brings back client-go's token bucket.
 	TargetQPS   float32
 	TargetBurst int
+	// Shard is --shard: "<index>/<count>" makes the mapper one of count mappers sharing the
+	// location, owning hash shard index (contract.ParseShard); empty owns the whole location
+	// (or the part the view URL names).
+	Shard string
 }
 
 // NewConnectionOptions returns the defaults.
@@ -68,21 +72,32 @@ func (o *ConnectionOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "Logical cluster of source objects without the kcp.io/cluster annotation (as mapper-apiserver's --cluster-name).")
 	fs.StringVar(&o.FieldManager, "field-manager", o.FieldManager, "Server-side apply field manager on the target. Changing it makes the old manager's fields foreign: they are left alone.")
 	fs.Float32Var(&o.TargetQPS, "target-qps", o.TargetQPS, "Queries per second to the target (and of the mapper's own requests to the view). Negative (the default): no client-side limit; the API servers' priority and fairness protects them.")
+	fs.StringVar(&o.Shard, "shard", o.Shard, "Own one hash shard of the location, as <index>/<count> (e.g. 0/4): the objects whose source cluster and namespace hash to index (docs/mapper.md, \"Shards\"). count mappers with the same count and the indexes 0..count-1 share the location and its target; each lists, watches, applies, sweeps and deletes only inside its shard, and has its own leader election Lease and heartbeat Lease. Needs an explicit --namespace-mapping. Empty: the whole location, or the part of it the view URL names (.../proxy/clusters/<cluster>).")
 	fs.IntVar(&o.TargetBurst, "target-burst", o.TargetBurst, "Burst of requests to the target (and of the mapper's own requests to the view); used only with a positive --target-qps.")
 }
 
-// LocationFromViewURL returns the location named by a view's base URL, or an error when the
-// URL is not a location view URL.
+// LocationFromViewURL returns the location named by a view's base URL (or the URL of a part
+// of the view), or an error when the URL is not a location view URL.
 func LocationFromViewURL(server string) (string, error) {
+	_, p, err := splitViewURL(server)
+	return p.Location, err
+}
+
+// splitViewURL parses server, the URL of a location's view or of a part of it
+// (<view>/clusters/<c>, <view>/shards/<i>-of-<n>; contract.ParseViewPath), and returns the
+// URL of the whole location's view (the part's path removed) and the parsed path.
+func splitViewURL(server string) (string, contract.ViewURLPath, error) {
 	u, err := url.Parse(server)
 	if err != nil {
-		return "", fmt.Errorf("the view server %q is not a URL: %w", server, err)
+		return "", contract.ViewURLPath{}, fmt.Errorf("the view server %q is not a URL: %w", server, err)
 	}
 	p, ok := contract.ParseViewPath(u.Path)
 	if !ok {
-		return "", fmt.Errorf("the view server %q is not a location view URL (https://<host>%s)", server, contract.ViewPath("<location>", ""))
+		return "", contract.ViewURLPath{}, fmt.Errorf("the view server %q is not a location view URL (https://<host>%s, optionally followed by /clusters/<cluster> or /shards/<index>-of-<count>)", server, contract.ViewPath("<location>", ""))
 	}
-	return p.Location, nil
+	u.Path = p.Prefix + contract.ViewPath(p.Location, "")
+	u.RawPath = ""
+	return u.String(), p, nil
 }
 
 // Clients are the resolved connection settings.
@@ -96,6 +111,10 @@ type Clients struct {
 	Resources []schema.GroupResource
 	// NamespaceMapping is the parsed --namespace-mapping.
 	NamespaceMapping mapper.NamespaceMapping
+	// Part is the part of the location the mapper owns: the part the view URL names, within
+	// the hash shard of --shard (mapper.Config.Part). View's Host is then the whole location's
+	// view URL.
+	Part contract.ViewPart
 }
 
 // Complete validates the options, loads both kubeconfigs and checks the location against the
@@ -156,6 +175,15 @@ func (o *ConnectionOptions) parse() (mapping mapper.NamespaceMapping, resources 
 	if o.FieldManager == "" {
 		errs = append(errs, "--field-manager must not be empty")
 	}
+	if o.Shard != "" {
+		if _, err := contract.ParseShard(o.Shard); err != nil {
+			errs = append(errs, "--shard: "+err.Error())
+		} else if mapping == mapper.NamespaceMappingAuto {
+			// Each shard would resolve auto over its own part: shards that see different
+			// numbers of logical clusters would place copies differently on one target.
+			errs = append(errs, "--shard needs an explicit --namespace-mapping (same or prefixed): shards resolving auto over their own parts could choose differently")
+		}
+	}
 	for _, r := range o.Resources {
 		r = strings.TrimSpace(r)
 		if r == "" {
@@ -170,10 +198,19 @@ func (o *ConnectionOptions) parse() (mapping mapper.NamespaceMapping, resources 
 // clients checks the location of the view URL and sets the options' limits on view and
 // target (which it modifies).
 func (o *ConnectionOptions) clients(userAgent string, view, target *rest.Config, mapping mapper.NamespaceMapping, resources []schema.GroupResource) (*Clients, error) {
-	location, err := LocationFromViewURL(view.Host)
+	base, vp, err := splitViewURL(view.Host)
 	if err != nil {
 		return nil, err
 	}
+	location, part := vp.Location, vp.Part
+	if o.Shard != "" {
+		shard, _ := contract.ParseShard(o.Shard) // checked by parse
+		if !part.Shard.IsZero() && part.Shard != shard {
+			return nil, fmt.Errorf("--shard=%s does not match the view URL %s, which names the shard %s", o.Shard, view.Host, part.Shard)
+		}
+		part.Shard = shard
+	}
+	view.Host = base
 	if o.Location != "" && o.Location != location {
 		return nil, fmt.Errorf("--location=%s does not match the view URL %s, which is the view of location %q", o.Location, view.Host, location)
 	}
@@ -185,7 +222,7 @@ func (o *ConnectionOptions) clients(userAgent string, view, target *rest.Config,
 		c.UserAgent = userAgent
 		c.Timeout = 0
 	}
-	return &Clients{Location: location, View: view, Target: target, Resources: resources, NamespaceMapping: mapping}, nil
+	return &Clients{Location: location, View: view, Target: target, Resources: resources, NamespaceMapping: mapping, Part: part}, nil
 }
 
 // RunOptions are the flags of the mapper itself (not of verify). Their meaning is that of the

@@ -126,3 +126,44 @@ func TestRunOptionsProfiling(t *testing.T) {
 		}
 	}
 }
+
+// TestShardOptions: --shard and a view URL naming a part give the mapper its part and the
+// whole location's view URL; a mismatch, a bad shard or --shard with the auto namespace
+// mapping is refused.
+func TestShardOptions(t *testing.T) {
+	const base = "https://127.0.0.1:1/p/apis/mapper.kcp.io/v1alpha1/locations/east/proxy"
+	target := &rest.Config{Host: "https://127.0.0.1:2"}
+	for _, c := range []struct {
+		server, shard, wantPart string
+	}{
+		{base, "", ""},
+		{base, "1/4", "shards/1-of-4"},
+		{base + "/clusters/c1", "", "clusters/c1"},
+		{base + "/clusters/c1", "3/4", "clusters/c1/shards/3-of-4"},
+		{base + "/shards/2-of-4/", "2/4", "shards/2-of-4"},
+		{base + "/shards/2-of-4", "", "shards/2-of-4"},
+	} {
+		o := NewConnectionOptions()
+		o.Shard, o.NamespaceMapping = c.shard, "same"
+		got, err := o.ClientsFor("test", &rest.Config{Host: c.server}, target)
+		if err != nil {
+			t.Errorf("%s --shard=%q: %v", c.server, c.shard, err)
+			continue
+		}
+		if got.Part.String() != c.wantPart || got.View.Host != base || got.Location != "east" {
+			t.Errorf("%s --shard=%q: part %q view %q location %q; want part %q view %q", c.server, c.shard, got.Part, got.View.Host, got.Location, c.wantPart, base)
+		}
+	}
+	for _, c := range []struct{ server, shard, mapping, wantErr string }{
+		{base + "/shards/2-of-4", "1/4", "same", "does not match"},
+		{base, "4/4", "same", "--shard"},
+		{base, "1-of-4", "same", "--shard"},
+		{base, "1/4", "auto", "explicit --namespace-mapping"},
+	} {
+		o := NewConnectionOptions()
+		o.Shard, o.NamespaceMapping = c.shard, c.mapping
+		if _, err := o.ClientsFor("test", &rest.Config{Host: c.server}, target); err == nil || !strings.Contains(err.Error(), c.wantErr) {
+			t.Errorf("%s --shard=%q --namespace-mapping=%s: %v, want an error with %q", c.server, c.shard, c.mapping, err, c.wantErr)
+		}
+	}
+}

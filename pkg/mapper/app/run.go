@@ -37,6 +37,7 @@ func (c MapperConfig) Run(ctx context.Context) error {
 	m, err := mapper.New(mapper.Config{
 		Location:          clients.Location,
 		View:              clients.View,
+		Part:              clients.Part,
 		Target:            clients.Target,
 		Resources:         clients.Resources,
 		NamespaceMapping:  clients.NamespaceMapping,

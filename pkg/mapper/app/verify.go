@@ -50,6 +50,7 @@ func NewVerifyCommand() *cobra.Command {
 			report, err := verify.Run(ctx, verify.Config{
 				Location:         clients.Location,
 				View:             clients.View,
+				Part:             clients.Part,
 				Target:           clients.Target,
 				Resources:        clients.Resources,
 				NamespaceMapping: clients.NamespaceMapping,

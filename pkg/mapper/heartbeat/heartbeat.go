@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
@@ -35,6 +36,11 @@ const (
 type Config struct {
 	// Location names the Lease and the SyncTarget.
 	Location string
+	// Part is the mapper's part of the location (a shard; the zero ViewPart for the whole
+	// location): its Lease is contract.ShardLeaseName(Location, Part), "<location>.<i>-of-<n>"
+	// for a hash shard, so that each shard's liveness is seen on its own (the location
+	// lifecycle controller reads every shard's Lease).
+	Part contract.ViewPart
 	// Identity is the mapper's leader election identity; it holds the Lease.
 	Identity string
 	// Version is the mapper's version; Mode is controlv1alpha1.ModePull or ModePush.
@@ -86,17 +92,21 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("heartbeat: source client: %w", err)
 	}
 	logger := klog.FromContext(ctx).WithValues("syncTarget", cfg.Location)
+	if !cfg.Part.Whole() {
+		logger = logger.WithValues("shard", cfg.Part.String())
+	}
 	ctx = klog.NewContext(ctx, logger)
+	leaseName := contract.ShardLeaseName(cfg.Location, cfg.Part)
 	logger.Info("Registering the location: renewing its Lease and writing its SyncTarget status",
-		"source", src.Host, "lease", cfg.LeaseNamespace+"/"+cfg.Location, "renewInterval", cfg.RenewInterval)
+		"source", src.Host, "lease", cfg.LeaseNamespace+"/"+leaseName, "renewInterval", cfg.RenewInterval)
 
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		runLease(ctx, kube, cfg.LeaseNamespace, cfg.Location, cfg.Identity, cfg.RenewInterval, cfg.LeaseDuration)
+		runLease(ctx, kube, cfg.LeaseNamespace, leaseName, cfg.Identity, cfg.RenewInterval, cfg.LeaseDuration)
 	}()
-	w := &statusWriter{cfg: cfg, client: synctarget.NewClient(dyn)}
+	w := &statusWriter{cfg: cfg, client: synctarget.NewClient(dyn), leases: kube.CoordinationV1().Leases(cfg.LeaseNamespace)}
 	ticker := time.NewTicker(cfg.RenewInterval)
 	defer ticker.Stop()
 	for {
@@ -115,6 +125,7 @@ func Run(ctx context.Context, cfg Config) error {
 type statusWriter struct {
 	cfg          Config
 	client       *synctarget.Client
+	leases       coordinationv1client.LeaseInterface
 	lastWrite    time.Time
 	lastVerify   time.Time
 	objects      *controlv1alpha1.ObjectCounts
@@ -155,7 +166,7 @@ func (w *statusWriter) tick(ctx context.Context) {
 	if obs.Objects != nil {
 		w.objects, w.lastVerify = obs.Objects, now
 	}
-	status := desiredStatus(st.Status, obs, w.objects, w.cfg)
+	status := desiredStatus(st.Status, obs, w.objects, w.cfg, w.siblingsLive(ctx))
 	due := now.Sub(w.lastWrite) >= w.cfg.StatusInterval
 	if !due && equalIgnoringTimes(st.Status, status) {
 		return
@@ -174,7 +185,11 @@ func (w *statusWriter) tick(ctx context.Context) {
 // desiredStatus is old with the observation applied: the Ready and ResourcesCompatible
 // conditions (their lastTransitionTime kept while their status stays), mapper identity,
 // version and mode, objects (the latest counts), resources and capacity.
-func desiredStatus(old controlv1alpha1.SyncTargetStatus, obs Observation, objects *controlv1alpha1.ObjectCounts, cfg Config) controlv1alpha1.SyncTargetStatus {
+//
+// A shard's mapper (cfg.Part not the whole location) writes its own entry of status.shards
+// instead, and sets Ready and objects to the sum over the shards of its count
+// (synctarget.SetShard): live reports whether another shard's mapper renews its Lease.
+func desiredStatus(old controlv1alpha1.SyncTargetStatus, obs Observation, objects *controlv1alpha1.ObjectCounts, cfg Config, live func(contract.ViewPart) bool) controlv1alpha1.SyncTargetStatus {
 	s := *old.DeepCopy()
 	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: controlv1alpha1.SyncTargetReady, Status: obs.Ready, Reason: obs.Reason, Message: obs.Message})
 	compatible := metav1.Condition{Type: controlv1alpha1.SyncTargetResourcesCompatible, Status: metav1.ConditionTrue,
@@ -190,7 +205,11 @@ func desiredStatus(old controlv1alpha1.SyncTargetStatus, obs Observation, object
 		compatible.Message = fmt.Sprintf("The target does not serve %d resources of the view: %v; their objects wait.", len(halted), halted)
 	}
 	meta.SetStatusCondition(&s.Conditions, compatible)
-	s.Mapper = &controlv1alpha1.MapperStatus{Identity: cfg.Identity, Version: cfg.Version, Mode: cfg.Mode}
+	if cfg.Part.Whole() || s.Mapper == nil {
+		// Shards keep the first writer's: rewriting it in turn would make every shard write
+		// the status on every tick. Each shard's own identity is in its status.shards entry.
+		s.Mapper = &controlv1alpha1.MapperStatus{Identity: cfg.Identity, Version: cfg.Version, Mode: cfg.Mode}
+	}
 	if objects != nil {
 		s.Objects = objects.DeepCopy()
 	}
@@ -198,7 +217,36 @@ func desiredStatus(old controlv1alpha1.SyncTargetStatus, obs Observation, object
 	if obs.Capacity != nil {
 		s.Capacity = obs.Capacity
 	}
+	if !cfg.Part.Whole() {
+		entry := controlv1alpha1.ShardStatus{Identity: cfg.Identity, Ready: obs.Ready, Reason: obs.Reason}
+		if objects != nil {
+			entry.Objects = objects.DeepCopy()
+		}
+		synctarget.SetShard(&s, cfg.Part, entry, live)
+	}
 	return s
+}
+
+// siblingsLive reads the Leases of the other shards of the mapper's count (one cached GET
+// each, resourceVersion "0") and returns whether each one's mapper is alive: its Lease was
+// renewed within its spec.leaseDurationSeconds. nil for a mapper of the whole location.
+func (w *statusWriter) siblingsLive(ctx context.Context) func(contract.ViewPart) bool {
+	if w.cfg.Part.Whole() {
+		return nil
+	}
+	live := map[string]bool{}
+	now := time.Now()
+	for _, p := range w.cfg.Part.Siblings() {
+		if p.Equal(w.cfg.Part) {
+			continue
+		}
+		l, err := w.leases.Get(ctx, contract.ShardLeaseName(w.cfg.Location, p), metav1.GetOptions{ResourceVersion: "0"})
+		if err != nil || l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+			continue // missing or unreadable: not known to be alive
+		}
+		live[p.String()] = now.Before(l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second))
+	}
+	return func(p contract.ViewPart) bool { return live[p.String()] }
 }
 
 // equalIgnoringTimes compares two statuses without the conditions' lastTransitionTime and
@@ -211,6 +259,11 @@ func equalIgnoringTimes(a, b controlv1alpha1.SyncTargetStatus) bool {
 		}
 		if s.Objects != nil {
 			s.Objects.VerifiedTime = nil
+		}
+		for i := range s.Shards {
+			if s.Shards[i].Objects != nil {
+				s.Shards[i].Objects.VerifiedTime = nil
+			}
 		}
 		return s
 	}

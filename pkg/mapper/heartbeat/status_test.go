@@ -35,7 +35,7 @@ func TestDesiredStatus(t *testing.T) {
 		Type: controlv1alpha1.SyncTargetReady, Status: metav1.ConditionUnknown, Reason: controlv1alpha1.ReasonLeaseExpired,
 		LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour)),
 	}}}
-	s := desiredStatus(old, obs, &controlv1alpha1.ObjectCounts{Assigned: 2, InSync: 2}, cfg)
+	s := desiredStatus(old, obs, &controlv1alpha1.ObjectCounts{Assigned: 2, InSync: 2}, cfg, nil)
 	ready := meta.FindStatusCondition(s.Conditions, controlv1alpha1.SyncTargetReady)
 	if ready.Status != metav1.ConditionTrue || time.Since(ready.LastTransitionTime.Time) > time.Minute {
 		t.Errorf("Ready = %+v, want True with a new transition time", ready)
@@ -51,7 +51,7 @@ func TestDesiredStatus(t *testing.T) {
 		t.Error("a changed status compares equal")
 	}
 	// The same observation later: only times differ, so nothing needs writing.
-	later := desiredStatus(s, obs, &controlv1alpha1.ObjectCounts{Assigned: 2, InSync: 2, VerifiedTime: &metav1.Time{Time: time.Now()}}, cfg)
+	later := desiredStatus(s, obs, &controlv1alpha1.ObjectCounts{Assigned: 2, InSync: 2, VerifiedTime: &metav1.Time{Time: time.Now()}}, cfg, nil)
 	if !equalIgnoringTimes(s, later) {
 		t.Errorf("an unchanged observation compares unequal:\n%+v\n%+v", s, later)
 	}

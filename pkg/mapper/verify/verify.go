@@ -6,6 +6,7 @@ package verify
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -30,8 +31,13 @@ import (
 type Config struct {
 	// Location is the location of the view.
 	Location string
-	// View and Target are the client configs of the location view and the target cluster.
+	// View and Target are the client configs of the location view (of the whole location)
+	// and the target cluster.
 	View, Target *rest.Config
+	// Part, when not the whole location, restricts the comparison to a mapper's part (a
+	// shard): the view is read at the part's path, and only the target copies whose source is
+	// in the part are checked (the other shards' copies share the target).
+	Part contract.ViewPart
 	// Resources restricts the comparison ("configmaps", "deployments.apps"); empty compares
 	// every resource the view serves with list and watch.
 	Resources []schema.GroupResource
@@ -57,11 +63,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.FieldManager == "" {
 		cfg.FieldManager = mapper.DefaultFieldManager
 	}
-	view, err := dynamic.NewForConfig(cfg.View)
+	partView := mapper.PartConfig(cfg.View, cfg.Part)
+	view, err := dynamic.NewForConfig(partView)
 	if err != nil {
 		return nil, err
 	}
-	viewDiscovery, err := discovery.NewDiscoveryClientForConfig(cfg.View)
+	viewDiscovery, err := discovery.NewDiscoveryClientForConfig(partView)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +92,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	served := mapper.TargetServes(targetDiscovery, gvrs)
 
 	report := &Report{Location: cfg.Location, Resources: []string{}}
-	clusterViews, err := mapper.NewClusterViews(cfg.View)
+	clusterViews, err := mapper.NewClusterViews(cfg.View, cfg.Part.Shard)
 	if err != nil {
 		return nil, err
 	}
@@ -144,6 +151,14 @@ func (c *checker) list(ctx context.Context, gvr schema.GroupVersionResource, nam
 	if served {
 		if l.managed, err = listAll(ctx, c.target.Resource(gvr), metav1.ListOptions{LabelSelector: contract.LocationLabel + "=" + c.cfg.Location}); err != nil {
 			return nil, fmt.Errorf("listing managed %s on the target: %w", name, err)
+		}
+		if part := c.cfg.Part; !part.Whole() {
+			// Another shard's copies (and unmarked ones, which no shard owns) are not this
+			// part's to judge.
+			l.managed = slices.DeleteFunc(l.managed, func(item *unstructured.Unstructured) bool {
+				ref, _, ok := mapper.MarkedSource(item, c.cfg.Location, namespaced)
+				return !ok || !part.Contains(ref.Cluster, ref.Namespace)
+			})
 		}
 	}
 	return l, nil

@@ -3,6 +3,7 @@ package view
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,11 +38,16 @@ func (c clusters) requestCluster(ctx context.Context) string {
 }
 
 // find returns location's object namespace/name of the request's cluster: on a per-cluster
-// path (or a plain source) that cluster's, on a kcp source's all-clusters path the only
-// cluster's that holds it. 404 when there is none; 400 naming the clusters when several hold it.
+// path (or a plain source) that cluster's, on a kcp source's all-clusters path (or a part of
+// several clusters) the only cluster's that holds it. An object outside the request's part
+// (PartFrom) is not there. 404 when there is none; 400 naming the clusters when several hold it.
 func (c clusters) find(ctx context.Context, store Store, gr schema.GroupResource, location, namespace, name string) (*cache.Object, error) {
+	part := PartFrom(ctx)
 	if cl := c.requestCluster(ctx); cl != "" {
 		obj, _, ok := store.GetInCluster(location, cl, namespace, name)
+		if ok && !part.Contains(cl, namespace) {
+			return nil, apierrors.NewNotFound(gr, name)
+		}
 		if !ok {
 			if err := store.WithheldError(location, cl, namespace, name); err != nil {
 				return nil, err
@@ -51,6 +57,9 @@ func (c clusters) find(ctx context.Context, store Store, gr schema.GroupResource
 		return obj, nil
 	}
 	objs, _ := store.Lookup(location, namespace, name)
+	if !part.Whole() {
+		objs = slices.DeleteFunc(objs, func(o *cache.Object) bool { return !part.Contains(o.Cluster(), namespace) })
+	}
 	switch len(objs) {
 	case 0:
 		if err := store.WithheldError(location, "", namespace, name); err != nil {

@@ -86,12 +86,16 @@ func clusterCM(cluster, ns, name string, rv int) *unstructured.Unstructured {
 // ns/only-c1) and c3 (ns/other).
 func newClusterViews(t *testing.T) (*Views, *clusterTestCache) {
 	t.Helper()
+	return newViewsOf(t, clusterCM("c1", "ns", "same", 1), clusterCM("c2", "ns", "same", 2),
+		clusterCM("c1", "ns", "only-c1", 3), clusterCM("c3", "ns3", "other", 4))
+}
+
+// newViewsOf returns kcp-mode views over a store and per-cluster fake sources holding objs
+// (ConfigMaps made by clusterCM).
+func newViewsOf(t *testing.T, objs ...*unstructured.Unstructured) (*Views, *clusterTestCache) {
+	t.Helper()
 	store := cache.NewResourceStore(cmGVR, cmGVR.GroupVersion().WithKind("ConfigMap"), true, cache.StoreOptions{ClusterFromAnnotation: true})
 	t.Cleanup(store.Close)
-	objs := []*unstructured.Unstructured{
-		clusterCM("c1", "ns", "same", 1), clusterCM("c2", "ns", "same", 2),
-		clusterCM("c1", "ns", "only-c1", 3), clusterCM("c3", "ns3", "other", 4),
-	}
 	c := &clusterTestCache{store: store, sources: map[string]*dynamicfake.FakeDynamicClient{}}
 	scheme := runtime.NewScheme()
 	items := make([]interface{}, len(objs))
@@ -105,7 +109,7 @@ func newClusterViews(t *testing.T) (*Views, *clusterTestCache) {
 			t.Fatal(err)
 		}
 	}
-	if err := store.Replace(items, "10"); err != nil {
+	if err := store.Replace(items, fmt.Sprint(max(10, len(objs)+1))); err != nil {
 		t.Fatal(err)
 	}
 	return New(c, c, Options{}), c

@@ -1,10 +1,14 @@
 package view
 
-import "context"
+import (
+	"context"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+)
 
 type locationKey struct{}
 
-type clusterKey struct{}
+type partKey struct{}
 
 // withLocation returns a copy of ctx that carries the location whose view is being served.
 func withLocation(ctx context.Context, location string) context.Context {
@@ -18,15 +22,22 @@ func LocationFrom(ctx context.Context) (string, bool) {
 	return l, ok && l != ""
 }
 
-// withCluster returns a copy of ctx that carries the logical cluster of a per-cluster view path
-// (<view>/clusters/<cluster>/...).
-func withCluster(ctx context.Context, cluster string) context.Context {
-	return context.WithValue(ctx, clusterKey{}, cluster)
+// withPart returns a copy of ctx that carries the part of the location a view path selects
+// (<view>/clusters/<clusters>/..., <view>/shards/<i>-of-<n>/...; contract.ViewPart).
+func withPart(ctx context.Context, part contract.ViewPart) context.Context {
+	return context.WithValue(ctx, partKey{}, part)
+}
+
+// PartFrom returns the part of the location a request is served for: the zero ViewPart (the
+// whole location) on the base path.
+func PartFrom(ctx context.Context) contract.ViewPart {
+	p, _ := ctx.Value(partKey{}).(contract.ViewPart)
+	return p
 }
 
 // ClusterFrom returns the logical cluster a request is served for: the one of a per-cluster view
-// path, or "" on the all-clusters base path.
+// path (a part of exactly one cluster), or "" on the all-clusters base path and on a part of
+// several clusters.
 func ClusterFrom(ctx context.Context) string {
-	c, _ := ctx.Value(clusterKey{}).(string)
-	return c
+	return string(PartFrom(ctx).Cluster())
 }

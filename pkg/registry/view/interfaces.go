@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
 
@@ -44,8 +45,8 @@ type Store interface {
 	GetInCluster(location, cluster, namespace, name string) (obj *cache.Object, rv uint64, ok bool)
 	// WithheldError explains an object the location's view withholds (it does not render).
 	WithheldError(location, cluster, namespace, name string) error
-	// Namespaces counts a location's objects per namespace (of cluster, or all when "").
-	Namespaces(location, cluster string) map[string]int
+	// Namespaces counts a location's objects per namespace (of a part of it, or all).
+	Namespaces(location string, part contract.ViewPart) map[string]int
 	// Assignment returns the bound locations a source object is assigned to, as views see it.
 	Assignment(u *unstructured.Unstructured, cluster string) []string
 	// LocationView renders a source object as location's view shows it.

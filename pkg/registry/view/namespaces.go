@@ -16,8 +16,8 @@ import (
 // namespaceStorage serves a view's /api/v1/namespaces: one Namespace per namespace that holds
 // at least one object of the location, across all mirrored resources. The entries are made by
 // the view (only name and phase), not copies of the source's Namespace objects, which a
-// location is not assigned to as such. On a per-cluster view path only the namespaces of that
-// logical cluster count. Get and list only; no watch.
+// location is not assigned to as such. On a part's path (clusters, a hash shard) only the
+// namespaces of that part count. Get and list only; no watch.
 type namespaceStorage struct {
 	tableConvertor
 	objects Objects
@@ -67,7 +67,7 @@ func (s *namespaceStorage) List(ctx context.Context, opts *metainternalversion.L
 }
 
 // namespaces collects the location's namespaces over every mirrored resource (of the request's
-// logical cluster on a per-cluster path).
+// part of the location on a part's path).
 func (s *namespaceStorage) namespaces(ctx context.Context) map[string]struct{} {
 	location, _ := LocationFrom(ctx)
 	out := map[string]struct{}{}
@@ -76,7 +76,7 @@ func (s *namespaceStorage) namespaces(ctx context.Context) map[string]struct{} {
 			continue
 		}
 		if store, ok := s.objects.Store(r.GVR); ok {
-			for ns := range store.Namespaces(location, ClusterFrom(ctx)) {
+			for ns := range store.Namespaces(location, PartFrom(ctx)) {
 				out[ns] = struct{}{}
 			}
 		}

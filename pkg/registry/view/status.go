@@ -113,7 +113,8 @@ func (s *statusStorage) Update(ctx context.Context, name string, objInfo rest.Up
 // view goes to (the request's cluster path, else the only cluster whose object the view holds
 // under namespace/name: 400 when several do, see clusters.find) and the source's client of
 // the resource in that cluster and the request's namespace. Errors: 404 when the view holds no
-// such object, or on a plain source for another cluster than its own.
+// such object, on a plain source for another cluster than its own, or when the object is
+// outside the part of the location the request's path selects (PartFrom).
 func (s *statusStorage) writeTarget(ctx context.Context, location, name string) (string, dynamic.ResourceInterface, error) {
 	namespace := genericapirequest.NamespaceValue(ctx)
 	cluster := s.clusters.requestCluster(ctx)
@@ -126,6 +127,10 @@ func (s *statusStorage) writeTarget(ctx context.Context, location, name string) 
 	}
 	if s.clusters.plain != "" && cluster != s.clusters.plain {
 		return "", nil, apierrors.NewNotFound(s.info.GVR.GroupResource(), name) // a plain source has no other cluster
+	}
+	if !PartFrom(ctx).Contains(cluster, namespace) {
+		// A write through a part's path (a shard's) stays inside the part, as its reads do.
+		return "", nil, apierrors.NewNotFound(s.info.GVR.GroupResource(), name)
 	}
 	client, err := s.source.ClusterResource(s.info.GVR, cluster, namespace)
 	if err != nil {

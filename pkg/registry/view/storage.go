@@ -136,7 +136,7 @@ func (r *resourceStorage) Get(ctx context.Context, name string, opts *metav1.Get
 func (r *resourceStorage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
 	location, _ := LocationFrom(ctx)
 	namespace := genericapirequest.NamespaceValue(ctx)
-	lo := cache.ListOptions{Limit: opts.Limit, Predicate: listPredicate(namespace, opts), Cluster: ClusterFrom(ctx)}
+	lo := cache.ListOptions{Limit: opts.Limit, Predicate: listPredicate(namespace, opts), Part: PartFrom(ctx)}
 	if opts.Continue != "" {
 		after, snapshotRV, err := decodeContinue(opts.Continue)
 		if err != nil {
@@ -215,7 +215,7 @@ func (r *resourceStorage) Watch(ctx context.Context, opts *metainternalversion.L
 	if err != nil {
 		return nil, err
 	}
-	wo := cache.WatchOptions{AllowBookmarks: opts.AllowWatchBookmarks, Predicate: listPredicate(namespace, opts), Cluster: ClusterFrom(ctx)}
+	wo := cache.WatchOptions{AllowBookmarks: opts.AllowWatchBookmarks, Predicate: listPredicate(namespace, opts), Part: PartFrom(ctx)}
 	sendInitialEvents := opts.SendInitialEvents != nil && *opts.SendInitialEvents
 	switch {
 	case sendInitialEvents || mode == readConsistent || mode == readAny:

@@ -105,7 +105,9 @@ func New(objects Objects, src Source, opts Options) *Views {
 // ServeView serves one request inside the view of location; innerPath is the part of the URL
 // below the view's base URL. The outer request has been authenticated and authorized already.
 // An inner path that starts with /clusters/<cluster> serves only that logical cluster's objects
-// (discovery, get, list, watch, status writes, namespaces); the base path serves all of them.
+// (discovery, get, list, watch, status writes, namespaces), one with /clusters/<c>,<c>,... those
+// of the listed clusters, and one with /shards/<i>-of-<n> (after the clusters, if any) those of
+// a hash shard (docs/views.md, "Shards"); the base path serves all of them.
 //
 // Reads (get, list, watch) of mirrored resources, discovery and OpenAPI (viewOpenAPI) are
 // served, writes of a resource's /status subresource (status write-back, see statusStorage),
@@ -128,9 +130,10 @@ func (v *Views) ServeView(w http.ResponseWriter, req *http.Request, location, in
 		v.writeError(w, req, err)
 		return
 	}
-	// The cluster only narrows what the location's view shows (docs/design.md): every read and write
-	// below still goes through the location's index, so a cluster path never leaves the location.
-	ctx := withCluster(withLocation(req.Context(), location), string(inner.Cluster))
+	// The part (clusters, hash shard) only narrows what the location's view shows
+	// (docs/design.md, "The location view"): every read and write below still goes through the
+	// location's index, so a part's path never leaves the location.
+	ctx := withPart(withLocation(req.Context(), location), inner.Part)
 	if !info.IsResourceRequest && v.openapi != nil && isOpenAPIPath(info.Path) {
 		req = req.WithContext(ctx)
 		v.openapi.serve(w, req, info.Path, func(err error) { v.writeError(w, req, err) })

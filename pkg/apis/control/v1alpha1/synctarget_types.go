@@ -123,6 +123,10 @@ const (
 	ReasonResourcesHalted = "ResourcesHalted"
 	// ReasonTargetLacksResource: a halted resource is not served by the target.
 	ReasonTargetLacksResource = "TargetLacksResource"
+	// ReasonShardsNotReady: several mappers share the location (status.shards) and at least
+	// one shard has no live mapper (its Lease is missing or expired) or is not ready itself;
+	// the message names them.
+	ReasonShardsNotReady = "ShardsNotReady"
 )
 
 // Mapper modes.
@@ -164,6 +168,37 @@ type SyncTargetStatus struct {
 	// capacity is the sum of the target nodes' allocatable cpu, memory and pods.
 	// +optional
 	Capacity corev1.ResourceList `json:"capacity,omitempty"`
+	// shards are the mappers that share the location, one entry per shard, each written by
+	// that shard's mapper; when present, objects is their sum and Ready is True only when
+	// every shard of the count has a live, ready mapper (a missing shard makes it False,
+	// reason ShardsNotReady). Empty when one mapper maps the whole location.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=1024
+	Shards []ShardStatus `json:"shards,omitempty"`
+}
+
+// ShardStatus is what the mapper of one shard of a location reports.
+type ShardStatus struct {
+	// name is the shard's part of the location: "shards/<index>-of-<count>",
+	// "clusters/<c>[,<c>...]", or "clusters/<c>[,<c>...]/shards/<index>-of-<count>".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Name string `json:"name"`
+	// identity is the leader election identity of the shard's active mapper.
+	// +kubebuilder:validation:MaxLength=256
+	Identity string `json:"identity"`
+	// ready is the shard mapper's own Ready condition status (True, False or Unknown).
+	// +kubebuilder:validation:Enum=True;False;Unknown
+	Ready metav1.ConditionStatus `json:"ready"`
+	// reason is the reason of the shard's Ready.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Reason string `json:"reason,omitempty"`
+	// objects are the counts of the shard's latest verification of its part.
+	// +optional
+	Objects *ObjectCounts `json:"objects,omitempty"`
 }
 
 // MapperStatus identifies the mapper that writes a SyncTarget's status.
