@@ -45,14 +45,15 @@ func main() {
 	binDir := flag.String("bin-dir", "bin", "Directory the demo builds its binaries into (as `make build`).")
 	workloads := flag.String("workloads", "hack/demo/workloads.yaml", "Manifests applied to the source cluster.")
 	placements := flag.String("placements", "hack/demo/placements.yaml", "Placements applied to the source cluster once the CRDs are installed.")
+	bindings := flag.String("bindings", "hack/demo/bindings.yaml", "LocationBindings applied to the source cluster once the CRDs are installed (docs/tenancy.md).")
 	flag.Parse()
-	if err := run(*dir, *binDir, *workloads, *placements); err != nil {
+	if err := run(*dir, *binDir, *workloads, *placements, *bindings); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-func run(dir, binDir, workloads, placements string) error {
+func run(dir, binDir, workloads, placements, bindings string) error {
 	// Ctrl-C from here on stops everything: the signal is only read once the demo runs, so an
 	// interrupt while it starts is held until then, and a second one does not cut the cleanup.
 	stop := make(chan os.Signal, 2)
@@ -87,11 +88,13 @@ func run(dir, binDir, workloads, placements string) error {
 
 	tb.Logf("registering the locations as SyncTargets (the CRDs of artifacts/crds), starting mapper-controller ...")
 	registerLocations(tb, ctx, source)
-	framework.StartMapperController(tb, ctx, source, locationGracePeriod)
-	applyManifests(tb, source, placements, "hack/demo/customizations.yaml", "hack/demo/statuscollectors.yaml")
+	// Both servers in the Bound location-access mode, their default (docs/tenancy.md): the
+	// LocationBindings of bindings say which locations each namespace may use.
+	framework.StartMapperController(tb, ctx, source, locationGracePeriod, "--location-access=Bound", "--unbound-report-resources=configmaps,deployments.apps")
+	applyManifests(tb, source, bindings, placements, "hack/demo/customizations.yaml", "hack/demo/statuscollectors.yaml")
 
 	tb.Logf("starting mapper-apiserver (mirroring %v), registering the APIService ...", mirrored)
-	api := framework.StartAggregatedMapperAPIServer(tb, source, "--resources="+strings.Join(mirrored, ","))
+	api := framework.StartAggregatedMapperAPIServer(tb, source, "--resources="+strings.Join(mirrored, ","), "--location-access=Bound")
 	server := api.Server
 
 	admin := source.Admin()

@@ -42,6 +42,8 @@ Try (kubectl from the testenv):
       # and in another shell, re-assign an object in the source:
   $K --kubeconfig {{.Dir}}/source.kubeconfig annotate -n shop deployment checkout --overwrite kcp.io/assigned-locations='["west"]'
   $K --kubeconfig {{.Dir}}/mapper-apiserver.kubeconfig get locations
+  $K --kubeconfig {{.Dir}}/source.kubeconfig get locationbindings -A
+      # which locations each namespace may use (hack/demo/bindings.yaml, docs/tenancy.md)
   $K --kubeconfig {{.Dir}}/source.kubeconfig get synctargets -o wide -w
       # and stop a mapper (kill -9 <its pid>, above): its location turns Ready=Unknown within
       # the grace period ({{.Grace}}), and 2 minutes later web's share of it moves to the other

@@ -30,6 +30,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
 	"github.com/cluster-mapper/cluster-mapper/pkg/deletionevents"
 	generatedopenapi "github.com/cluster-mapper/cluster-mapper/pkg/generated/openapi"
+	"github.com/cluster-mapper/cluster-mapper/pkg/locationbinding"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/location"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/view"
 	"github.com/cluster-mapper/cluster-mapper/pkg/rendercheck"
@@ -97,6 +98,10 @@ type Options struct {
 	// MaxRenderingBytes bounds the size of a rendering (Customizations and spec-diff patches)
 	// in bytes of JSON; a larger one is refused (rendercheck.TooLarge).
 	MaxRenderingBytes int64
+	// LocationAccess is the location-access mode (locationbinding.ModeBound or ModeOpen;
+	// docs/tenancy.md): in Bound a view shows an object only when a LocationBinding binds its
+	// namespace to the location.
+	LocationAccess string
 }
 
 // Defaults of the event history's memory bounds (docs/views.md, "Event history").
@@ -140,6 +145,7 @@ func NewOptions() *Options {
 		MinRequestTimeout:             300,
 		MaxWatchesPerUser:             100,
 		MaxRenderingBytes:             rendercheck.DefaultMaxBytes,
+		LocationAccess:                string(locationbinding.ModeBound),
 		// kube-apiserver renews its identity Lease every 10 seconds.
 		RestartFenceTimeout: 30 * time.Second,
 	}
@@ -174,6 +180,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxWatchesPerUser, "max-watches-per-user", o.MaxWatchesPerUser, "Concurrent watches one user may hold on one location's view; more are answered 429. 0: no limit.")
 	fs.DurationVar(&o.RestartFenceTimeout, "restart-fence-timeout", o.RestartFenceTimeout, "How long the server waits at start-up, before it lists the source, for the source's resourceVersion to move past the one it read first, so that it never shows an object at a resourceVersion a previous run (or a crashed one) showed with other content (docs/views.md, \"Restarts and replicas\"). 0: no wait.")
 	fs.Int64Var(&o.MaxRenderingBytes, "max-rendering-bytes", o.MaxRenderingBytes, "The largest rendering of an object for a location (its Customizations and spec-diff.kcp.io/<location> patch), in bytes of JSON, checked after each mutation: a larger one is refused, reported in the Customization's status and the logs, and the view keeps the last rendering or withholds the object (503). The default is kube-apiserver's request body limit (docs/customization.md).")
+	fs.StringVar(&o.LocationAccess, "location-access", o.LocationAccess, "Which locations may see an object: \"Bound\" (a location's view shows an object only when a LocationBinding of the object's namespace, kcp: of its logical cluster and namespace, binds the location; cluster-scoped objects are bound by the LocationBindings of cluster-mapper-system) or \"Open\" (every location an object is assigned to, whoever wrote the assignment: for a source with a single tenant). See docs/tenancy.md.")
 	fs.DurationVar(&o.ConsistentReadWait, "consistent-read-wait", o.ConsistentReadWait, "How long a read with resourceVersion \"\" waits for the cache to prove it reached the source's current resourceVersion before it is served at the cache's own (docs/views.md).")
 }
 
@@ -194,6 +201,9 @@ func (o *Options) Validate() error {
 	}
 	if err := o.Clusters.Validate(); err != nil {
 		errs = append(errs, err.Error())
+	}
+	if _, err := locationbinding.ParseMode(o.LocationAccess); err != nil {
+		errs = append(errs, "--location-access: "+err.Error())
 	}
 	if o.HistorySize < 1 {
 		errs = append(errs, "--watch-history-size must be at least 1")
@@ -349,10 +359,12 @@ func (o *Options) Config() (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	access, _ := locationbinding.ParseMode(o.LocationAccess)
 	rules := customization.NewFollower(dyn, customization.FollowerOptions{
 		Options: customization.Options{PlainCluster: o.Clusters.PlainCluster(), MaxRenderingBytes: o.MaxRenderingBytes, Limits: customization.Limits{
 			CustomizationsPerNamespace: o.MaxCustomizationsPerNamespace, MutationsPerNamespace: o.MaxMutationsPerNamespace}},
 		OpenAPI: disc.OpenAPIV3(),
+		Access:  access,
 	})
 	rules.OnChange(func(s *customization.Snapshot) { c.SetRules(s) })
 	return &Config{

@@ -7,6 +7,7 @@ import (
 	"io"
 	goruntime "runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -17,7 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
+	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
+	"github.com/cluster-mapper/cluster-mapper/pkg/locationbinding"
 	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
 
@@ -244,7 +248,15 @@ var ingestPaths = []struct {
 // ingest decodes raws (one object's JSON each) with decode and stores them in a new store with
 // one Replace, as a first list.
 func ingest(b *testing.B, decode func([]byte) (interface{}, error), raws [][]byte) *ResourceStore {
+	return ingestWith(b, decode, raws, nil)
+}
+
+// ingestWith is ingest into a store that renders with rules (nil: none).
+func ingestWith(b *testing.B, decode func([]byte) (interface{}, error), raws [][]byte, rules Rules) *ResourceStore {
 	s := newTestStore(b, StoreOptions{})
+	if rules != nil {
+		s.SetRules(rules, 0)
+	}
 	items := make([]interface{}, len(raws))
 	for i, raw := range raws {
 		var err error
@@ -263,24 +275,18 @@ func ingest(b *testing.B, decode func([]byte) (interface{}, error), raws [][]byt
 // path once more with every object carrying the finalizers of its locations, as after their
 // mappers added them (the deletion protocol): objects of several locations stay templates of
 // their bytes with a finalizers hole (template.go), and "templates" reports how many of the
-// objects of several locations are.
+// objects of several locations are. The bytes path runs once more with the rules a server
+// without Customizations renders with, in the Open and the Bound location-access modes
+// (benchRules).
 func BenchmarkIngest(b *testing.B) {
 	const total = 10_000
 	raws, _ := benchObjectsJSON(b, total)
-	paths := append(ingestPaths[:len(ingestPaths):len(ingestPaths)], struct {
-		name   string
-		decode func([]byte) (interface{}, error)
-	}{"bytes-finalized", ingestPaths[1].decode})
-	for _, path := range paths {
-		in := raws
-		if path.name == "bytes-finalized" {
-			in = withLocationFinalizers(b, raws)
-		}
-		b.Run(path.name, func(b *testing.B) {
+	run := func(name string, decode func([]byte) (interface{}, error), in [][]byte, rules Rules) {
+		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			templates, several := 0, 0
 			for n := 0; n < b.N; n++ {
-				s := ingest(b, path.decode, in)
+				s := ingestWith(b, decode, in, rules)
 				if n == 0 {
 					for _, o := range s.objects {
 						if len(o.assigned) > 1 {
@@ -297,6 +303,40 @@ func BenchmarkIngest(b *testing.B) {
 			b.ReportMetric(float64(templates)/float64(max(several, 1)), "templates")
 		})
 	}
+	for _, path := range ingestPaths {
+		run(path.name, path.decode, raws, nil)
+	}
+	run("bytes-finalized", ingestPaths[1].decode, withLocationFinalizers(b, raws), nil)
+	for _, mode := range []locationbinding.Mode{locationbinding.ModeOpen, locationbinding.ModeBound} {
+		run("bytes/"+string(mode), ingestPaths[1].decode, raws, benchRules(b, mode))
+	}
+}
+
+// benchRules returns the rules of a server without Customizations over benchObjectsJSON's
+// 1,000 locations, all registered: in the Bound mode, each of the objects' 100 namespaces has
+// a LocationBinding that binds every registered location (an empty selector), so that every
+// assignment is bound and the views are those of the Open mode.
+func benchRules(b *testing.B, mode locationbinding.Mode) Rules {
+	var locs []customization.Location
+	var registered []locationbinding.Location
+	for i := range 1000 {
+		l := fmt.Sprintf("loc-%03d", i)
+		locs = append(locs, customization.Location{Name: l, Labels: map[string]string{"zone": strconv.Itoa(i % 10)}})
+		registered = append(registered, locationbinding.Location{Name: l, Labels: locs[i].Labels})
+	}
+	s, errs := customization.NewCompiler(customization.Options{PlainCluster: "root"}).Snapshot(1, nil, locs)
+	if len(errs) > 0 {
+		b.Fatal(errs)
+	}
+	if mode == locationbinding.ModeOpen {
+		return s
+	}
+	var bindings []*locationbinding.Binding
+	for i := range 100 {
+		bindings = append(bindings, locationbinding.Compile(locationbinding.Key{Cluster: "root", Namespace: fmt.Sprintf("ns-%d", i), Name: "all"},
+			&controlv1alpha1.LocationBindingSpec{LocationSelector: &metav1.LabelSelector{}}))
+	}
+	return s.WithBindings(locationbinding.NewIndex(bindings, registered))
 }
 
 // withLocationFinalizers returns raws with each object carrying the finalizers of its
@@ -401,9 +441,15 @@ func BenchmarkUpdate(b *testing.B) {
 	raws, _ := benchObjectsJSON(b, total)
 	add := source.Annotation{Key: contract.ClusterAnnotation, Value: "root"}
 	const generationMark = "987654321"
-	for _, kind := range []string{"data", "generation", "reassign"} {
+	kinds := []string{"data", "generation", "reassign"}
+	for _, kind := range append(kinds, "data/Open", "data/Bound", "reassign/Open", "reassign/Bound") {
 		b.Run(kind, func(b *testing.B) {
-			s := ingest(b, ingestPaths[1].decode, raws)
+			var rules Rules
+			kind, mode, _ := strings.Cut(kind, "/")
+			if mode != "" {
+				rules = benchRules(b, locationbinding.Mode(mode))
+			}
+			s := ingestWith(b, ingestPaths[1].decode, raws, rules)
 			defer s.Close()
 			writes := make([][]byte, 1000)
 			for i := range writes {

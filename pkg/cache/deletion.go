@@ -18,7 +18,13 @@ import (
 // through its view before it first creates a copy, and removes it once its copy is gone. So
 //
 //   - a location's view shows an object while it is assigned to the location (and not withheld
-//     from it) or carries the location's finalizer;
+//     from it; assigned means bound too, bound.go) or carries the location's finalizer. A
+//     location adds its finalizer only while the object is assigned to it (the writes through
+//     a view check ResourceStore.Assignment), so an object carries the finalizer of a location
+//     its namespace is not bound to when the binding went after the location made its copy
+//     (that view then shows it deleting, as any unassignment), or when someone who may write
+//     the object wrote that finalizer at the source (the location's mapper, finding no copy
+//     of its own, removes it);
 //   - the view shows it with metadata.deletionTimestamp set (deletionShown) when it carries the
 //     location's finalizer and either is no longer assigned to the location, or is being
 //     deleted at the source with no finalizer left but locations' (other controllers'

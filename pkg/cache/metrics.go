@@ -18,6 +18,13 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"resource"})
 
+	unboundAssignments = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name: "mapper_apiserver_unbound_assignments_total",
+		Help: "Source object versions (and re-evaluations after a change of the LocationBindings) whose kcp.io/assigned-locations names locations " +
+			"not bound to the object's namespace (the Bound location-access mode); those locations are ignored: their views do not show the object.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource"})
+
 	specDiffFailures = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name: "mapper_apiserver_spec_diff_failures_total",
 		Help: "(object version, location) pairs whose spec-diff.kcp.io/<location> patch could not be applied; " +
@@ -133,7 +140,7 @@ var (
 // registerMetrics registers the package's metrics in the legacy registry (once per process).
 func registerMetrics() {
 	registerMetricsOnce.Do(func() {
-		legacyregistry.MustRegister(malformedAssignments, specDiffFailures, customizationFailures, invalidClusters, undecodableObjects, slowWatchersClosed, eventsDispatched, currentWatchers, pendingDeletions, cachedObjects, historyRestarts, sourceListErrors, objectEncodings,
+		legacyregistry.MustRegister(malformedAssignments, unboundAssignments, specDiffFailures, customizationFailures, invalidClusters, undecodableObjects, slowWatchersClosed, eventsDispatched, currentWatchers, pendingDeletions, cachedObjects, historyRestarts, sourceListErrors, objectEncodings,
 			renderQueued, renderDuration, renderCost, historyBytes, historyEvictions)
 	})
 }
@@ -143,6 +150,8 @@ func registerMetrics() {
 type storeMetrics struct {
 	resource  string
 	malformed metrics.CounterMetric
+	// unbound counts object versions assigned to locations not bound to their namespace.
+	unbound metrics.CounterMetric
 	// specDiffFailures counts (object version, location) pairs whose patch did not apply.
 	specDiffFailures metrics.CounterMetric
 	// customizationFailures counts (object version, location) pairs a Customization failed on.
@@ -167,6 +176,7 @@ func newStoreMetrics(resource string) *storeMetrics {
 	return &storeMetrics{
 		resource:              resource,
 		malformed:             malformedAssignments.WithLabelValues(resource),
+		unbound:               unboundAssignments.WithLabelValues(resource),
 		specDiffFailures:      specDiffFailures.WithLabelValues(resource),
 		customizationFailures: customizationFailures.WithLabelValues(resource),
 		invalidCluster:        invalidClusters.WithLabelValues(resource),

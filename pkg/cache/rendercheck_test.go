@@ -18,6 +18,7 @@ import (
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
+	"github.com/cluster-mapper/cluster-mapper/pkg/locationbinding"
 	"github.com/cluster-mapper/cluster-mapper/pkg/rendercheck"
 )
 
@@ -104,6 +105,8 @@ func (movingRules) Render(_ context.Context, _ schema.GroupVersionResource, _ st
 }
 
 func (movingRules) ResourceVersion() uint64 { return 1 }
+
+func (movingRules) Bindings() *locationbinding.Index { return nil } // the Open mode
 
 func (movingRules) Differs(customization.Rules, schema.GroupVersionResource, string, string, labels.Labels, string) bool {
 	return true

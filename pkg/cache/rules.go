@@ -16,8 +16,9 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
 )
 
-// Rules are the Customizations and locations the views render with:
-// customization.Rules, whose snapshots the customization.Follower delivers.
+// Rules are the Customizations, locations and LocationBindings the views render with
+// (docs/customization.md, docs/tenancy.md): customization.Rules, whose snapshots the
+// customization.Follower delivers.
 type Rules = customization.Rules
 
 // rulesHolder boxes a Rules value (which may be nil) for an atomic.Pointer.
@@ -57,7 +58,10 @@ func (s *ResourceStore) LocationView(u *unstructured.Unstructured, cluster strin
 
 // SetRules makes the store render with rules from now on and re-renders the stored objects
 // whose rendering may differ (customization.Rules.Differs) for one of their locations (a
-// change of a Customization or of a SyncTarget's labels).
+// change of a Customization or of a SyncTarget's labels), and builds again those of the
+// namespaces whose bound locations changed (customization.Rules.Bindings, bound.go): a location
+// that becomes bound gets an ADDED for each object assigned to it, one that is no longer bound a
+// DELETED.
 //
 // resourceVersion semantics (docs/views.md, "Customizations and resourceVersions"): a
 // re-rendering is not a change of the resource in the source, so it has no resourceVersion of
@@ -103,6 +107,7 @@ func (s *ResourceStore) SetRules(rules Rules, fresh uint64) {
 	if fresh > s.rv && s.synced {
 		rv, shared = fresh, false
 	}
+	rebound := bindingChanges(rules, old)
 	for _, o := range s.objects {
 		var affected []string
 		for _, loc := range o.assigned {
@@ -110,7 +115,8 @@ func (s *ResourceStore) SetRules(rules Rules, fresh uint64) {
 				affected = append(affected, loc)
 			}
 		}
-		if len(affected) == 0 {
+		rebind := rebound.Has(o.cluster, o.namespace)
+		if len(affected) == 0 && !rebind {
 			continue
 		}
 		u, err := o.Content() // decoded only for the objects the change affects
@@ -121,11 +127,19 @@ func (s *ResourceStore) SetRules(rules Rules, fresh uint64) {
 		if err != nil {
 			continue // impossible: a decoded identity (identity.tree)
 		}
+		if rebind {
+			// The locations bound to its namespace changed (bound.go): every location it had
+			// or has now may gain or lose it.
+			affected = unionSorted(o.assigned, n.assigned)
+		}
 		changed := map[string]bool{}
 		for _, loc := range affected {
 			switch {
 			case !n.HasLocation(loc):
-				// Withheld before and still: nothing to show.
+				if o.HasLocation(loc) {
+					changed[loc] = true // no longer bound: DELETED
+				}
+				// Else withheld or unbound before and still: nothing to show.
 			case !o.HasLocation(loc):
 				changed[loc] = true // withheld until now: ADDED
 			case n.lastGood[loc] != nil:

@@ -14,10 +14,13 @@ import (
 )
 
 // LocationVarName is the CEL variable holding the location a rendering is for: an object with
-// the SyncTarget's metadata, location.metadata.name, location.metadata.labels and
-// location.metadata.annotations (maps of strings, empty when the SyncTarget has none or the
+// the name and labels of the location's SyncTarget, location.metadata.name and
+// location.metadata.labels (a map of strings, empty when the SyncTarget has none or the
 // location has no SyncTarget). The shape is that of `object`, `params` and `namespaceObject`, so
-// `location.metadata.labels['region']` reads as a MutatingAdmissionPolicy author expects.
+// `location.metadata.labels['region']` reads as a MutatingAdmissionPolicy author expects. The
+// SyncTarget's annotations and status are not part of it (least disclosure, docs/tenancy.md):
+// `location.metadata.annotations` is a compilation error. In the Bound location-access mode a
+// rendering is only ever made for a location bound to the object's namespace.
 const LocationVarName = "location"
 
 // locationType is the CEL type of the `location` variable. Declaring the fields (rather than
@@ -28,9 +31,8 @@ var locationType = func() *apiservercel.DeclType {
 	}
 	strings := apiservercel.NewMapType(apiservercel.StringType, apiservercel.StringType, -1)
 	metadata := apiservercel.NewObjectType("kcp.LocationMetadata", map[string]*apiservercel.DeclField{
-		"name":        field("name", apiservercel.StringType),
-		"labels":      field("labels", strings),
-		"annotations": field("annotations", strings),
+		"name":   field("name", apiservercel.StringType),
+		"labels": field("labels", strings),
 	})
 	return apiservercel.NewObjectType("kcp.Location", map[string]*apiservercel.DeclField{
 		"metadata": field("metadata", metadata),

@@ -26,6 +26,7 @@ import (
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/clusterinformer"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/locationbinding"
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
 )
 
@@ -42,10 +43,15 @@ type FollowerOptions struct {
 	// patch.NewTypeConverterManager, which Run runs (it polls the document list every 5 s, as
 	// kube-apiserver's MutatingAdmissionPolicy plugin does with its loopback client).
 	OpenAPI openapi.Client
+	// Access is the location-access mode: in locationbinding.ModeBound the Follower follows
+	// LocationBindings too and its snapshots bind (Snapshot.Bindings, bindings.go); "" is
+	// locationbinding.ModeOpen.
+	Access locationbinding.Mode
 }
 
-// Follower keeps a Snapshot of the source's Customizations and SyncTargets current with two
-// informers, and delivers every new snapshot to its OnChange functions in resourceVersion order.
+// Follower keeps a Snapshot of the source's Customizations and SyncTargets (and, in the Bound
+// location-access mode, LocationBindings: bindings.go) current with informers, and delivers
+// every new snapshot to its OnChange functions in resourceVersion order.
 //
 // The informers are clusterinformer.Informers: on a kcp source (read through its wildcard
 // endpoint) they key objects by logical cluster, namespace and name, so Customizations with the
@@ -66,11 +72,20 @@ type Follower struct {
 	runConverters  bool
 
 	customizations, targets *clusterinformer.Informer
+	// locationBindings follows LocationBindings in the Bound mode; nil in the Open mode.
+	locationBindings *clusterinformer.Informer
 
 	mu sync.Mutex
 	// items are the live Customizations by key, locs the SyncTargets' locations by name.
 	items map[RuleKey]*controlv1alpha1.Customization
 	locs  map[string]Location
+	// bindings are the compiled LocationBindings by key (the Bound mode); index is their Index
+	// over locs, built again (currentBindings) only when indexStale says a binding or a
+	// SyncTarget's labels changed, so that a change of a Customization keeps the Index and
+	// the views compare no bindings (locationbinding.Index.Changed of an Index with itself).
+	bindings   map[locationbinding.Key]*locationbinding.Binding
+	index      *locationbinding.Index
+	indexStale bool
 	// rv is the newest resourceVersion applied to items and locs.
 	rv uint64
 	// unavailable holds the informers whose resource cannot be listed (not found, forbidden).
@@ -89,6 +104,7 @@ func NewFollower(dyn dynamic.Interface, opts FollowerOptions) *Follower {
 	f := &Follower{
 		items:       map[RuleKey]*controlv1alpha1.Customization{},
 		locs:        map[string]Location{},
+		bindings:    map[locationbinding.Key]*locationbinding.Binding{},
 		unavailable: map[schema.GroupVersionResource]bool{},
 		logged:      map[RuleKey][32]byte{},
 		changed:     make(chan struct{}, 1),
@@ -114,6 +130,9 @@ func NewFollower(dyn dynamic.Interface, opts FollowerOptions) *Follower {
 		DeleteFunc: f.deleteTarget,
 	}, clusterinformer.Options{Clusters: clusters, Transform: decodeSyncTarget,
 		WatchErrorHandler: f.watchErrors(synctarget.Resource, "SyncTargets", "Customizations see every location without labels")})
+	if opts.Access == locationbinding.ModeBound {
+		f.locationBindings = f.newBindingInformer(dyn, clusters)
+	}
 	return f
 }
 
@@ -132,8 +151,14 @@ func (f *Follower) HasSynced() bool {
 	// The informers' HasSynced wait for their queue, which is locked while a handler runs and
 	// takes mu: ask them without holding mu.
 	customizations, targets := f.customizations.HasSynced(), f.targets.HasSynced()
+	bindings := f.locationBindings == nil || f.locationBindings.HasSynced()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.locationBindings != nil {
+		// The Bound mode binds with SyncTargets and LocationBindings: without either it would
+		// bind too little, and the views would lose objects (bindings.go).
+		return (customizations || f.unavailable[Resource]) && targets && bindings
+	}
 	return (customizations || f.unavailable[Resource]) && (targets || f.unavailable[synctarget.Resource])
 }
 
@@ -145,6 +170,9 @@ func (f *Follower) Run(ctx context.Context) {
 	}
 	go f.customizations.Run(ctx)
 	go f.targets.Run(ctx)
+	if f.locationBindings != nil {
+		go f.locationBindings.Run(ctx)
+	}
 	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
 		return f.HasSynced(), nil
 	}); err != nil {
@@ -173,9 +201,11 @@ func (f *Follower) deliver(ctx context.Context) {
 	for _, l := range f.locs {
 		locs = append(locs, l)
 	}
+	bindings := f.currentBindings(locs)
 	f.mu.Unlock()
 
 	s, errs := f.compiler.Snapshot(rv, items, locs)
+	s = s.WithBindings(bindings)
 	f.logCompileErrors(ctx, errs)
 	f.current.Store(s)
 	for _, fn := range f.onChange {
@@ -268,7 +298,7 @@ func (f *Follower) deleteCustomization(obj interface{}) {
 	f.signal()
 }
 
-// setTarget records an added SyncTarget, or an updated one whose labels or annotations changed.
+// setTarget records an added SyncTarget, or an updated one whose labels changed.
 func (f *Follower) setTarget(old, obj interface{}) {
 	st, ok := obj.(*controlv1alpha1.SyncTarget)
 	if !ok {
@@ -279,6 +309,7 @@ func (f *Follower) setTarget(old, obj interface{}) {
 	}
 	f.mu.Lock()
 	f.setLocation(st.Name)
+	f.indexStale = true
 	f.advance(st)
 	f.mu.Unlock()
 	f.signal()
@@ -294,6 +325,7 @@ func (f *Follower) deleteTarget(obj interface{}) {
 	}
 	f.mu.Lock()
 	f.setLocation(st.Name)
+	f.indexStale = true
 	f.advanceTo(rv)
 	f.mu.Unlock()
 	f.signal()

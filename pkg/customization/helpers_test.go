@@ -72,7 +72,7 @@ func applyConfiguration(expression string) admissionregistrationv1.Mutation {
 var locations = []Location{
 	{Name: "east", Labels: map[string]string{"region": "eu"}},
 	{Name: "north", Labels: map[string]string{"region": "eu", "tier": "edge"}},
-	{Name: "west", Labels: map[string]string{"region": "us"}, Annotations: map[string]string{"example.com/owner": "team-us"}},
+	{Name: "west", Labels: map[string]string{"region": "us"}},
 }
 
 // snapshot compiles cs for a plain source whose cluster is "default" and fails the test on a

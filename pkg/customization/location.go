@@ -8,28 +8,28 @@ import (
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 )
 
-// Location is what rendering knows of a location: its name and its SyncTarget's labels and
-// annotations (nil maps when there is no SyncTarget). Customizations select locations by Name
-// and Labels; CEL sees all three as location.metadata.name/labels/annotations.
+// Location is what rendering knows of a location: its name and its SyncTarget's labels (a nil
+// map when there is no SyncTarget). Customizations select locations by Name and Labels, and
+// CEL sees both as location.metadata.name and location.metadata.labels. Nothing else of the
+// SyncTarget (its annotations, its status) reaches a tenant's expressions: labels are what
+// Placements and LocationBindings select on, the rest is the administrator's (docs/tenancy.md,
+// "What CEL sees of a location").
 type Location struct {
 	// Name is the location name (the SyncTarget's metadata.name).
 	Name string
 	// Labels are the SyncTarget's labels, the location's properties (region, zone, tier ...).
 	Labels map[string]string
-	// Annotations are the SyncTarget's annotations.
-	Annotations map[string]string
 }
 
-// LocationFromSyncTarget returns the Location of a SyncTarget. The maps are the SyncTarget's own
-// (not copied): neither may be changed afterwards.
+// LocationFromSyncTarget returns the Location of a SyncTarget. The label map is the
+// SyncTarget's own (not copied): it may not be changed afterwards.
 func LocationFromSyncTarget(st *controlv1alpha1.SyncTarget) Location {
-	return Location{Name: st.Name, Labels: st.Labels, Annotations: st.Annotations}
+	return Location{Name: st.Name, Labels: st.Labels}
 }
 
-// Equal reports whether l and o have the same name, labels and annotations (a nil map equals
-// an empty one).
+// Equal reports whether l and o have the same name and labels (a nil map equals an empty one).
 func (l Location) Equal(o Location) bool {
-	return l.Name == o.Name && maps.Equal(l.Labels, o.Labels) && maps.Equal(l.Annotations, o.Annotations)
+	return l.Name == o.Name && maps.Equal(l.Labels, o.Labels)
 }
 
 // locationInfo is a Location with what rendering derives from it once per snapshot.
@@ -46,9 +46,8 @@ func newLocation(l Location) *locationInfo {
 		labels:   labels.Set(l.Labels),
 		binding: &locationBinding{value: map[string]any{
 			"metadata": map[string]any{
-				"name":        l.Name,
-				"labels":      stringMap(l.Labels),
-				"annotations": stringMap(l.Annotations),
+				"name":   l.Name,
+				"labels": stringMap(l.Labels),
 			},
 		}},
 	}

@@ -15,6 +15,7 @@ import (
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/locationbinding"
 	"github.com/cluster-mapper/cluster-mapper/pkg/specdiff"
 )
 
@@ -42,6 +43,10 @@ type Rules interface {
 	// Empty(). It reads nothing else of the object, so a caller holding an object's metadata
 	// need not decode it.
 	Differs(old Rules, gvr schema.GroupVersionResource, cluster, namespace string, objLabels labels.Labels, location string) bool
+	// Bindings returns the locations bound to each namespace (docs/tenancy.md): a view shows
+	// an object only to the locations bound to its namespace. nil binds every location (the
+	// Open location-access mode).
+	Bindings() *locationbinding.Index
 }
 
 var _ Rules = (*Snapshot)(nil)
@@ -247,6 +252,8 @@ type Snapshot struct {
 	errs      []CompileError
 	// limited are the Customizations over their namespace's Limits, with the reason.
 	limited map[RuleKey]string
+	// bindings are the bound locations of each namespace (bindings.go); nil: every location.
+	bindings *locationbinding.Index
 }
 
 // CompileErrors returns the compile errors of the snapshot's Customizations (read only).

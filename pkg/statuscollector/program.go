@@ -42,8 +42,9 @@ type Row struct {
 	Obj map[string]interface{}
 	// Status is the status the location wrote back (shared, READ-ONLY).
 	Status map[string]interface{}
-	// LocationLabels and LocationAnnotations are those of the location's SyncTarget.
-	LocationLabels, LocationAnnotations map[string]string
+	// LocationLabels are the labels of the location's SyncTarget. Nothing else of it (its
+	// annotations, its status) reaches a collector's CEL (docs/tenancy.md).
+	LocationLabels map[string]string
 }
 
 // Program is a compiled StatusCollector.
@@ -140,7 +141,7 @@ func activation(row Row) map[string]interface{} {
 		"obj":      row.Obj,
 		"returned": map[string]interface{}{"status": row.Status},
 		"location": map[string]interface{}{"metadata": map[string]interface{}{
-			"name": row.Location, "labels": stringMap(row.LocationLabels), "annotations": stringMap(row.LocationAnnotations)}},
+			"name": row.Location, "labels": stringMap(row.LocationLabels)}},
 	}
 }
 

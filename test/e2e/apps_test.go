@@ -264,7 +264,7 @@ func TestApplications(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	locations := []string{"east", "north", "west"}
-	env := startLocationsEnvWith(t, ctx, appsResources, func(dyn dynamic.Interface) { createCRD(t, ctx, dyn, "widgets", "Widget") }, locations...)
+	env := startLocationsEnvWith(t, ctx, appsResources, func(dyn dynamic.Interface) { createCRD(t, ctx, dyn, "widgets", "Widget") }, nil, locations...)
 	kube := env.source.Admin().Client(t)
 	for _, l := range locations {
 		// The garbage collector and the PVC protection controller too: a PVC on a target

@@ -227,6 +227,15 @@ func TestInstall(t *testing.T) {
 	eastKC := filepath.Join(t.TempDir(), "east.kubeconfig")
 	run("mapper-apiserver", "kubeconfig", "--kubeconfig="+user.KubeconfigPath, "--location=east", "-o", eastKC)
 	ensureNamespace(t, ctx, src, "shop")
+	// "Choose who may use which location": the chart's default is the Bound mode, so shop gets
+	// a LocationBinding (every registered location) before its objects reach a view.
+	binding := filepath.Join(t.TempDir(), "binding.yaml")
+	if err := os.WriteFile(binding, []byte("apiVersion: control.mapper.kcp.io/v1alpha1\nkind: LocationBinding\nmetadata: {name: all, namespace: shop}\nspec: {locationSelector: {}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := framework.RunKubectl(t, kc, "apply", "-f", binding); err != nil {
+		t.Fatalf("kubectl apply of shop's LocationBinding: %v\n%s", err, out)
+	}
 	for _, o := range []*unstructured.Unstructured{newConfigMap("shop", "catalog", "east"), newConfigMap("shop", "local", "west")} {
 		if _, err := src.Resource(configMapsGVR).Namespace("shop").Create(ctx, o, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

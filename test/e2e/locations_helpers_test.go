@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/mapper/heartbeat"
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
 	"github.com/cluster-mapper/cluster-mapper/test/framework"
 )
@@ -118,6 +119,22 @@ func waitEvent(t *testing.T, ctx context.Context, dyn dynamic.Interface, name, r
 	if err != nil {
 		t.Fatalf("no Event %s about SyncTarget %s: %v", reason, name, err)
 	}
+}
+
+// reportReady makes location, a SyncTarget without a mapper, Ready: pkg/mapper/heartbeat, run
+// here until ctx ends, renews its Lease and reports it Ready (Placements give work to Ready
+// locations only, docs/placement.md). It returns once the SyncTarget says Ready=True.
+func reportReady(t *testing.T, ctx context.Context, source *framework.ControlPlane, dyn dynamic.Interface, location string) {
+	t.Helper()
+	framework.EnsureNamespace(t, ctx, source, heartbeat.DefaultLeaseNamespace)
+	go func() {
+		_ = heartbeat.Run(ctx, heartbeat.Config{Location: location, Identity: "e2e-" + location, Version: "e2e", Mode: controlv1alpha1.ModePull,
+			Source: source.AdminConfig(), RenewInterval: time.Second, LeaseDuration: 10 * time.Second,
+			Observe: func(context.Context, bool) heartbeat.Observation {
+				return heartbeat.Observation{Ready: metav1.ConditionTrue, Reason: controlv1alpha1.ReasonMapperReady, Message: "e2e heartbeat"}
+			}})
+	}()
+	waitSyncTarget(t, ctx, dyn, location, time.Minute, "Ready=True", readyIs(metav1.ConditionTrue, ""))
 }
 
 // syncTargetEvents lists the Events about SyncTarget name.

@@ -26,7 +26,9 @@ import (
 // gates.example.com. Then:
 //   - a registered SyncTarget without objects is listed by `kubectl get locations`, READY from
 //     its Ready condition, MODE and IN-SYNC from its status, HEARTBEAT the age of its Lease's
-//     renewTime; a location seen only in an annotation is listed too;
+//     renewTime; a location seen only in an annotation is not (anyone who may annotate an
+//     object could make the list long for everyone), but is with
+//     `--field-selector status.registered=false`;
 //   - `-o wide` adds the SyncTarget's labels and capacity;
 //   - `-o json` (as -o yaml) shows gates.example.com in status.unsyncedResources, Forbidden.
 func TestLocationsTable(t *testing.T) {
@@ -100,22 +102,31 @@ func TestLocationsTable(t *testing.T) {
 	kc := source.AdminKubeconfig()
 	var header []string
 	var rows map[string][]string
+	var listedByDefault []string
 	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		out, err := framework.RunKubectl(t, kc, "get", "locations")
-		if err != nil {
-			return false, nil
-		}
-		var all [][]string
-		header, all = parseKubectlTable(t, out)
-		rows = map[string][]string{}
-		for _, r := range all {
-			rows[r[0]] = r
+		rows, listedByDefault = map[string][]string{}, nil
+		for _, args := range [][]string{{"get", "locations"}, {"get", "locations", "--field-selector", "status.registered=false"}} {
+			out, err := framework.RunKubectl(t, kc, args...)
+			if err != nil {
+				return false, nil
+			}
+			var all [][]string
+			header, all = parseKubectlTable(t, out)
+			for _, r := range all {
+				rows[r[0]] = r
+				if len(args) == 2 {
+					listedByDefault = append(listedByDefault, r[0])
+				}
+			}
 		}
 		edge, east := rows["edge"], rows["east"]
 		return edge != nil && east != nil && edge[1] == "True" && edge[7] != "<none>", nil
 	})
 	if err != nil {
-		t.Fatalf("kubectl get locations never showed edge Ready with a heartbeat and east: header %v rows %v", header, rows)
+		t.Fatalf("kubectl get locations never showed edge Ready with a heartbeat, and east with status.registered=false: header %v rows %v", header, rows)
+	}
+	if strings.Join(listedByDefault, " ") != "edge" {
+		t.Errorf("kubectl get locations lists %v, want edge only (east has no SyncTarget)", listedByDefault)
 	}
 	if want := []string{"NAME", "READY", "MODE", "OBJECTS", "DELETING", "IN-SYNC", "WATCHERS", "HEARTBEAT", "AGE"}; strings.Join(header, " ") != strings.Join(want, " ") {
 		t.Fatalf("columns %v, want %v", header, want)

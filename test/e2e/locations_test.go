@@ -76,13 +76,14 @@ func startLocationsEnv(t *testing.T, ctx context.Context, locations ...string) *
 // --resources value).
 func startLocationsEnvFor(t *testing.T, ctx context.Context, resources string, locations ...string) *locationsEnv {
 	t.Helper()
-	return startLocationsEnvWith(t, ctx, resources, nil, locations...)
+	return startLocationsEnvWith(t, ctx, resources, nil, nil, locations...)
 }
 
 // startLocationsEnvWith is startLocationsEnvFor with setup, when not nil, run on the source
-// (with its admin's dynamic client) and on every target before mapper-apiserver starts: the
-// CRDs of mirrored custom resources.
-func startLocationsEnvWith(t *testing.T, ctx context.Context, resources string, setup func(dyn dynamic.Interface), locations ...string) *locationsEnv {
+// (with its admin's dynamic client) and on every target before mapper-apiserver starts (the
+// CRDs of mirrored custom resources), and serverArgs added to mapper-apiserver's command line
+// (e.g. "--location-access=Bound"; the control CRDs are installed before it starts).
+func startLocationsEnvWith(t *testing.T, ctx context.Context, resources string, setup func(dyn dynamic.Interface), serverArgs []string, locations ...string) *locationsEnv {
 	t.Helper()
 	opts := []framework.ControlPlaneOptions{{Name: "source"}}
 	shared := framework.StartEtcd(t)
@@ -104,7 +105,7 @@ func startLocationsEnvWith(t *testing.T, ctx context.Context, resources string, 
 			setup(dynamicClientFor(t, cp))
 		}
 	}
-	env.api = framework.StartAggregatedMapperAPIServer(t, env.source, "--resources="+resources, "--source-discovery-interval=1s", "--bookmark-interval=1s")
+	env.api = framework.StartAggregatedMapperAPIServer(t, env.source, append([]string{"--resources=" + resources, "--source-discovery-interval=1s", "--bookmark-interval=1s"}, serverArgs...)...)
 	env.server = env.api.Server
 	apiserverBin := framework.BuildBinary(t, "./cmd/mapper-apiserver")
 	for i, l := range locations {

@@ -14,10 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
-	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	ctrlplacement "github.com/cluster-mapper/cluster-mapper/pkg/controller/placement"
-	"github.com/cluster-mapper/cluster-mapper/pkg/mapper/heartbeat"
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
 	"github.com/cluster-mapper/cluster-mapper/test/framework"
 )
@@ -216,19 +214,10 @@ func TestPlacement(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		// These SyncTargets have no mappers: the heartbeat of pkg/mapper/heartbeat, run here,
-		// renews their Leases and reports them Ready (work goes only to Ready locations).
+		// These SyncTargets have no mappers: a heartbeat run here reports them Ready (work goes
+		// only to Ready locations).
 		for _, l := range pairs {
-			go func() {
-				_ = heartbeat.Run(ctx, heartbeat.Config{Location: l, Identity: "e2e-" + l, Version: "e2e", Mode: controlv1alpha1.ModePull,
-					Source: env.source.AdminConfig(), RenewInterval: time.Second, LeaseDuration: 10 * time.Second,
-					Observe: func(context.Context, bool) heartbeat.Observation {
-						return heartbeat.Observation{Ready: metav1.ConditionTrue, Reason: controlv1alpha1.ReasonMapperReady, Message: "e2e heartbeat"}
-					}})
-			}()
-		}
-		for _, l := range pairs {
-			waitSyncTarget(t, ctx, env.dyn, l, time.Minute, "Ready=True", readyIs(metav1.ConditionTrue, ""))
+			reportReady(t, ctx, env.source, env.dyn, l)
 		}
 		cms := env.src.Resource(configMapsGVR).Namespace("pairs")
 		for i := range 30 {

@@ -68,14 +68,15 @@ const LogDirEnv = "MAPPER_E2E_LOGDIR"
 // admin's kubeconfig, leader election on, no metrics endpoint, the location grace period grace
 // and extraArgs; its log is kept in $MAPPER_E2E_LOGDIR when set (LogDirEnv). It returns once the controller leads (its leader election Lease
 // cluster-mapper-system/mapper-controller has a holder; at most a minute). It creates the
-// namespace cluster-mapper-system when it is missing.
+// namespace cluster-mapper-system when it is missing. Like StartMapperAPIServer it runs with
+// --location-access=Open unless extraArgs say "--location-access=Bound".
 func StartMapperController(t TB, ctx context.Context, cp *ControlPlane, grace time.Duration, extraArgs ...string) *Process {
 	t.Helper()
 	EnsureNamespace(t, ctx, cp, contract.ControlNamespace)
 	bin := BuildBinary(t, "./cmd/mapper-controller")
 	p := StartProcess(t, ProcessSpec{Name: "mapper-controller", Path: bin, LogDir: os.Getenv(LogDirEnv), Args: append([]string{
 		"--kubeconfig=" + cp.AdminKubeconfig(), "--location-grace-period=" + grace.String(),
-		"--bind-address=0", "--leader-elect=true", "-v=2",
+		"--bind-address=0", "--leader-elect=true", "--location-access=Open", "-v=2",
 	}, extraArgs...)})
 	kube := cp.Admin().Client(t)
 	var last error

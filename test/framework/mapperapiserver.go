@@ -162,6 +162,11 @@ func moduleRoot() (string, error) {
 // the source, with a serving certificate from a new CA. extraArgs are appended to the command
 // line (e.g. "--resources=configmaps,deployments.apps"). It waits until /readyz answers 200
 // (every source informer synced) and stops the process in t.Cleanup.
+//
+// The server runs with --location-access=Open (every location sees what is assigned to it, as
+// before LocationBindings existed), so that a test about views needs no LocationBindings; a
+// test about tenancy passes "--location-access=Bound" in extraArgs (the server's default, and
+// the demo's and the docs'), which wins as the later flag.
 func StartMapperAPIServer(t TB, source *ControlPlane, extraArgs ...string) *MapperAPIServer {
 	t.Helper()
 	bin := BuildBinary(t, "./cmd/mapper-apiserver")
@@ -184,6 +189,7 @@ func StartMapperAPIServer(t TB, source *ControlPlane, extraArgs ...string) *Mapp
 			"--kubeconfig=" + admin,
 			"--authentication-kubeconfig=" + admin,
 			"--authorization-kubeconfig=" + admin,
+			"--location-access=Open",
 			"-v=2",
 		}, extraArgs...)
 		p := StartProcess(t, ProcessSpec{Name: "mapper-apiserver", Path: bin, Args: args})

@@ -31,6 +31,7 @@ import (
 	"k8s.io/klog/v2"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/binding"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/dependencies"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/informers"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/location"
@@ -40,6 +41,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/served"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/statuscollector"
 	"github.com/cluster-mapper/cluster-mapper/pkg/healthserver"
+	"github.com/cluster-mapper/cluster-mapper/pkg/locationbinding"
 )
 
 // NewCommand returns the mapper-controller command: it runs the control plane controllers
@@ -163,14 +165,20 @@ func Run(ctx context.Context, o *Options) error {
 		shared := informers.NewSet(dyn, metadataClient, managedfields.Keep(placement.FieldManager, dependencies.FieldManager))
 		defer shared.Shutdown()
 		resolver := served.New(mapper)
+		// The Bound mode (docs/tenancy.md): the bindings the Placements and StatusCollectors
+		// read (nil in the Open mode: every location bound).
+		var bindings *binding.Tracker
+		if access, _ := locationbinding.ParseMode(o.LocationAccess); access == locationbinding.ModeBound {
+			bindings = binding.NewTracker(shared)
+		}
 		controllers := map[string]func(context.Context){
 			StatusCollectorController: func(ctx context.Context) {
 				statuscollector.New(statuscollector.Config{Dynamic: dyn, Informers: shared, Workers: o.StatusCollectorWorkers,
 					CostPerSummary: o.StatusCollectorCostPerSummary, CostPerSecond: o.StatusCollectorCostPerSecond,
-					MaxPerNamespace: o.MaxStatusCollectorsPerNamespace}).Run(ctx)
+					MaxPerNamespace: o.MaxStatusCollectorsPerNamespace, Bindings: bindings}).Run(ctx)
 			},
 			PlacementController: func(ctx context.Context) {
-				placement.New(placement.Config{Dynamic: placementDyn, Metadata: placementMetadata, Informers: shared, Resolver: resolver, Workers: o.ConcurrentPlacementSyncs, ConcurrentWrites: o.ConcurrentPlacementWrites, Recorder: recorder}).Run(ctx)
+				placement.New(placement.Config{Dynamic: placementDyn, Metadata: placementMetadata, Informers: shared, Resolver: resolver, Workers: o.ConcurrentPlacementSyncs, ConcurrentWrites: o.ConcurrentPlacementWrites, Recorder: recorder, Bindings: bindings}).Run(ctx)
 			},
 			DependencyController: func(ctx context.Context) {
 				dependencies.New(dependencies.Config{Dynamic: placementDyn, Metadata: placementMetadata, Informers: shared, Resolver: resolver, Workers: o.ConcurrentDependencySyncs, ConcurrentWrites: o.ConcurrentDependencyWrites, Recorder: recorder}).Run(ctx)
@@ -188,8 +196,14 @@ func Run(ctx context.Context, o *Options) error {
 					Workers: o.Workers, Recorder: recorder, Metadata: metadataClient, Discovery: kube.Discovery(),
 				}).Run(ctx)
 			},
+			LocationBindingController: func(ctx context.Context) {
+				if bindings == nil {
+					return // the Open mode: no bindings to keep or report
+				}
+				runBindingControllers(ctx, o, dyn, bindings, shared, mapper, recorder)
+			},
 			viewControllersName: func(ctx context.Context) {
-				views.run(ctx, o.Enabled(StatusRecordsController), o.Enabled(CustomizationStatusController))
+				views.run(ctx, o.Enabled(StatusRecordsController), o.Enabled(CustomizationStatusController), bindings, shared)
 			},
 		}
 		var wg sync.WaitGroup

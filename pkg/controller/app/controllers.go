@@ -15,10 +15,11 @@ const (
 	StatusCollectorController     = "statuscollector"
 	StatusRecordsController       = "statusrecords"
 	CustomizationStatusController = "customizationstatus"
+	LocationBindingController     = "locationbinding"
 )
 
 // AllControllers are the names --controllers accepts, sorted.
-var AllControllers = []string{CustomizationStatusController, DependencyController, LocationController, PlacementController, PushController, StatusCollectorController, StatusRecordsController}
+var AllControllers = []string{CustomizationStatusController, DependencyController, LocationController, LocationBindingController, PlacementController, PushController, StatusCollectorController, StatusRecordsController}
 
 // Enabled reports whether --controllers enables the controller name, with
 // kube-controller-manager's rules: "-name" disables it, "name" enables it, and "*" enables

@@ -6,6 +6,7 @@ package app
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/placement"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/statuscollector"
 	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
+	"github.com/cluster-mapper/cluster-mapper/pkg/locationbinding"
 	"github.com/cluster-mapper/cluster-mapper/pkg/sourcecluster"
 )
 
@@ -90,6 +92,14 @@ type Options struct {
 	// ViewDiscoveryInterval is how often the views' discovery (the resources mapper-apiserver
 	// mirrors, whose objects' metadata mapper-controller follows) is re-read.
 	ViewDiscoveryInterval time.Duration
+	// LocationAccess is the location-access mode, as mapper-apiserver's --location-access
+	// (docs/tenancy.md): in Bound, Placements choose and StatusCollectors see only the
+	// locations bound to their namespace, and the LocationBinding controller runs.
+	LocationAccess string
+	// UnboundReportResources are the resources (resource.group) whose objects get a Warning
+	// Event UnboundLocation when their assignment names a location not bound to their
+	// namespace (the Bound mode).
+	UnboundReportResources []string
 }
 
 // NewOptions returns the defaults: a 40s grace period (node lifecycle's
@@ -119,6 +129,7 @@ func NewOptions() *Options {
 		Clusters:                        sourcecluster.NewOptions(),
 		ViewDiscoveryInterval:           10 * time.Second,
 		Controllers:                     []string{"*"},
+		LocationAccess:                  string(locationbinding.ModeBound),
 		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
 			LeaderElect:       true,
 			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
@@ -153,6 +164,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxStatusCollectorsPerNamespace, "max-status-collectors-per-namespace", o.MaxStatusCollectorsPerNamespace, "StatusCollectors of one namespace computed, the oldest first; the others are marked Degraded and their StatusSummaries left as they are.")
 	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "Address serving /metrics, /healthz and /readyz; \"0\" turns it off.")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's profiles at /debug/pprof on --bind-address (without authentication).")
+	fs.StringVar(&o.LocationAccess, "location-access", o.LocationAccess, "\"Bound\" or \"Open\", as mapper-apiserver's --location-access (keep both the same): in Bound, Placements choose and StatusCollectors see only the locations a LocationBinding binds to their namespace, and the status of LocationBindings is kept. See docs/tenancy.md.")
+	fs.StringSliceVar(&o.UnboundReportResources, "unbound-report-resources", o.UnboundReportResources, "With --location-access=Bound: resources (resource.group, e.g. configmaps,deployments.apps) whose objects get a Warning Event UnboundLocation when kcp.io/assigned-locations names a location not bound to their namespace (views ignore such assignments). Their metadata is watched, so mapper-controller needs list and watch on them; keep in step with mapper-apiserver's --resources. Empty: no such Events.")
 	options.BindLeaderElectionFlags(&o.LeaderElection, fs)
 	o.Push.AddFlags(fs)
 	o.Clusters.AddFlags(fs)
@@ -190,6 +203,14 @@ func (o *Options) Validate() error {
 	}
 	if o.PlacementKubeAPIQPS >= 0 && o.PlacementKubeAPIBurst < 1 {
 		errs = append(errs, errors.New("--placement-kube-api-burst must be at least 1 when --placement-kube-api-qps is not negative"))
+	}
+	if _, err := locationbinding.ParseMode(o.LocationAccess); err != nil {
+		errs = append(errs, fmt.Errorf("--location-access: %w", err))
+	}
+	for _, r := range o.UnboundReportResources {
+		if strings.TrimSpace(r) == "" {
+			errs = append(errs, errors.New("--unbound-report-resources has an empty entry"))
+		}
 	}
 	if o.LeaseNamespace == "" {
 		errs = append(errs, errors.New("--lease-namespace must not be empty"))

@@ -12,14 +12,18 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/clusterinformer"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/binding"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/customizationstatus"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/informers"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/mirror"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/statusrecords"
 	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
+	"github.com/cluster-mapper/cluster-mapper/pkg/locationbinding"
 	"github.com/cluster-mapper/cluster-mapper/pkg/sourcecluster"
 )
 
@@ -35,6 +39,9 @@ type viewControllers struct {
 	objects       *mirror.Mirror
 	records       *statusrecords.Controller
 	customization customizationstatus.Config
+	// bindings are the LocationBindings in the Bound mode (nil: Open), set by run before the
+	// status record controller starts.
+	bindings *binding.Tracker
 }
 
 // newViewControllers builds them over the source's config source (with the controllers'
@@ -86,6 +93,7 @@ func newViewControllers(o *Options, source *rest.Config, dyn dynamic.Interface, 
 			return views.For(contract.ViewPath(location, contract.ClusterName(cluster)))
 		},
 		HasStatus: statusSubresources(sourceDiscovery),
+		Bound:     boundLocations(o.Clusters.KCP(), func() *locationbinding.Index { return c.bindings.Index() }),
 	})
 	c.customization = customizationstatus.Config{
 		Source: dyn, PlainCluster: o.Clusters.PlainCluster(), Writers: writers, MapperAPI: mapperAPI, Objects: c.objects,
@@ -94,13 +102,28 @@ func newViewControllers(o *Options, source *rest.Config, dyn dynamic.Interface, 
 	return c, nil
 }
 
+// boundLocations returns the status record controller's Bound filter over the bindings index
+// returns (a nil Index: every location bound). The controller names a plain source's one
+// logical cluster (sourcecluster.Options.PlainCluster), whereas the binding Tracker keys
+// bindings by their kcp.io/cluster annotation, which a plain source's objects do not carry: on
+// a plain source the Tracker's cluster is "".
+func boundLocations(kcp bool, index func() *locationbinding.Index) func(cluster, namespace string, locations []string) []string {
+	return func(cluster, namespace string, locations []string) []string {
+		if !kcp {
+			cluster = ""
+		}
+		return index().Scope(cluster, namespace).Keep(locations)
+	}
+}
+
 // viewControllersName names the status record and Customization status controllers together
 // in run's table: they share the mirror.
 const viewControllersName = "views"
 
 // run runs the status record controller when records is set, the Customization status
-// controller when customization is set, and the mirror for either, until ctx ends.
-func (c *viewControllers) run(ctx context.Context, records, customization bool) {
+// controller when customization is set, and the mirror for either, until ctx ends. bindings
+// are the LocationBindings of the Bound mode (nil: Open), from the informers of shared.
+func (c *viewControllers) run(ctx context.Context, records, customization bool, bindings *binding.Tracker, shared *informers.Set) {
 	if !records && !customization {
 		return
 	}
@@ -114,7 +137,18 @@ func (c *viewControllers) run(ctx context.Context, records, customization bool) 
 	}
 	start(c.objects.Run)
 	if records {
-		start(c.records.Run)
+		c.bindings = bindings
+		start(func(ctx context.Context) {
+			if bindings != nil {
+				shared.Start(ctx)
+				// Precondition of removing a record: the LocationBindings are listed. Before,
+				// every location would look unbound and every record would be removed.
+				if !toolscache.WaitForCacheSync(ctx.Done(), bindings.HasSynced) {
+					return
+				}
+			}
+			c.records.Run(ctx)
+		})
 	}
 	if customization {
 		start(func(ctx context.Context) { customizationstatus.Run(ctx, c.customization) })

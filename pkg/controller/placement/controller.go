@@ -20,6 +20,7 @@ import (
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/binding"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/informers"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/pending"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/served"
@@ -62,6 +63,9 @@ type Config struct {
 	Recorder events.EventRecorder
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// Bindings are the LocationBindings (the Bound mode): Placements choose only the
+	// locations bound to their namespace (bound.go). nil: the Open mode, every location.
+	Bindings *binding.Tracker
 }
 
 // Controller places the objects that Placements select.
@@ -73,6 +77,7 @@ type Controller struct {
 	workers   int
 	recorder  events.EventRecorder
 	now       func() time.Time
+	bindings  *binding.Tracker
 	queue     workqueue.TypedRateLimitingInterface[string]
 	// limit bounds the object writes in flight (Config.ConcurrentWrites).
 	limit *worker.Limit
@@ -126,7 +131,7 @@ func New(cfg Config) *Controller {
 		cfg.ConcurrentWrites = DefaultConcurrentWrites
 	}
 	c := &Controller{
-		dyn: cfg.Dynamic, metadata: cfg.Metadata, informers: cfg.Informers, resolver: cfg.Resolver, workers: cfg.Workers, recorder: cfg.Recorder, now: cfg.Now,
+		dyn: cfg.Dynamic, metadata: cfg.Metadata, informers: cfg.Informers, resolver: cfg.Resolver, workers: cfg.Workers, recorder: cfg.Recorder, now: cfg.Now, bindings: cfg.Bindings,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "placement"}),
 		placements: cfg.Informers.Informer(Resource),
@@ -137,6 +142,10 @@ func New(cfg Config) *Controller {
 	}
 	c.applyWrite = c.apply
 	_, _ = c.placements.AddEventHandler(c.namespaceEvents())
+	if cfg.Bindings != nil {
+		// A namespace's bound locations are its Placements' choices.
+		cfg.Bindings.AddBindingHandler(c.namespaceEvents())
+	}
 	// A location's labels, readiness, schedulability or capacity can change any Placement's
 	// choices; its other status (object counts, every minute per location) cannot.
 	// The informer stores an object before it calls the handlers, so a reader that loads
@@ -159,7 +168,7 @@ func New(cfg Config) *Controller {
 // Run runs the informers and the workers until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
 	c.informers.Start(ctx)
-	if !toolscache.WaitForCacheSync(ctx.Done(), c.placements.HasSynced, c.targets.HasSynced) {
+	if !toolscache.WaitForCacheSync(ctx.Done(), c.placements.HasSynced, c.targets.HasSynced, c.bindings.HasSynced) {
 		return
 	}
 	worker.Run(ctx, c.queue, c.workers, "the Placements of a namespace", c.reconcile)

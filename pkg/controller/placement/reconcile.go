@@ -32,6 +32,9 @@ type entry struct {
 	err    error // the spec does not compile
 	pool   placement.Pool
 	live   bool // not being deleted
+	// unbound are the locations the Placement selects that are not bound to its namespace
+	// (bound.go), sorted.
+	unbound []string
 	// locs are the candidate locations by name (candidates), for what their views mirror.
 	locs map[string]placement.Location
 
@@ -227,7 +230,7 @@ func (c *Controller) entries(cluster, namespace string, now time.Time) []*entry 
 		// Most object events come from namespaces without Placements.
 		return nil
 	}
-	locs := c.candidates(cluster, namespace)
+	locs, unbound := c.candidates(cluster, namespace)
 	byName := make(map[string]placement.Location, len(locs))
 	for _, l := range locs {
 		byName[l.Name] = l
@@ -248,6 +251,12 @@ func (c *Controller) entries(cluster, namespace string, now time.Time) []*entry 
 				evictions[ev.Location] = ev.Time.Time
 			}
 			e.pool = e.policy.Pool(locs, evictions, now)
+			for _, l := range unbound {
+				if e.policy.MatchesLocation(l) {
+					e.unbound = append(e.unbound, l.Name)
+				}
+			}
+			slices.Sort(e.unbound)
 		}
 		out = append(out, e)
 	}
@@ -261,10 +270,12 @@ func (c *Controller) entries(cluster, namespace string, now time.Time) []*entry 
 }
 
 // candidates returns the locations the Placements of the namespace (in cluster) may choose
-// from: every registered location. This is the one place that narrows them for a namespace;
-// callers must not modify the slice.
-func (c *Controller) candidates(cluster, namespace string) []placement.Location {
-	return c.locations()
+// from: every registered location bound to the namespace (bound.go; in the Open mode every
+// registered location), and the registered locations that are not (unbound), which a
+// Placement selecting them only reports. This is the one place that narrows them for a
+// namespace; callers must not modify the slices.
+func (c *Controller) candidates(cluster, namespace string) (bound, unbound []placement.Location) {
+	return c.boundOnly(cluster, namespace, c.locations())
 }
 
 // locations returns every SyncTarget as a placement.Location; callers must not modify the

@@ -46,6 +46,9 @@ func (e *entry) status() controlv1alpha1.PlacementStatus {
 		cond.Message = fmt.Sprintf("%d selected objects are not placed by this Placement; see status.conflicts", e.lost)
 	case len(e.pool.Matching()) == 0:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, controlv1alpha1.ReasonNoLocations, "no SyncTarget matches locationSelector and locationNames"
+		if len(e.unbound) > 0 {
+			cond.Message = "no SyncTarget bound to this namespace matches locationSelector and locationNames" + unboundNote(e.unbound)
+		}
 	case e.placed == 0 && len(e.pool.Held()) == len(e.pool.Matching()):
 		cond.Status, cond.Reason = metav1.ConditionFalse, controlv1alpha1.ReasonNoLocations
 		cond.Message = fmt.Sprintf("every matching location (%s) has been not Ready for longer than %s", strings.Join(e.pool.Matching(), ", "), e.policy.Tolerance)
@@ -58,6 +61,7 @@ func (e *entry) status() controlv1alpha1.PlacementStatus {
 		if st.MissingDependencies > 0 {
 			cond.Message += fmt.Sprintf("; %d references to objects that do not exist (see the Events of the referencing objects)", st.MissingDependencies)
 		}
+		cond.Message += unboundNote(e.unbound)
 	}
 	meta.SetStatusCondition(&st.Conditions, cond)
 	st.Locations = sets.List(e.locations)
@@ -133,4 +137,17 @@ func (c *Controller) finish(ctx context.Context, e *entry) error {
 	}
 	klog.FromContext(ctx).V(2).Info("Removed the assignments of a deleted Placement", "placement", u.GetNamespace()+"/"+u.GetName())
 	return nil
+}
+
+// unboundNote is the part of a Ready message that names the selected locations not bound to
+// the Placement's namespace (at most 10), "" when there are none.
+func unboundNote(unbound []string) string {
+	if len(unbound) == 0 {
+		return ""
+	}
+	names := strings.Join(unbound[:min(len(unbound), 10)], ", ")
+	if len(unbound) > 10 {
+		names += fmt.Sprintf(" and %d more", len(unbound)-10)
+	}
+	return fmt.Sprintf("; %d selected locations are not bound to this namespace by a LocationBinding and take none of its objects: %s", len(unbound), names)
 }

@@ -36,8 +36,10 @@ import (
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/controller/binding"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/informers"
 	"github.com/cluster-mapper/cluster-mapper/pkg/fairqueue"
+	"github.com/cluster-mapper/cluster-mapper/pkg/locationbinding"
 	"github.com/cluster-mapper/cluster-mapper/pkg/statuscollector"
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
 )
@@ -88,6 +90,9 @@ type Config struct {
 	// MaxPerNamespace is how many collectors of a namespace are computed, the oldest first
 	// (DefaultMaxPerNamespace); the others are Degraded (LimitExceeded).
 	MaxPerNamespace int
+	// Bindings are the LocationBindings (the Bound mode): a collector sees the rows of the
+	// locations bound to its namespace only (docs/tenancy.md). nil: the Open mode.
+	Bindings *binding.Tracker
 }
 
 // Controller keeps the StatusSummaries of the source's StatusCollectors.
@@ -95,6 +100,7 @@ type Controller struct {
 	dyn       dynamic.Interface
 	cfg       Config
 	informers *informers.Set
+	bindings  *binding.Tracker
 	queue     *fairqueue.Queue[collectorKey]
 
 	collectors, targets toolscache.SharedIndexInformer
@@ -139,7 +145,7 @@ func New(cfg Config) *Controller {
 		cfg.MaxPerNamespace = DefaultMaxPerNamespace
 	}
 	return &Controller{
-		dyn: cfg.Dynamic, cfg: cfg, informers: cfg.Informers,
+		dyn: cfg.Dynamic, cfg: cfg, informers: cfg.Informers, bindings: cfg.Bindings,
 		queue:      fairqueue.New[collectorKey](fairqueue.Options{CostPerSecond: cfg.CostPerSecond, Burst: cfg.CostPerSummary}),
 		collectors: cfg.Informers.Informer(CollectorsResource),
 		targets:    cfg.Informers.Informer(synctarget.Resource),
@@ -152,7 +158,7 @@ func New(cfg Config) *Controller {
 // ctx ends. Without the StatusCollector CRD it waits (the informer retries).
 func (c *Controller) Run(ctx context.Context) {
 	c.informers.Start(ctx)
-	if !toolscache.WaitForCacheSync(ctx.Done(), c.collectors.HasSynced, c.targets.HasSynced) {
+	if !toolscache.WaitForCacheSync(ctx.Done(), c.collectors.HasSynced, c.targets.HasSynced, c.bindings.HasSynced) {
 		return
 	}
 	var wg sync.WaitGroup
@@ -288,6 +294,7 @@ func (c *Controller) sync(ctx context.Context, sc *controlv1alpha1.StatusCollect
 		}
 	}
 	var rows []statuscollector.Row
+	bound := c.bindings.Index().Scope(cluster, sc.Namespace)
 	for _, gvr := range gvrs {
 		inf := c.informers.Informer(gvr)
 		if !inf.HasSynced() {
@@ -299,7 +306,7 @@ func (c *Controller) sync(ctx context.Context, sc *controlv1alpha1.StatusCollect
 			if !ok || !selector.Matches(labels.Set(u.GetLabels())) || u.GetAnnotations()[contract.ClusterAnnotation] != cluster {
 				continue
 			}
-			rows = append(rows, rowsOf(u, locs)...)
+			rows = append(rows, rowsOf(u, locs, bound)...)
 		}
 	}
 	slices.SortFunc(rows, func(a, b statuscollector.Row) int {
@@ -332,14 +339,18 @@ func (c *Controller) sync(ctx context.Context, sc *controlv1alpha1.StatusCollect
 	return c.writeStatus(ctx, sc, condition(metav1.ConditionTrue, controlv1alpha1.ReasonSummarized, fmt.Sprintf("%d rows summarized", res.Rows)), degraded)
 }
 
-// rowsOf returns the rows of one source object: each assigned location with a status (its
-// status.kcp.io/<location> record, or the object's .status when it is assigned to that
-// location alone).
-func rowsOf(u *unstructured.Unstructured, locs map[string]*unstructured.Unstructured) []statuscollector.Row {
+// rowsOf returns the rows of one source object: each assigned location bound to the
+// object's namespace (bound) with a status (its status.kcp.io/<location> record, or the
+// object's .status when that is its only bound location). A location not bound to the
+// namespace never shows the object, so a status record of it can only have been written by
+// hand: it is no row, and nothing of that location (its labels) reaches the collector's CEL.
+func rowsOf(u *unstructured.Unstructured, locs map[string]*unstructured.Unstructured, bound locationbinding.Scope) []statuscollector.Row {
 	assigned, err := contract.ParseLocations(u.GetAnnotations()[contract.AssignedLocationsAnnotation])
 	if err != nil {
 		return nil
 	}
+	// The object is assigned to its bound locations only, as the views see it.
+	assigned = bound.Keep(assigned)
 	var out []statuscollector.Row
 	for _, loc := range assigned {
 		status, recorded, err := contract.StatusRecord(u.GetAnnotations(), loc)
@@ -354,7 +365,7 @@ func rowsOf(u *unstructured.Unstructured, locs map[string]*unstructured.Unstruct
 		}
 		row := statuscollector.Row{Object: u.GetNamespace() + "/" + u.GetName(), Location: loc, Obj: u.Object, Status: status}
 		if st := locs[loc]; st != nil {
-			row.LocationLabels, row.LocationAnnotations = st.GetLabels(), st.GetAnnotations()
+			row.LocationLabels = st.GetLabels()
 		}
 		out = append(out, row)
 	}

@@ -58,6 +58,12 @@ type Config struct {
 	HasStatus func(gvr schema.GroupVersionResource) (bool, error)
 	// Workers is the number of objects reconciled at once.
 	Workers int
+	// Bound, when set (the Bound location-access mode, docs/tenancy.md), returns the
+	// locations of an object's assignment that are bound to its namespace (in cluster): the
+	// object is assigned to those only, as the views see it, so the records of the others are
+	// removed and the Summarize policy summarizes the bound ones. It must answer from synced
+	// LocationBindings only. nil: every location (the Open mode).
+	Bound func(cluster, namespace string, locations []string) []string
 }
 
 // Controller reconciles the status records of the objects Enqueue is given.

@@ -62,6 +62,9 @@ func (c *Controller) reconcile(ctx context.Context, gvr schema.GroupVersionResou
 	if err != nil {
 		locations = nil // an assignment that does not parse assigns nothing (docs/design.md, "Names")
 	}
+	if c.cfg.Bound != nil {
+		locations = c.cfg.Bound(cluster, u.GetNamespace(), locations)
+	}
 	var want map[string]interface{}
 	var fold string
 	switch {

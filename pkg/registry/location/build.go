@@ -37,6 +37,13 @@ func (b builder) locations() map[string]*mapper.Location {
 			}
 			register(l, st)
 		}
+		unregistered := 0
+		for _, l := range out {
+			if !l.Status.Registered {
+				unregistered++
+			}
+		}
+		unregisteredLocations.Set(float64(unregistered))
 		for name, l := range out {
 			if t := b.registry.RenewTime(name); t != nil {
 				renewed := *t

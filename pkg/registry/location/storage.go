@@ -2,6 +2,7 @@ package location
 
 import (
 	"context"
+	"slices"
 	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/apis/mapper"
+	"github.com/cluster-mapper/cluster-mapper/pkg/apis/mapper/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 )
 
@@ -38,6 +40,9 @@ type Config struct {
 // REST is the storage of `locations`: get, list, watch and Table output; no writes.
 type REST struct {
 	poller *poller
+	// registrations: the server follows SyncTargets (Config.Registry), so lists and watches
+	// show registered locations only, unless their field selector asks (matcher).
+	registrations bool
 }
 
 var (
@@ -52,7 +57,8 @@ var (
 // NewREST returns the locations storage over cfg. Watches see changes within a second; call
 // the returned REST's Destroy to stop its poller.
 func NewREST(cfg Config) *REST {
-	return &REST{poller: newPoller(builder{stats: cfg.Stats, registry: cfg.Registry, resources: cfg.Resources, failures: cfg.Failures}.locations)}
+	registerMetrics()
+	return &REST{poller: newPoller(builder{stats: cfg.Stats, registry: cfg.Registry, resources: cfg.Resources, failures: cfg.Failures}.locations), registrations: cfg.Registry != nil}
 }
 
 // New returns an empty Location.
@@ -70,7 +76,8 @@ func (r *REST) NamespaceScoped() bool { return false }
 // GetSingularName returns "location".
 func (r *REST) GetSingularName() string { return "location" }
 
-// Get returns one location, 404 if it is neither registered nor has objects or watchers.
+// Get returns one location, registered or not, 404 if it is neither registered nor has
+// objects or watchers.
 func (r *REST) Get(_ context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
 	l, ok := r.poller.get(name)
 	if !ok {
@@ -79,11 +86,12 @@ func (r *REST) Get(_ context.Context, name string, _ *metav1.GetOptions) (runtim
 	return l, nil
 }
 
-// List returns the locations, sorted by name, filtered by metadata.name field selectors.
+// List returns the locations, sorted by name, filtered by the label selector and the
+// metadata.name and status.registered field selectors (see matcher).
 func (r *REST) List(_ context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
 	items, rv := r.poller.current()
 	list := &mapper.LocationList{ListMeta: metav1.ListMeta{ResourceVersion: strconv.FormatUint(rv, 10)}}
-	match := matcher(opts)
+	match := r.matcher(opts)
 	for _, l := range items {
 		if match(l) {
 			list.Items = append(list.Items, *l)
@@ -98,11 +106,17 @@ func (r *REST) List(_ context.Context, opts *metainternalversion.ListOptions) (r
 // ADDED events (poller.watch).
 func (r *REST) Watch(ctx context.Context, opts *metainternalversion.ListOptions) (watch.Interface, error) {
 	send := opts.SendInitialEvents != nil && *opts.SendInitialEvents
-	return r.poller.watch(ctx, opts.ResourceVersion, send, matcher(opts))
+	return r.poller.watch(ctx, opts.ResourceVersion, send, r.matcher(opts))
 }
 
-// matcher applies a list request's label and field (metadata.name) selectors to a location.
-func matcher(opts *metainternalversion.ListOptions) func(*mapper.Location) bool {
+// matcher applies a list request's label and field (metadata.name, status.registered)
+// selectors to a location. Unless the field selector names status.registered, a server that
+// follows SyncTargets lists registered locations only: a name anyone can write into an
+// assignment annotation does not make the list longer for everyone (docs/locations.md).
+// `--field-selector status.registered=false` lists the others, the names with assigned
+// objects or watchers but no SyncTarget (in the Bound location-access mode only the bound
+// ones have objects); mapper_apiserver_unregistered_locations counts them.
+func (r *REST) matcher(opts *metainternalversion.ListOptions) func(*mapper.Location) bool {
 	label, field := labels.Everything(), fields.Everything()
 	if opts != nil && opts.LabelSelector != nil {
 		label = opts.LabelSelector
@@ -110,7 +124,14 @@ func matcher(opts *metainternalversion.ListOptions) func(*mapper.Location) bool 
 	if opts != nil && opts.FieldSelector != nil {
 		field = opts.FieldSelector
 	}
+	registeredOnly := r.registrations && !slices.ContainsFunc(field.Requirements(), func(req fields.Requirement) bool {
+		return req.Field == v1alpha1.RegisteredFieldLabel
+	})
 	return func(l *mapper.Location) bool {
-		return label.Matches(labels.Set(l.Labels)) && field.Matches(fields.Set{"metadata.name": l.Name})
+		if registeredOnly && !l.Status.Registered {
+			return false
+		}
+		return label.Matches(labels.Set(l.Labels)) &&
+			field.Matches(fields.Set{"metadata.name": l.Name, v1alpha1.RegisteredFieldLabel: strconv.FormatBool(l.Status.Registered)})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
@@ -65,14 +66,24 @@ func TestLocationsTable(t *testing.T) {
 	r := NewREST(Config{Stats: src, Registry: reg, Resources: unsynced})
 	defer r.Destroy()
 
-	list, err := r.List(context.Background(), &metainternalversion.ListOptions{})
+	// By default only registered locations; the others behind a field selector.
+	registered, err := r.List(context.Background(), &metainternalversion.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ll := list.(*mapper.LocationList)
-	if len(ll.Items) != 2 || ll.Items[0].Name != "east" || ll.Items[1].Name != "edge" {
-		t.Fatalf("locations = %+v, want east (annotations only) and edge (registered, no objects)", ll.Items)
+	unregistered, err := r.List(context.Background(), &metainternalversion.ListOptions{FieldSelector: fields.OneTermEqualSelector("status.registered", "false")})
+	if err != nil {
+		t.Fatal(err)
 	}
+	if got := registered.(*mapper.LocationList).Items; len(got) != 1 || got[0].Name != "edge" {
+		t.Fatalf("the default list = %+v, want edge (registered) only", got)
+	}
+	if got := unregistered.(*mapper.LocationList).Items; len(got) != 1 || got[0].Name != "east" {
+		t.Fatalf("the list of status.registered=false = %+v, want east (annotations only)", got)
+	}
+	ll := registered.(*mapper.LocationList)
+	ll.Items = append(unregistered.(*mapper.LocationList).Items, ll.Items...)
+	list := ll
 	for _, l := range ll.Items {
 		if !reflect.DeepEqual(l.Status.UnsyncedResources, []mapper.UnsyncedResource(unsynced)) {
 			t.Errorf("%s: unsyncedResources = %+v, want %+v", l.Name, l.Status.UnsyncedResources, unsynced)

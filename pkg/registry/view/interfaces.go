@@ -47,6 +47,8 @@ type Store interface {
 	WithheldError(location, cluster, namespace, name string) error
 	// Namespaces counts a location's objects per namespace (of a part of it, or all).
 	Namespaces(location string, part contract.ViewPart) map[string]int
+	// Assignment returns the bound locations a source object is assigned to, as views see it.
+	Assignment(u *unstructured.Unstructured, cluster string) []string
 	// LocationView renders a source object as location's view shows it.
 	LocationView(u *unstructured.Unstructured, cluster string, locations []string, location string) *unstructured.Unstructured
 	// ResourceVersion is the highest resourceVersion of the source the store has processed.

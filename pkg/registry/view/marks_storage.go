@@ -24,9 +24,10 @@ import (
 // server-side apply) compute the new object from the location's view of the current source
 // object, as for status writes (statusStorage, whose cluster resolution, precondition and
 // answer it shares):
-//   - the object must be in the location's view: assigned to it, or carrying its finalizer
-//     (else 404); adding the finalizer needs the assignment (else 409: the location is
-//     leaving the object);
+//   - the object must be in the location's view: assigned to it (in the Bound mode, by a
+//     namespace bound to the location: ResourceStore.Assignment), or carrying its finalizer
+//     (else 404); adding the finalizer needs that assignment (else 409: the location is
+//     leaving the object), so that a location never holds an object its view would not show;
 //   - a resourceVersion in the request must be the source's current one or one since which
 //     nothing this location can see changed (preconditionHolds), else 409;
 //   - any other change than the location's own finalizer is refused with the 405 every other
@@ -91,10 +92,9 @@ func (m *marksStorage) updateOnce(ctx context.Context, client dynamic.ResourceIn
 	if err != nil {
 		return nil, markChange{}, false, sourceError(err)
 	}
-	locations, err := contract.ParseLocations(current.GetAnnotations()[contract.AssignedLocationsAnnotation])
-	if err != nil {
-		locations = nil // a malformed assignment assigns no location (docs/design.md, "Names")
-	}
+	// A malformed assignment assigns no location (docs/design.md, "Names"), nor does one to a
+	// location not bound to the object's namespace (docs/tenancy.md).
+	locations := m.st.store.Assignment(current, cluster)
 	assigned := slices.Contains(locations, location)
 	if !assigned && !slices.Contains(current.GetFinalizers(), contract.LocationFinalizer(location)) {
 		return nil, markChange{}, false, apierrors.NewNotFound(gr, name)
@@ -121,7 +121,7 @@ func (m *marksStorage) updateOnce(ctx context.Context, client dynamic.ResourceIn
 		return nil, markChange{}, false, notOwnMarks(gr, name, err)
 	}
 	if change.finalizer > 0 && !assigned {
-		return nil, change, false, apierrors.NewConflict(gr, name, fmt.Errorf("the object is no longer assigned to location %q: its finalizer %s cannot be added", location, contract.LocationFinalizer(location)))
+		return nil, change, false, apierrors.NewConflict(gr, name, fmt.Errorf("the object is no longer assigned to location %q (or its namespace is not bound to it): its finalizer %s cannot be added", location, contract.LocationFinalizer(location)))
 	}
 	written := current
 	if change.changes() {

@@ -154,8 +154,8 @@ func (s *statusStorage) updateOnce(ctx context.Context, client dynamic.ResourceI
 	if err != nil {
 		return nil, false, sourceError(err)
 	}
-	locations, err := contract.ParseLocations(current.GetAnnotations()[contract.AssignedLocationsAnnotation])
-	if err != nil || !slices.Contains(locations, location) {
+	locations := s.store.Assignment(current, cluster) // bound locations only (docs/tenancy.md)
+	if !slices.Contains(locations, location) {
 		return nil, false, apierrors.NewNotFound(gr, name)
 	}
 	if !contract.ReflectsStatus(current.GetAnnotations()) {

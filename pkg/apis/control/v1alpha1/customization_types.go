@@ -27,8 +27,8 @@ import (
 // the kcp.io/cluster annotation kcp sets on it) by resource and labels, and locations by their
 // SyncTarget's labels or names. Its mutations have the shape of a MutatingAdmissionPolicy's:
 // JSONPatch or ApplyConfiguration, computed by CEL from the variables `object` (the object as
-// the view shows it) and `location` (the location's SyncTarget: location.metadata.name, .labels,
-// .annotations). Customizations that select one object apply in name order, before the
+// the view shows it) and `location` (the location's SyncTarget: location.metadata.name and
+// .labels). Customizations that select one object apply in name order, before the
 // object's own spec-diff.kcp.io/<location> patch. docs/customization.md has the details.
 //
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

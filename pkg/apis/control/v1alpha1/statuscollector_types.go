@@ -25,8 +25,9 @@ import (
 // StatusCollector). It selects objects of its own namespace (and, with a kcp source, of its own
 // logical cluster) by resource and labels. Each (object, location) pair with a status is one
 // row, with the CEL variables `obj` (the source object), `returned` (`returned.status`: the
-// status the location wrote back) and `location` (`location.metadata.name`, `.labels`,
-// `.annotations` of its SyncTarget). Rows that pass `filter` are grouped by the values of
+// status the location wrote back) and `location` (`location.metadata.name` and `.labels` of
+// its SyncTarget; only locations bound to the namespace in the Bound location-access mode,
+// docs/tenancy.md). Rows that pass `filter` are grouped by the values of
 // `groupBy`, and each group gets the `combinedFields` (count, sum, min, max, avg); or, without
 // combinedFields, the `select` expressions are listed per row. mapper-controller keeps the
 // result in the StatusSummary of the same name. docs/status.md has the details.

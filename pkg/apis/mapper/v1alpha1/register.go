@@ -17,6 +17,8 @@ limitations under the License.
 package v1alpha1
 
 import (
+	"fmt"
+
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -53,7 +55,7 @@ var (
 func init() {
 	// The generated conversion functions are registered from
 	// zz_generated.conversion.go's init; the defaulting functions here.
-	localSchemeBuilder.Register(addKnownTypes, addDefaultingFuncs)
+	localSchemeBuilder.Register(addKnownTypes, addDefaultingFuncs, addFieldLabelConversionFuncs)
 }
 
 // addKnownTypes registers the v1alpha1 types, and the meta types every group
@@ -66,4 +68,27 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
+}
+
+// RegisteredFieldLabel is the field selector of a Location's status.registered: `locations`
+// lists only registered locations (those with a SyncTarget) unless a field selector on it asks
+// otherwise, `status.registered=false` listing the names that have assigned objects or
+// watchers but no SyncTarget (docs/locations.md).
+const RegisteredFieldLabel = "status.registered"
+
+// addFieldLabelConversionFuncs makes metadata.name and status.registered the field selectors
+// of Locations (kube-apiserver refuses a selector on any other field with 400, as here).
+func addFieldLabelConversionFuncs(scheme *runtime.Scheme) error {
+	return scheme.AddFieldLabelConversionFunc(SchemeGroupVersion.WithKind("Location"), func(label, value string) (string, string, error) {
+		switch label {
+		case "metadata.name":
+			return label, value, nil
+		case RegisteredFieldLabel:
+			if value != "true" && value != "false" {
+				return "", "", fmt.Errorf("field selector %s: %q is not true or false", label, value)
+			}
+			return label, value, nil
+		}
+		return "", "", fmt.Errorf("field label not supported: %s (locations support metadata.name and %s)", label, RegisteredFieldLabel)
+	})
 }

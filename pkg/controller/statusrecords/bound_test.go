@@ -1,0 +1,62 @@
+package statusrecords
+
+import (
+	"context"
+	"reflect"
+	"slices"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+)
+
+// TestRecordsOfUnboundLocations: in the Bound mode (Config.Bound) an object is assigned to
+// the locations bound to its namespace only, as the views see it. An object assigned to east
+// and west, of a namespace bound to east only, is east's alone: east's record is folded into
+// .status and west's (written before its binding went) is removed. (Without Bound the object
+// has two locations and neither record is touched: the test fails so.)
+func TestRecordsOfUnboundLocations(t *testing.T) {
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap"}}
+	u.SetNamespace("tenant-a")
+	u.SetName("o")
+	u.SetAnnotations(map[string]string{
+		contract.AssignedLocationsAnnotation:    `["east","west"]`,
+		contract.StatusRecordAnnotation("east"): `{"phase":"east"}`,
+		contract.StatusRecordAnnotation("west"): `{"phase":"west"}`,
+	})
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "ConfigMapList"}, u)
+	c := New(Config{
+		HasStatus: func(schema.GroupVersionResource) (bool, error) { return false, nil },
+		Bound: func(cluster, namespace string, locations []string) []string {
+			if cluster != "root" || namespace != "tenant-a" {
+				t.Errorf("Bound asked for %s/%s, want root/tenant-a", cluster, namespace)
+			}
+			return slices.DeleteFunc(slices.Clone(locations), func(l string) bool { return l != "east" })
+		},
+	})
+	ctx := context.Background()
+	objects := client.Resource(gvr).Namespace("tenant-a")
+	current, err := objects.Get(ctx, "o", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.reconcile(ctx, gvr, "root", objects, current); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	after, err := objects.Get(ctx, "o", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]interface{}{"phase": "east"}; !reflect.DeepEqual(after.Object["status"], want) {
+		t.Errorf(".status = %v, want east's record %v", after.Object["status"], want)
+	}
+	if got := contract.StatusRecordLocations(after.GetAnnotations()); len(got) != 0 {
+		t.Errorf("records left: %v, want none (east's folded, west's removed)", got)
+	}
+}
