@@ -261,10 +261,17 @@ func TestDeletionProtocol(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer w.Stop()
+		// The view shows times in seconds: deleted within the second of its creation, the
+		// object's view would not change (its creationTimestamp is then the source's
+		// deletionTimestamp), and rightly no event would come. Delete it in a later second.
+		time.Sleep(time.Until(viewed.GetCreationTimestamp().Add(1100 * time.Millisecond)))
 		env.deleteSource(t, ctx, configMapsGVR, "left")
 		deleting := env.sourceObject(t, ctx, configMapsGVR, deletionNamespace, "left")
 		if deleting == nil || deleting.GetDeletionTimestamp() == nil {
 			t.Fatalf("the source object is not Terminating while east's finalizer holds it: %v", deleting)
+		}
+		if deleting.GetDeletionTimestamp().Equal(ptrTo(viewed.GetCreationTimestamp())) {
+			t.Fatalf("the source's deletionTimestamp %v is the creationTimestamp: the view cannot show the change", deleting.GetDeletionTimestamp())
 		}
 		timeout := time.After(30 * time.Second)
 		for shown := false; !shown; {
