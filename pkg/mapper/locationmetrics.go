@@ -78,6 +78,15 @@ func (l locationMetrics) namespaceMapping(mapping NamespaceMapping) metrics.Gaug
 	return namespaceMappingInUse.WithLabelValues(l.location, l.shard, string(mapping))
 }
 
+// deleteResource removes the location's series of the per-resource gauges of a resource the
+// mapper stopped mapping (the view no longer serves it): mapper_view_objects and
+// mapper_resource_halted. mapper_objects_mapped and mapper_conflicts follow the mapper's
+// object states, which outlive the resource's informers.
+func (l locationMetrics) deleteResource(resource string) {
+	viewObjects.DeleteLabelValues(l.location, l.shard, resource)
+	resourceHalted.DeleteLabelValues(l.location, l.shard, resource)
+}
+
 // gauges lists every gauge of the mapper metrics; deleteGauges removes the location's series
 // of each.
 var gauges = []*metrics.GaugeVec{viewObjects, objectsMapped, conflictsCurrent, resourceHalted,

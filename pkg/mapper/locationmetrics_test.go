@@ -33,8 +33,13 @@ func TestMetricsPerLocation(t *testing.T) {
 	west.states.set(key("a"), outcomeMapped)
 	west.states.set(key("b"), outcomeConflict)
 	west.metrics.resourceHalted("gadgets.example.com").Set(1)
+	west.metrics.resourceHalted("widgets.example.com").Set(1)
+	west.metrics.viewObjects("widgets.example.com").Set(3)
+	// A resource the view stops serving drops its own series, and only those.
+	stopped := &resource{gvr: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}, viewCancel: func() {}}
+	stopped.stop(west.metrics)
 
-	names := []string{"mapper_objects_mapped", "mapper_conflicts", "mapper_conflicts_total", "mapper_namespace_mapping", "mapper_resource_halted"}
+	names := []string{"mapper_view_objects", "mapper_objects_mapped", "mapper_conflicts", "mapper_conflicts_total", "mapper_namespace_mapping", "mapper_resource_halted"}
 	compare := func(want string) {
 		t.Helper()
 		if err := testutil.GatherAndCompare(legacyregistry.DefaultGatherer, strings.NewReader(want), names...); err != nil {

@@ -202,11 +202,11 @@ func (m *Mapper) setServed(ctx context.Context, r *resource, served bool) {
 	}
 }
 
-// stop stops both informers of r and drops its metric series.
-func (r *resource) stop() {
+// stop stops both informers of r and drops its series of the per-resource gauges in metrics
+// (locationMetrics.deleteResource).
+func (r *resource) stop(metrics locationMetrics) {
 	r.viewCancel()
-	resourceHalted.DeleteLabelValues(r.name())
-	viewObjects.DeleteLabelValues(r.name())
+	metrics.deleteResource(r.name())
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.targetCancel != nil {
@@ -235,6 +235,6 @@ func (m *Mapper) resourceList() []*resource {
 // stopResources stops every resource's informers.
 func (m *Mapper) stopResources() {
 	for _, r := range m.resourceList() {
-		r.stop()
+		r.stop(m.metrics)
 	}
 }
