@@ -128,17 +128,25 @@ func testMapperHaltedResource(t *testing.T, ctx context.Context, env *mapperEnv,
 		return v > 0, "mapper_errors_total=" + mapperFtoa(v)
 	})
 	// The rejection is in the log at the default verbosity, once per version of the object (by
-	// each mapper that led meanwhile), not once per retry.
+	// each mapper that led meanwhile), not once per retry. The object may change version while
+	// it is rejected (west's finalizer, its status record), so a mapper may log it more than
+	// once, each time at another resourceVersion.
 	rejections := 0
 	for _, m := range west {
+		versions := map[string]int{}
 		for _, line := range strings.Split(m.proc.LogTail(1<<30), "\n") {
 			if strings.Contains(line, "Cannot apply an object onto the target") && strings.Contains(line, "gadget-too-big") {
 				rejections++
+				_, rv, _ := strings.Cut(line, `resourceVersion="`)
+				rv, _, _ = strings.Cut(rv, `"`)
+				if versions[rv]++; versions[rv] == 2 {
+					t.Errorf("a mapper of west logged the rejected gadget's failed apply at resourceVersion %q more than once, want once per version", rv)
+				}
 			}
 		}
 	}
-	if rejections < 1 || rejections > len(west) {
-		t.Errorf("west's %d mappers logged the rejected gadget's failed apply %d times at the default verbosity, want once per leader", len(west), rejections)
+	if rejections < 1 {
+		t.Errorf("west's %d mappers never logged the rejected gadget's failed apply at the default verbosity", len(west))
 	}
 	env.mutate(t, ctx, gadgetsGVR, "team-a", "gadget-too-big", func(u *unstructured.Unstructured) {
 		_ = unstructured.SetNestedField(u.Object, int64(10), "spec", "size")
