@@ -84,8 +84,16 @@ func TestRelistOnOneReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// r0: a resourceVersion both replicas have reached, and B's watch from it.
-	listB, err := viewB.Resource(configMapsGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+	// r0: a resourceVersion both replicas have reached, and B's watch from it. Each replica
+	// starts at the source's resourceVersion when it first lists (a Lease renewal apart), and
+	// a replica moves on only with an event of the resource: a source without a watch cache
+	// sends no bookmarks. A write of an unassigned ConfigMap is that event for both; B's list
+	// follows it.
+	marker, err := src.Resource(configMapsGVR).Namespace(ns).Create(ctx, newConfigMap(ns, "marker"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listB, err := viewB.Resource(configMapsGVR).Namespace(ns).List(ctx, metav1.ListOptions{ResourceVersion: marker.GetResourceVersion(), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
 	if err != nil || len(listB.Items) != objects {
 		t.Fatalf("replica B's first list: %d items, %v", len(listB.Items), err)
 	}
