@@ -151,9 +151,10 @@ func TestTenantMutationsCannotMoveObjects(t *testing.T) {
 		}
 	}
 	// Once mapper-apiserver describes them, the Customizations are in force: the objects they
-	// select never render. (An object that rendered before keeps that rendering instead.)
+	// select never render. (An object that rendered before keeps that rendering instead.) They
+	// select nothing yet: the objects they select come next.
 	for name := range mutations {
-		waitCustomizationCondition(t, ctx, custs, name, controlv1alpha1.CustomizationReady, "True", controlv1alpha1.ReasonAllObjectsRendered)
+		waitCustomizationCondition(t, ctx, custs, name, controlv1alpha1.CustomizationReady, "True", controlv1alpha1.ReasonNoObjectsSelected)
 	}
 	for name := range mutations {
 		if _, err := a.Resource(configMapsGVR).Namespace("tenant-a").Create(ctx, tenantConfigMap("tenant-a", "via-"+name, "a", "", map[string]string{"via": name}), metav1.CreateOptions{}); err != nil {
