@@ -65,17 +65,19 @@ type Config struct {
 	Interval time.Duration
 }
 
-// Run runs the Follower, the informer on `locations` and the StatusWriter until ctx ends.
+// Run runs the Follower, the informers on `locations` (registered and unregistered) and the
+// StatusWriter until ctx ends.
 func Run(ctx context.Context, cfg Config) {
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultInterval
 	}
 	follower := customization.NewFollower(cfg.Source, customization.FollowerOptions{Options: customization.Options{PlainCluster: cfg.PlainCluster, Limits: cfg.Limits}})
-	locations := dynamicinformer.NewFilteredDynamicInformer(cfg.MapperAPI, locationsResource, "", 0, toolscache.Indexers{}, nil).Informer()
-	_ = locations.SetTransform(trimLocation)
-	_ = locations.SetWatchErrorHandlerWithContext(func(ctx context.Context, _ *toolscache.Reflector, err error) {
-		klog.FromContext(ctx).V(2).Info("Cannot list or watch mapper-apiserver's locations; Customizations' statuses wait", "err", err.Error())
-	})
+	// `locations` lists registered locations only unless asked (docs/locations.md, "kubectl
+	// get locations"); a view renders for every location its objects are assigned to, and a
+	// Customization fails wherever it renders (a mapper may read its view without a SyncTarget,
+	// --register=false): one informer for each.
+	registered := locationsInformer(cfg.MapperAPI, "")
+	unregistered := locationsInformer(cfg.MapperAPI, mapperv1alpha1.RegisteredFieldLabel+"=false")
 	writer := customization.NewStatusWriter(follower, customization.Observed{
 		Selected: func(s *customization.Snapshot) (map[customization.RuleKey]int64, bool) {
 			if !cfg.Objects.HasSynced() {
@@ -84,15 +86,28 @@ func Run(ctx context.Context, cfg Config) {
 			return s.SelectedObjects(cfg.Objects.Candidates), true
 		},
 		Failures: func() (map[customization.RuleKey]customization.Failures, bool) {
-			if !locations.HasSynced() {
+			if !registered.HasSynced() || !unregistered.HasSynced() {
 				return nil, false
 			}
-			return failuresOf(locations.GetStore().List()), true
+			return failuresOf(append(registered.GetStore().List(), unregistered.GetStore().List()...)), true
 		},
 	}, cfg.Writers, cfg.Interval)
 	go follower.Run(ctx)
-	go locations.RunWithContext(ctx)
+	go registered.RunWithContext(ctx)
+	go unregistered.RunWithContext(ctx)
 	writer.Run(ctx)
+}
+
+// locationsInformer returns an informer on mapper-apiserver's `locations` with fieldSelector
+// ("" for none), keeping what trimLocation keeps.
+func locationsInformer(client dynamic.Interface, fieldSelector string) toolscache.SharedIndexInformer {
+	informer := dynamicinformer.NewFilteredDynamicInformer(client, locationsResource, "", 0, toolscache.Indexers{},
+		func(o *metav1.ListOptions) { o.FieldSelector = fieldSelector }).Informer()
+	_ = informer.SetTransform(trimLocation)
+	_ = informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, _ *toolscache.Reflector, err error) {
+		klog.FromContext(ctx).V(2).Info("Cannot list or watch mapper-apiserver's locations; Customizations' statuses wait", "fieldSelector", fieldSelector, "err", err.Error())
+	})
+	return informer
 }
 
 // trimLocation is the `locations` informer's transform: a *mapperv1alpha1.Location with its
