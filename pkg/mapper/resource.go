@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -125,7 +126,7 @@ func (m *Mapper) viewChanged(r *resource, old, obj interface{}) {
 	if !ok {
 		return
 	}
-	if o, ok := old.(*unstructured.Unstructured); ok && o.GetResourceVersion() == u.GetResourceVersion() {
+	if o, ok := old.(*unstructured.Unstructured); ok && unchanged(o, u) {
 		return // a resync or relist that changed nothing
 	}
 	key := keyOf(r.gvr, SourceOf(u, m.cfg.ClusterName))
@@ -134,6 +135,20 @@ func (m *Mapper) viewChanged(r *resource, old, obj interface{}) {
 	if Reflects(u) {
 		m.statusQueue.Add(key)
 	}
+}
+
+// unchanged reports whether an update of the view informer delivers the object it held already
+// (a resync, or a relist that found it as it was): the same resourceVersion and the same
+// content. The resourceVersion alone does not say so: a view re-rendered when the source has no
+// resourceVersion fresher than the store's shares the store's (docs/views.md, "Customizations
+// and resourceVersions"), so an object may change in a view at the resourceVersion it was last
+// shown at, for example shown deleting because the binding of its namespace to the location
+// went while its last source write was the newest of the source. Skipping that update would
+// leave the copy on the target and the location's finalizer on the source until the object's
+// next change. Comparing the content costs one walk of each object an informer delivers
+// unchanged, which happens on relists only.
+func unchanged(old, obj *unstructured.Unstructured) bool {
+	return old.GetResourceVersion() == obj.GetResourceVersion() && equality.Semantic.DeepEqual(old.Object, obj.Object)
 }
 
 // targetDeleted enqueues the sync of the source of a managed target object that was deleted
