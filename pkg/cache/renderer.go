@@ -237,7 +237,7 @@ func (s *ResourceStore) applyRenderings(ctx context.Context, key contract.Key, f
 		if cur == nil || closed {
 			return
 		}
-		n, changed, failed := cur.withRenderings(s.gvr, from, rules, now, results)
+		n, changed, statusOnly, failed := cur.withRenderings(s.gvr, from, rules, now, results)
 		if n == nil {
 			return
 		}
@@ -260,7 +260,7 @@ func (s *ResourceStore) applyRenderings(ctx context.Context, key contract.Key, f
 				rv, shared = fresh, false
 			}
 		}
-		n.visible = rerenderedVisibility(cur, n, rv, changed)
+		n.visible = rerenderedVisibility(cur, n, rv, changed, statusOnly)
 		n.compact(cur)
 		s.mu.Lock()
 		if !s.closed {
@@ -294,10 +294,11 @@ func showsAlready(o *Object, changed map[string]bool, rv uint64) bool {
 }
 
 // withRenderings returns a new version of o (the stored version) with results applied (see
-// applyRenderings), the locations whose view it changes, and those whose rendering it settles
-// as failed; nil when no result applies. from is the version the results rendered, with rules
-// used; now are the store's rules.
-func (o *Object) withRenderings(gvr schema.GroupVersionResource, from *Object, used, now Rules, results map[string]rendering) (n *Object, changed map[string]bool, failed []string) {
+// applyRenderings), the locations whose view it changes, those among them whose view changes
+// in .status alone and keeps its generation (compareRendering), and those whose rendering it
+// settles as failed; nil when no result applies. from is the version the results rendered,
+// with rules used; now are the store's rules.
+func (o *Object) withRenderings(gvr schema.GroupVersionResource, from *Object, used, now Rules, results map[string]rendering) (n *Object, changed, statusOnly map[string]bool, failed []string) {
 	same := from == o || (from.uid == o.uid && from.rvString == o.rvString)
 	apply := make(map[string]rendering, len(results))
 	for loc, r := range results {
@@ -313,7 +314,7 @@ func (o *Object) withRenderings(gvr schema.GroupVersionResource, from *Object, u
 		}
 	}
 	if len(apply) == 0 {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	u := o.content()
 	n = o.rebuilt(u)
@@ -332,18 +333,18 @@ func (o *Object) withRenderings(gvr schema.GroupVersionResource, from *Object, u
 		n.setRendered(loc, r.u)
 	}
 	n.settleLocations()
-	changed = map[string]bool{}
+	changed, statusOnly = map[string]bool{}, map[string]bool{}
 	for loc := range apply {
 		switch {
 		case !n.HasLocation(loc):
 			// Still withheld.
 		case !o.HasLocation(loc):
 			changed[loc] = true // withheld until now: ADDED
-		case !sameView(o.renderingOf(u, loc), n.view(loc)):
-			changed[loc] = true
+		default:
+			compareRendering(changed, statusOnly, o, n, u, loc)
 		}
 	}
-	return n, changed, failed
+	return n, changed, statusOnly, failed
 }
 
 // rebuilt returns a new, unpublished Object of o's source version with content u (o.content())

@@ -330,3 +330,41 @@ func TestSelectorsMatchTheView(t *testing.T) {
 	// From 10: the first rendering shares 10 (replayed), then the relabelled one.
 	expect(t, mustWatch(t, s, "east", WatchOptions{ResourceVersion: 10, Predicate: appX}), "ADDED o@10", "DELETED o@11")
 }
+
+// TestDeferredRenderingKeepsViewGenerationOnStatus (docs/status.md, "Summarize"): a view's
+// generation moves only with what it shows outside .status, also when a Customization renders
+// the view and its rendering is deferred. A location's own status record bumps a Deployment's
+// generation at the source; the rendering made afterwards shows the new .status at the
+// generation the view showed. Without it the view showed the source's generation, its mapper
+// stamped the copy again, the target's controller observed a new generation, the location
+// wrote its record again: a write-back loop (make demo, web/frontend). A spec change moves the
+// view to the source's generation.
+func TestDeferredRenderingKeepsViewGenerationOnStatus(t *testing.T) {
+	c := customization.NewCompiler(customization.Options{PlainCluster: "root"})
+	rule := regionRule("")
+	rule.Spec.Mutations = []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeJSONPatch,
+		JSONPatch: &admissionregistrationv1.JSONPatch{Expression: `[JSONPatch{op: "add", path: "/spec/region", value: location.metadata.labels["region"]}]`}}}
+	r := NewRenderer(RendererOptions{})
+	s := deferredStore(t, r)
+	s.SetRules(rules(t, c, 1, "us", rule), 0)
+	mustReplace(t, s, 10, deployment(10, 1, 3, nil))
+	drain(t, r)
+	expectView(t, s, "east", "10", 1)
+
+	// east's own status record: the source's generation moves to 2.
+	records := map[string]string{"east": `{"replicas":3,"observedGeneration":1}`}
+	mustUpdate(t, s, deployment(11, 2, 3, records))
+	drain(t, r)
+	shown := decodeView(t, expectView(t, s, "east", "11", 1))
+	if n, _, _ := unstructured.NestedInt64(shown.Object, "status", "replicas"); n != 3 {
+		t.Errorf("east's view shows status.replicas %d, want its record's 3", n)
+	}
+	if region, _, _ := unstructured.NestedString(shown.Object, "spec", "region"); region != "eu" {
+		t.Errorf("east's view shows spec.region %q, want its rendering's eu", region)
+	}
+
+	// A spec change: the view shows the source's generation.
+	mustUpdate(t, s, deployment(12, 3, 5, records))
+	drain(t, r)
+	expectView(t, s, "east", "12", 3)
+}

@@ -98,8 +98,8 @@ func (s *ResourceStore) SetRules(rules Rules, fresh uint64) {
 		return
 	}
 	type rerender struct {
-		prev, obj *Object
-		changed   map[string]bool
+		prev, obj           *Object
+		changed, statusOnly map[string]bool
 	}
 	var work []rerender
 	// Holding writeMu, the writer may read s.objects, s.rv and s.synced without mu.
@@ -132,7 +132,7 @@ func (s *ResourceStore) SetRules(rules Rules, fresh uint64) {
 			// or has now may gain or lose it.
 			affected = unionSorted(o.assigned, n.assigned)
 		}
-		changed := map[string]bool{}
+		changed, statusOnly := map[string]bool{}, map[string]bool{}
 		for _, loc := range affected {
 			switch {
 			case !n.HasLocation(loc):
@@ -144,11 +144,11 @@ func (s *ResourceStore) SetRules(rules Rules, fresh uint64) {
 				changed[loc] = true // withheld until now: ADDED
 			case n.lastGood[loc] != nil:
 				// Fails under the new rules: keeps showing the last rendering.
-			case !sameView(o.renderingOf(u, loc), n.view(loc)):
-				changed[loc] = true
+			default:
+				compareRendering(changed, statusOnly, o, n, u, loc)
 			}
 		}
-		work = append(work, rerender{prev: o, obj: n, changed: changed})
+		work = append(work, rerender{prev: o, obj: n, changed: changed, statusOnly: statusOnly})
 	}
 	if len(work) == 0 {
 		return
@@ -160,7 +160,7 @@ func (s *ResourceStore) SetRules(rules Rules, fresh uint64) {
 		rv, shared = s.rv, true
 	}
 	for _, w := range work {
-		w.obj.visible = rerenderedVisibility(w.prev, w.obj, rv, w.changed)
+		w.obj.visible = rerenderedVisibility(w.prev, w.obj, rv, w.changed, w.statusOnly)
 		if w.obj.variants == nil {
 			w.obj.variants = &locationVariants{}
 		}
@@ -193,11 +193,30 @@ func identityOf(o *Object, u *unstructured.Unstructured) identity {
 		rvString: o.rvString, annotations: u.GetAnnotations(), edit: o.edit}
 }
 
+// compareRendering compares location's view of prev (u its content) with its view of obj, a
+// re-rendering of the same source version, both shown to location: when they differ, it adds
+// location to changed, and to statusOnly when they differ in .status alone while prev's view
+// showed another generation than obj's own. Such a view keeps the generation it showed, as at
+// ingest (setVisibility): a view's generation moves only with what it shows outside .status
+// (docs/status.md, "Summarize"), also when its rendering was deferred and a location's own
+// status record moved the source's generation.
+func compareRendering(changed, statusOnly map[string]bool, prev, obj *Object, u *unstructured.Unstructured, location string) {
+	was, is := prev.renderingOf(u, location), obj.view(location)
+	if sameView(was, is) {
+		return
+	}
+	changed[location] = true
+	if prev.ViewGeneration(location) != obj.generation && sameContent(was, is, true, false) {
+		statusOnly[location] = true
+	}
+}
+
 // rerenderedVisibility returns the visible resourceVersions of obj, a re-rendering at rv of
 // prev (same source version): rv for the locations whose view changed
 // (changed) or that did not show prev, prev's visible resourceVersion for every other location,
-// with the generation its view showed (VisibleGeneration).
-func rerenderedVisibility(prev *Object, obj *Object, rv uint64, changed map[string]bool) *visibleVersions {
+// with the generation its view showed (VisibleGeneration), which a location of statusOnly (its
+// view changed in .status alone: compareRendering) keeps showing too.
+func rerenderedVisibility(prev *Object, obj *Object, rv uint64, changed, statusOnly map[string]bool) *visibleVersions {
 	base := prev.rv
 	if prev.visible != nil {
 		base = prev.visible.base
@@ -210,6 +229,9 @@ func rerenderedVisibility(prev *Object, obj *Object, rv uint64, changed map[stri
 	for _, loc := range obj.locations {
 		if changed[loc] || !prev.HasLocation(loc) {
 			vis.byLocation[loc] = rv
+			if statusOnly[loc] {
+				vis.generations[loc] = prev.ViewGeneration(loc)
+			}
 		} else {
 			vis.byLocation[loc] = prev.VisibleResourceVersion(loc)
 			vis.generations[loc] = prev.ViewGeneration(loc)
