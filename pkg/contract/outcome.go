@@ -121,3 +121,26 @@ func OutcomeLocation(k string) (string, bool) {
 	}
 	return loc, true
 }
+
+// OutcomeRecordLocations returns the locations that have an outcome record
+// (outcome.kcp.io/<location>) among annotations, in no particular order.
+func OutcomeRecordLocations(annotations map[string]string) []string {
+	var out []string
+	for k := range annotations {
+		if loc, ok := OutcomeLocation(k); ok {
+			out = append(out, loc)
+		}
+	}
+	return out
+}
+
+// HasOutcomeRecords reports whether annotations hold an outcome record of any location; it
+// allocates nothing.
+func HasOutcomeRecords(annotations map[string]string) bool {
+	for k := range annotations {
+		if strings.HasPrefix(k, OutcomeAnnotationPrefix) {
+			return true
+		}
+	}
+	return false
+}

@@ -34,11 +34,6 @@ type markChange struct {
 // changes reports whether the write changes a mark at all.
 func (c markChange) changes() bool { return c.finalizer != 0 || c.outcome != 0 }
 
-// onlyRemovesOutcome reports whether the write removes the location's outcome record and
-// changes nothing else: the one write a location may make on an object no longer in its view
-// (it left the location while the record was on it).
-func (c markChange) onlyRemovesOutcome() bool { return c.finalizer == 0 && c.outcome < 0 }
-
 // errNotOwnMarks is the reason a write is refused: it changes more than the location's marks.
 type errNotOwnMarks struct {
 	location string

@@ -28,10 +28,8 @@ import (
 //   - the object must be in the location's view: assigned to it (in the Bound mode, by a
 //     namespace bound to the location: ResourceStore.Assignment), or carrying its finalizer
 //     (else 404); adding the finalizer needs that assignment (else 409: the location is
-//     leaving the object), so that a location never holds an object its view would not show.
-//     One write is accepted on an object no longer in the view: removing the location's own
-//     outcome record and nothing else (an object that left the location keeps no record of
-//     it);
+//     leaving the object), so that a location never holds an object its view would not show
+//     (the record of a location an object left is removed by mapper-controller, docs/status.md);
 //   - an outcome record set must be one (contract.ParseOutcomeRecord, else 400) of at most
 //     contract.MaxOutcomeRecordBytes (else 413);
 //   - a resourceVersion in the request must be the source's current one or one since which
@@ -102,8 +100,7 @@ func (m *marksStorage) updateOnce(ctx context.Context, client dynamic.ResourceIn
 	// location not bound to the object's namespace (docs/tenancy.md).
 	locations := m.st.store.Assignment(current, cluster)
 	assigned := slices.Contains(locations, location)
-	inView := assigned || slices.Contains(current.GetFinalizers(), contract.LocationFinalizer(location))
-	if _, hasRecord := current.GetAnnotations()[contract.OutcomeAnnotation(location)]; !inView && !hasRecord {
+	if !assigned && !slices.Contains(current.GetFinalizers(), contract.LocationFinalizer(location)) {
 		return nil, markChange{}, false, apierrors.NewNotFound(gr, name)
 	}
 	viewed := withClusterAnnotation(m.st.store.LocationView(current, cluster, locations, location), cluster)
@@ -124,10 +121,6 @@ func (m *marksStorage) updateOnce(ctx context.Context, client dynamic.ResourceIn
 		return nil, markChange{}, false, apierrors.NewConflict(gr, name, errors.New("the object has been modified; please apply your changes to the latest version and try again"))
 	}
 	change, err := markChangeOf(viewed, u, location)
-	if !inView && (err != nil || !change.onlyRemovesOutcome()) {
-		// Out of the view but for its outcome record, which is all the location may remove.
-		return nil, markChange{}, false, apierrors.NewNotFound(gr, name)
-	}
 	if err != nil {
 		return nil, markChange{}, false, notOwnMarks(gr, name, err)
 	}

@@ -83,7 +83,7 @@ func TestMarkChangeOfOutcomeRecords(t *testing.T) {
 		t.Fatalf("set: %+v, %v", got, err)
 	}
 	withRecord := with(view, plus(key, record))
-	if got, err := markChangeOf(withRecord, view, "east"); err != nil || !got.onlyRemovesOutcome() {
+	if got, err := markChangeOf(withRecord, view, "east"); err != nil || got.outcome != -1 || got.finalizer != 0 {
 		t.Fatalf("remove: %+v, %v", got, err)
 	}
 	if got, err := markChangeOf(withRecord, withRecord, "east"); err != nil || got.changes() {
