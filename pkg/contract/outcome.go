@@ -43,17 +43,20 @@ type OutcomeRecord struct {
 	// MaxOutcomeRecordBytes).
 	Message string `json:"message,omitempty"`
 	// ObservedGeneration is the metadata.generation of the location's view of the object
-	// that the outcome is about (0 when the object has none).
+	// when the location first saw this outcome (0 when the object has none).
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Time is when the location first saw this outcome, RFC 3339 in UTC, to the second.
 	Time string `json:"time"`
 }
 
-// SameOutcome reports whether r and o say the same: reason, message and observed generation
-// (their times aside). A mapper writes a record only when it is not the same as the one the
-// object carries.
+// SameOutcome reports whether r and o say the same: reason and message (their times and
+// generations aside). A mapper writes a record only when it is not the same as the one the
+// object carries, so a record keeps the generation and time at which its outcome was first
+// seen. The generation must be left out: on kinds whose generation moves with their
+// annotations (a Deployment's, k8s.io/kubernetes pkg/registry/apps/deployment/strategy.go)
+// writing the record moves the generation, and a record rewritten for it would never settle.
 func (r OutcomeRecord) SameOutcome(o OutcomeRecord) bool {
-	return r.Reason == o.Reason && r.Message == o.Message && r.ObservedGeneration == o.ObservedGeneration
+	return r.Reason == o.Reason && r.Message == o.Message
 }
 
 // NewOutcomeRecord returns the record of reason and message about generation at time at,

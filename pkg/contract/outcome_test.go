@@ -35,13 +35,16 @@ func TestParseOutcomeRecordRefuses(t *testing.T) {
 	}
 }
 
-func TestSameOutcomeIgnoresTime(t *testing.T) {
+func TestSameOutcomeIgnoresTimeAndGeneration(t *testing.T) {
 	a := NewOutcomeRecord(OutcomePaused, "m", 1, time.Unix(0, 0))
 	b := NewOutcomeRecord(OutcomePaused, "m", 1, time.Unix(1000, 0))
 	if !a.SameOutcome(b) {
 		t.Error("records that differ in time only are not the same outcome")
 	}
-	if a.SameOutcome(NewOutcomeRecord(OutcomePaused, "m", 2, time.Unix(0, 0))) {
-		t.Error("records of different generations are the same outcome")
+	if !a.SameOutcome(NewOutcomeRecord(OutcomePaused, "m", 2, time.Unix(0, 0))) {
+		t.Error("records that differ in generation only are not the same outcome: writing one would move a Deployment's generation, and the record would be written again")
+	}
+	if a.SameOutcome(NewOutcomeRecord(OutcomePaused, "n", 1, time.Unix(0, 0))) || a.SameOutcome(NewOutcomeRecord(OutcomeConflict, "m", 1, time.Unix(0, 0))) {
+		t.Error("records of different reasons or messages are the same outcome")
 	}
 }
