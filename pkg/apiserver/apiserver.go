@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -144,6 +145,10 @@ func (c completedConfig) New() (*Server, error) {
 	})
 	if err := s.GenericAPIServer.AddReadyzChecks(healthz.NamedCheck("source-cache-synced", func(*http.Request) error {
 		if !sourceCache.HasSynced() {
+			if waiting := rules.Waiting(); len(waiting) > 0 {
+				// The cache lists nothing before the rules it renders with (WaitForRules).
+				return fmt.Errorf("waiting to list %s of the source before the mirrored resources (docs/install.md: the CRDs of artifacts/crds)", strings.Join(waiting, ", "))
+			}
 			return fmt.Errorf("the source cache has not synced every mirrored resource yet")
 		}
 		return nil

@@ -1,39 +1,20 @@
 package cache
 
 import (
-	"bytes"
 	"strings"
-	"sync"
 	"testing"
 
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/test/framework"
 )
 
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // captureKlog sends klog's global output to a buffer for the rest of the test.
-func captureKlog(t *testing.T) *syncBuffer {
+func captureKlog(t *testing.T) *framework.SyncBuffer {
 	t.Helper()
-	out := &syncBuffer{}
+	out := &framework.SyncBuffer{}
 	klog.SetLoggerWithOptions(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(out), textlogger.Verbosity(10))))
 	t.Cleanup(klog.ClearLogger)
 	return out

@@ -162,6 +162,41 @@ func (f *Follower) HasSynced() bool {
 	return (customizations || f.unavailable[Resource]) && (targets || f.unavailable[synctarget.Resource])
 }
 
+// Waiting returns what keeps HasSynced false, for a person reading a readiness check: one
+// entry per resource of the source not listed yet, its GroupResource with "(cannot be listed:
+// not served or forbidden)" when its last list failed so; nil once synced. In the Bound
+// location-access mode SyncTargets and LocationBindings must be listed (their CRDs installed,
+// the server's identity allowed to list them); otherwise an unavailable resource counts as
+// listed (HasSynced). A nil Follower waits for nothing.
+func (f *Follower) Waiting() []string {
+	if f == nil || f.HasSynced() {
+		return nil
+	}
+	type part struct {
+		gvr      schema.GroupVersionResource
+		informer *clusterinformer.Informer
+	}
+	parts := []part{{Resource, f.customizations}, {synctarget.Resource, f.targets}}
+	if f.locationBindings != nil {
+		parts = append(parts, part{locationbinding.Resource, f.locationBindings})
+	}
+	var out []string
+	for _, p := range parts {
+		if p.informer.HasSynced() {
+			continue
+		}
+		f.mu.Lock()
+		unavailable := f.unavailable[p.gvr]
+		f.mu.Unlock()
+		what := p.gvr.GroupResource().String()
+		if unavailable {
+			what += " (cannot be listed: not served or forbidden)"
+		}
+		out = append(out, what)
+	}
+	return out
+}
+
 // Run runs the informers and delivers snapshots until ctx ends: the first once synced, then
 // one after each batch of changes.
 func (f *Follower) Run(ctx context.Context) {

@@ -1,6 +1,7 @@
 package customization
 
 import (
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -9,6 +10,7 @@ import (
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/locationbinding"
 )
 
 // TestFollowerLocationFromFirstCluster checks the follower's rule for SyncTargets of one
@@ -50,5 +52,27 @@ func TestFollowerLocationFromFirstCluster(t *testing.T) {
 		if got := region(); got != step.want {
 			t.Errorf("%s: location east has region %s, want %s", step.what, got, step.want)
 		}
+	}
+}
+
+// TestFollowerWaitingNamesWhatIsNotListed: before its informers listed, a Bound follower
+// waits for Customizations, SyncTargets and LocationBindings, and says which cannot be listed;
+// an Open one does not follow LocationBindings; a nil one waits for nothing. (The informers are
+// not run: pure logic.)
+func TestFollowerWaitingNamesWhatIsNotListed(t *testing.T) {
+	var none *Follower
+	if w := none.Waiting(); w != nil {
+		t.Errorf("a nil follower waits for %v", w)
+	}
+	open := NewFollower(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), FollowerOptions{})
+	if got, want := strings.Join(open.Waiting(), "; "), "customizations.control.mapper.kcp.io; synctargets.control.mapper.kcp.io"; got != want {
+		t.Errorf("Open: waiting for %q, want %q", got, want)
+	}
+	bound := NewFollower(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), FollowerOptions{Access: locationbinding.ModeBound})
+	bound.unavailable[locationbinding.Resource] = true
+	want := "customizations.control.mapper.kcp.io; synctargets.control.mapper.kcp.io; " +
+		"locationbindings.control.mapper.kcp.io (cannot be listed: not served or forbidden)"
+	if got := strings.Join(bound.Waiting(), "; "); got != want {
+		t.Errorf("Bound: waiting for %q, want %q", got, want)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/locationbinding"
 	"github.com/cluster-mapper/cluster-mapper/test/framework"
 )
 
@@ -105,7 +106,13 @@ func TestArtifacts(t *testing.T) {
 	if _, err := framework.RunKubectl(t, kc, "apply", "-f", filepath.Join(dir, "examples")); err != nil {
 		t.Fatal(err)
 	}
+	// The CRDs, as docs/install.md applies them after the kustomization: the Bound
+	// location-access mode (the Deployment's) needs SyncTargets and LocationBindings served
+	// before mapper-apiserver is ready, and a LocationBinding binds "apps" to its locations.
+	framework.InstallControlCRDs(t, ctx, source)
+	framework.InstallControlCRD(t, ctx, source, locationbinding.Resource)
 	ensureNamespace(t, ctx, src, "apps")
+	setBinding(t, ctx, src, "apps", "east", "west")
 	for name, locs := range map[string][]string{"east-app": {"east"}, "west-app": {"west"}, "shared-app": {"east", "west"}} {
 		d := newDeployment("apps", name, locs...)
 		ann := d.GetAnnotations()

@@ -68,7 +68,7 @@ func TestCustomizationFollower(t *testing.T) {
 	}
 	next("the follower synced without the CRDs", func(s *customization.Snapshot) bool { return f.HasSynced() })
 
-	installControlCRDs(t, ctx, cp, dyn)
+	framework.InstallControlCRDs(t, ctx, cp)
 	framework.EnsureNamespace(t, ctx, cp, "apps")
 	for name, region := range map[string]string{"east": "eu", "west": "us"} {
 		if _, err := dyn.Resource(synctarget.Resource).Create(ctx, newSyncTarget(name, map[string]string{"region": region}), metav1.CreateOptions{}); err != nil {

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -25,28 +24,8 @@ func startControlSource(t *testing.T, ctx context.Context) (*framework.ControlPl
 	t.Helper()
 	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Name: "source"})
 	dyn := dynamicClientFor(t, cp)
-	installControlCRDs(t, ctx, cp, dyn)
+	framework.InstallControlCRDs(t, ctx, cp)
 	return cp, dyn
-}
-
-// installControlCRDs applies artifacts/crds to cp with kubectl, as docs/locations.md says,
-// and waits until SyncTargets are served.
-func installControlCRDs(t *testing.T, ctx context.Context, cp *framework.ControlPlane, dyn dynamic.Interface) {
-	t.Helper()
-	dir, err := filepath.Abs("../../artifacts/crds")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out, err := framework.RunKubectl(t, cp.AdminKubeconfig(), "apply", "--server-side", "-f", dir); err != nil {
-		t.Fatalf("kubectl apply -f artifacts/crds: %v\n%s", err, out)
-	}
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(synctarget.Resource).List(ctx, metav1.ListOptions{Limit: 1})
-		return err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("SyncTargets not served after installing the CRDs: %v", err)
-	}
 }
 
 // newSyncTarget returns a SyncTarget named name with labels.

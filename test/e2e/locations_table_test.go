@@ -37,7 +37,7 @@ func TestLocationsTable(t *testing.T) {
 	defer cancel()
 	source, src := startSource(t)
 	admin := source.Admin().Client(t)
-	installControlCRDs(t, ctx, source, src)
+	framework.InstallControlCRDs(t, ctx, source)
 	createCRD(t, ctx, src, "gates", "Gate")
 
 	limited := source.NewUser(t, "mapper-apiserver-locations")

@@ -98,7 +98,7 @@ func startLocationsEnvWith(t *testing.T, ctx context.Context, resources string, 
 	}, users: map[string]*framework.User{}}
 	env.src = dynamicClientFor(t, env.source)
 	env.dyn = env.src
-	installControlCRDs(t, ctx, env.source, env.dyn)
+	framework.InstallControlCRDs(t, ctx, env.source)
 	if setup != nil {
 		setup(env.src)
 		for _, cp := range cps[1:] {

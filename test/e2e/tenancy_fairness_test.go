@@ -158,7 +158,7 @@ func TestFairRendering(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	source := framework.StartControlPlane(t, framework.ControlPlaneOptions{Name: "source"})
-	installControlCRDs(t, ctx, source, dynamicClientFor(t, source))
+	framework.InstallControlCRDs(t, ctx, source)
 	server := framework.StartMapperAPIServer(t, source, "--resources=configmaps", "--bookmark-interval=1s")
 	// mapper-controller writes the status of Customizations (Compiled, Degraded) from what
 	// `locations` reports.
@@ -299,7 +299,7 @@ func TestBoundedHistoryMemory(t *testing.T) {
 	defer cancel()
 	const budget = 64 << 20
 	source := framework.StartControlPlane(t, framework.ControlPlaneOptions{Name: "source"})
-	installControlCRDs(t, ctx, source, dynamicClientFor(t, source))
+	framework.InstallControlCRDs(t, ctx, source)
 	servers := map[string]*framework.MapperAPIServer{
 		"budget":   framework.StartMapperAPIServer(t, source, "--resources=configmaps", fmt.Sprintf("--watch-history-memory=%d", budget), "--watch-history-max-object-size=0"),
 		"defaults": framework.StartMapperAPIServer(t, source, "--resources=configmaps"),
@@ -408,7 +408,7 @@ func TestFairStatusCollectors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	source := framework.StartControlPlane(t, framework.ControlPlaneOptions{Name: "source"})
-	installControlCRDs(t, ctx, source, dynamicClientFor(t, source))
+	framework.InstallControlCRDs(t, ctx, source)
 	a := newFairnessTenant(t, ctx, source, "tenant-a")
 	b := newFairnessTenant(t, ctx, source, "tenant-b")
 	for i := range 60 {

@@ -5,8 +5,9 @@ import (
 	"sync"
 )
 
-// SyncBuffer collects what a process writes (an exec.Cmd's Stderr, copied by os/exec's own
-// goroutine) while the test reads it: Write and String may be called concurrently. The zero
+// SyncBuffer collects what a process or a logger writes (an exec.Cmd's Stderr, copied by
+// os/exec's own goroutine; klog's output) while the test reads it: Write and String may be
+// called concurrently. The zero
 // value is empty and ready to use.
 type SyncBuffer struct {
 	mu sync.Mutex
