@@ -47,7 +47,7 @@ func TestMapperOutcomeRecordsAndPause(t *testing.T) {
 	defer cancel()
 	env := startMapperEnv(t, ctx, "east")
 	env.verifyArgs = []string{"--namespace-mapping=same"}
-	installControlCRDs(t, ctx, env.source, env.src)
+	framework.InstallControlCRDs(t, ctx, env.source)
 	framework.EnsureNamespace(t, ctx, env.source, heartbeat.DefaultLeaseNamespace)
 	framework.EnsureNamespace(t, ctx, env.source, outcomeNamespace)
 	framework.EnsureNamespace(t, ctx, env.targets["east"], outcomeNamespace)
