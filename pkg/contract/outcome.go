@@ -115,35 +115,14 @@ func OutcomeRecordOf(annotations map[string]string, location string) (OutcomeRec
 	return r, err == nil
 }
 
-// OutcomeLocation returns the location whose outcome record the annotation key k is, and
-// false when k is not one (or names no location).
-func OutcomeLocation(k string) (string, bool) {
-	loc, ok := strings.CutPrefix(k, OutcomeAnnotationPrefix)
-	if !ok || ValidateLocationName(loc) != nil {
-		return "", false
-	}
-	return loc, true
-}
-
 // OutcomeRecordLocations returns the locations that have an outcome record
-// (outcome.kcp.io/<location>) among annotations, in no particular order.
+// (outcome.kcp.io/<location>) among annotations, sorted.
 func OutcomeRecordLocations(annotations map[string]string) []string {
-	var out []string
-	for k := range annotations {
-		if loc, ok := OutcomeLocation(k); ok {
-			out = append(out, loc)
-		}
-	}
-	return out
+	return recordLocations(annotations, OutcomeAnnotationPrefix)
 }
 
 // HasOutcomeRecords reports whether annotations hold an outcome record of any location; it
 // allocates nothing.
 func HasOutcomeRecords(annotations map[string]string) bool {
-	for k := range annotations {
-		if strings.HasPrefix(k, OutcomeAnnotationPrefix) {
-			return true
-		}
-	}
-	return false
+	return hasRecords(annotations, OutcomeAnnotationPrefix)
 }
