@@ -266,14 +266,14 @@ func TestTenantMutationsCannotMoveObjects(t *testing.T) {
 // heapAfterGC returns mapper-apiserver's HeapAlloc in bytes right after two garbage
 // collections (its /debug/pprof/heap?gc=1&debug=1 prints runtime.MemStats after collecting;
 // the second collection also frees what sync.Pools kept through the first).
-func heapAfterGC(t *testing.T, ctx context.Context, env *locationsEnv) uint64 {
+func heapAfterGC(t *testing.T, ctx context.Context, server *framework.MapperAPIServer, u *framework.User) uint64 {
 	t.Helper()
-	client, err := rest.HTTPClientFor(env.server.Config(env.source.Admin()))
+	client, err := rest.HTTPClientFor(server.Config(u))
 	if err != nil {
 		t.Fatal(err)
 	}
-	readHeap(t, ctx, client, env.server.URL)
-	return readHeap(t, ctx, client, env.server.URL)
+	readHeap(t, ctx, client, server.URL)
+	return readHeap(t, ctx, client, server.URL)
 }
 
 // readHeap collects garbage in the server at base and returns its HeapAlloc.
@@ -369,7 +369,7 @@ func TestRenderingTooLargeIsRefused(t *testing.T) {
 		return false, fmt.Sprintf("%d Events, none about one", len(l.Items))
 	})
 
-	before := heapAfterGC(t, ctx, env)
+	before := heapAfterGC(t, ctx, env.server, env.source.Admin())
 	failures := func() float64 {
 		return env.server.Metric(t, env.source.Admin(), "mapper_apiserver_customization_failures_total", `resource="configmaps"`)
 	}
@@ -384,7 +384,7 @@ func TestRenderingTooLargeIsRefused(t *testing.T) {
 			return failures() > counted, fmt.Sprintf("mapper_apiserver_customization_failures_total %v (was %v)", failures(), counted)
 		})
 	}
-	after := heapAfterGC(t, ctx, env)
+	after := heapAfterGC(t, ctx, env.server, env.source.Admin())
 	t.Logf("mapper-apiserver's heap after a collection: %d MB before 8 refused versions, %d MB after", before>>20, after>>20)
 	if after > before+60<<20 {
 		t.Errorf("the heap grew by %d MB over 8 refused versions; the refused renderings are kept", (after-before)>>20)
