@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,7 +36,9 @@ const outcomeNamespace = "outcomes"
 // "Pausing"):
 //   - a gadget the target rejects gets east's outcome record Rejected with the target's
 //     admission message, written once however often the apply is retried; east's view shows
-//     it, another location's view does not; fixed at the source, it is mapped and loses it;
+//     it, another location's view does not; through its view east may write no other
+//     location's record (405), no record without a reason (400), none over 4 KiB (413);
+//     fixed at the source, it is mapped and loses it;
 //   - a ConfigMap whose place a hand-made target object holds gets the outcome Conflict, and
 //     loses it once the hand-made object is gone and the copy is made;
 //   - spec.paused: true stops every write and delete on the target (counted by the target
@@ -103,6 +107,30 @@ func TestMapperOutcomeRecordsAndPause(t *testing.T) {
 				if strings.HasPrefix(k, contract.OutcomeAnnotationPrefix) {
 					t.Errorf("west's view shows %s", k)
 				}
+			}
+		}
+
+		// Through its view a location writes its own record and nothing else: another
+		// location's record is 405, a record that is not one 400, one over 4 KiB 413.
+		for _, c := range []struct {
+			key, value string
+			code       int32
+		}{
+			{contract.OutcomeAnnotation("west"), `{"reason":"Paused"}`, http.StatusMethodNotAllowed},
+			{contract.OutcomeAnnotation("east"), `{"message":"no reason"}`, http.StatusBadRequest},
+			{contract.OutcomeAnnotation("east"), `{"reason":"Rejected","message":"` + strings.Repeat("x", contract.MaxOutcomeRecordBytes) + `"}`, http.StatusRequestEntityTooLarge},
+		} {
+			u, err := east.Get(ctx, "too-big", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ann := u.GetAnnotations()
+			ann[c.key] = c.value
+			u.SetAnnotations(ann)
+			_, err = east.Update(ctx, u, metav1.UpdateOptions{})
+			var status apierrors.APIStatus
+			if !errors.As(err, &status) || status.Status().Code != c.code {
+				t.Errorf("writing %s = %.40s through east's view: %v, want %d", c.key, c.value, err, c.code)
 			}
 		}
 
