@@ -45,7 +45,9 @@ const outcomeNamespace = "outcomes"
 //     kube-apiserver's apiserver_request_total and the mapper's counters) while the mapper keeps
 //     renewing its Lease; the objects changed meanwhile carry the outcome Paused; `kubectl get
 //     locations` shows it (the Location's status.paused); once unpaused everything converges and no record is left;
-//   - spec.haltedResources holds gadgets only (outcome ResourceHalted) while ConfigMaps map.
+//   - spec.haltedResources holds gadgets only (outcome ResourceHalted) while ConfigMaps map;
+//   - the record of an object that left east without east's finalizer (it was in conflict)
+//     is removed by mapper-controller's status record controller.
 func TestMapperOutcomeRecordsAndPause(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -283,6 +285,32 @@ func TestMapperOutcomeRecordsAndPause(t *testing.T) {
 		setSyncTargetSpec(t, ctx, env.src, "east", `{"spec":{"haltedResources":null}}`)
 		env.converge(t, ctx, "lifting the halt", "east")
 		waitOutcome(t, ctx, env.src, gadgetsGVR, "too-big", "east", func(r *contract.OutcomeRecord) bool { return r == nil })
+	})
+
+	t.Run("LeftTheLocation", func(t *testing.T) {
+		// An object in conflict never got east's finalizer (it is added before the first copy):
+		// once unassigned it leaves east's view at once, and mapper-controller's status record
+		// controller removes east's record.
+		framework.StartMapperController(t, ctx, env.source, time.Minute, append(framework.MapperAPIServerArgs(t, env.server), "--controllers=statusrecords")...)
+		if _, err := env.tgt["east"].Resource(configMapsGVR).Namespace(outcomeNamespace).Create(ctx, newConfigMap(outcomeNamespace, "blocked"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cms.Create(ctx, newConfigMap(outcomeNamespace, "blocked", "east"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitOutcome(t, ctx, env.src, configMapsGVR, "blocked", "east", func(r *contract.OutcomeRecord) bool {
+			return r != nil && r.Reason == contract.OutcomeConflict
+		})
+		env.mutate(t, ctx, configMapsGVR, outcomeNamespace, "blocked", func(u *unstructured.Unstructured) {
+			if len(u.GetFinalizers()) > 0 {
+				t.Errorf("an object in conflict carries finalizers %v", u.GetFinalizers())
+			}
+			setAssignment(u)
+		})
+		waitOutcome(t, ctx, env.src, configMapsGVR, "blocked", "east", func(r *contract.OutcomeRecord) bool { return r == nil })
+		if u := env.targetObject(t, ctx, "east", configMapsGVR, outcomeNamespace, "blocked"); u == nil {
+			t.Error("the hand-made object in the way was deleted")
+		}
 	})
 }
 
