@@ -121,6 +121,12 @@ func testConsistency(t *testing.T, renderer *Renderer) {
 				}
 			}
 		}
+		for _, l := range locations {
+			if rng.Intn(4) == 0 {
+				// An apply outcome record: shown in its location's view only.
+				extra = append(extra, fmt.Sprintf("a:%s%s={\"reason\":\"Conflict\",\"observedGeneration\":%d}", contract.OutcomeAnnotationPrefix, l, rng.Intn(3)))
+			}
+		}
 		u := cm(fmt.Sprintf("ns%d", rng.Intn(2)), fmt.Sprintf("o%d", rng.Intn(40)), rv, ls, extra...)
 		// Every version changes the annotations (a Deployment's generation moves with them).
 		generations[u.GetName()]++

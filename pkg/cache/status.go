@@ -81,7 +81,8 @@ func assignmentShown(locations []string, location string) string {
 // hiddenAnnotation reports whether location's view drops the annotation k (value v): docs/design.md
 // "The location view" — every status record (a location's own record is
 // shown as .status), every spec-diff.kcp.io/ patch (location's own is applied, not shown),
-// kcp.io/status-location unless it names location, and kubectl's last-applied-configuration (a
+// kcp.io/status-location unless it names location, other locations' outcome.kcp.io/ records,
+// and kubectl's last-applied-configuration (a
 // kubectl apply round trip of the source object copies every annotation into it).
 func hiddenAnnotation(k, v, location string) bool {
 	if k == contract.LastAppliedConfigAnnotation || strings.HasPrefix(k, contract.StatusRecordAnnotationPrefix) ||
@@ -94,13 +95,18 @@ func hiddenAnnotation(k, v, location string) bool {
 
 // annotationOwner returns the location an annotation k (value v) belongs to, the only view in
 // which it can show: status.kcp.io/<location> (shown as that location's .status),
-// spec-diff.kcp.io/<location>, and kcp.io/status-location: <location>. ok is false for every
-// other annotation, which shows in every view or in none.
+// spec-diff.kcp.io/<location>, kcp.io/status-location: <location>, and the apply outcome
+// record outcome.kcp.io/<location> (shown as it is in that location's view: the mapper reads
+// it there to write it only when it changes). ok is false for every other annotation, which
+// shows in every view or in none.
 func annotationOwner(k, v string) (location string, ok bool) {
 	if k == contract.StatusLocationAnnotation {
 		return v, true
 	}
 	if loc, ok := strings.CutPrefix(k, contract.StatusRecordAnnotationPrefix); ok {
+		return loc, true
+	}
+	if loc, ok := strings.CutPrefix(k, contract.OutcomeAnnotationPrefix); ok {
 		return loc, true
 	}
 	return strings.CutPrefix(k, contract.SpecDiffAnnotationPrefix)

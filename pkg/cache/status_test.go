@@ -91,6 +91,8 @@ func TestLocationViewHidesOtherLocations(t *testing.T) {
 		contract.StatusRecordAnnotation("east"): `{"phase":"east"}`,
 		contract.SpecDiffAnnotation("west"):     `[{"op":"add","path":"/data/x","value":"west-secret"}]`,
 		contract.SpecDiffAnnotation("east"):     `[]`,
+		contract.OutcomeAnnotation("west"):      `{"reason":"Conflict","message":"west-secret","time":"2026-11-28T16:00:00Z"}`,
+		contract.OutcomeAnnotation("east"):      `{"reason":"Paused","time":"2026-11-28T16:00:00Z"}`,
 		contract.LastAppliedConfigAnnotation:    `{"metadata":{"annotations":{"status.kcp.io/west":"west-secret"}}}`,
 		"example.com/kept":                      "yes",
 	}, map[string]interface{}{"phase": "west-secret"})
@@ -109,6 +111,7 @@ func TestLocationViewHidesOtherLocations(t *testing.T) {
 	want := map[string]string{
 		contract.AssignedLocationsAnnotation: `["east"]`,
 		contract.StatusPolicyAnnotation:      contract.StatusPolicyReflect,
+		contract.OutcomeAnnotation("east"):   `{"reason":"Paused","time":"2026-11-28T16:00:00Z"}`,
 		"example.com/kept":                   "yes",
 	}
 	if !reflect.DeepEqual(ann, want) {

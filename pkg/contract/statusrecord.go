@@ -42,9 +42,21 @@ var errNullStatusRecord = errors.New("the status record is null, not a JSON obje
 // StatusRecordLocations returns the locations that have a status record (status.kcp.io/<location>)
 // among annotations, sorted.
 func StatusRecordLocations(annotations map[string]string) []string {
+	return recordLocations(annotations, StatusRecordAnnotationPrefix)
+}
+
+// HasStatusRecords reports whether annotations hold a status record of any location; it
+// allocates nothing.
+func HasStatusRecords(annotations map[string]string) bool {
+	return hasRecords(annotations, StatusRecordAnnotationPrefix)
+}
+
+// recordLocations returns the names after prefix of the annotations whose keys have it (the
+// locations of a kind of per-location record), sorted.
+func recordLocations(annotations map[string]string, prefix string) []string {
 	var out []string
 	for k := range annotations {
-		if loc, ok := strings.CutPrefix(k, StatusRecordAnnotationPrefix); ok {
+		if loc, ok := strings.CutPrefix(k, prefix); ok {
 			out = append(out, loc)
 		}
 	}
@@ -52,11 +64,10 @@ func StatusRecordLocations(annotations map[string]string) []string {
 	return out
 }
 
-// HasStatusRecords reports whether annotations hold a status record of any location; it
-// allocates nothing.
-func HasStatusRecords(annotations map[string]string) bool {
+// hasRecords reports whether a key of annotations has prefix; it allocates nothing.
+func hasRecords(annotations map[string]string, prefix string) bool {
 	for k := range annotations {
-		if strings.HasPrefix(k, StatusRecordAnnotationPrefix) {
+		if strings.HasPrefix(k, prefix) {
 			return true
 		}
 	}

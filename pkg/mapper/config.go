@@ -55,6 +55,11 @@ type Config struct {
 	// object leaves the view, as before the protocol (docs/mapper.md, "Deletion", says what is
 	// lost). The zero value keeps it on.
 	NoFinalizers bool
+	// AwaitPause makes the mapper write and delete nothing on the target until the first
+	// SetPause (the heartbeat reads the location's SyncTarget and calls it with spec.paused
+	// and spec.haltedResources): a mapper that starts while its location is paused changes
+	// nothing there. The zero value starts unpaused (no SyncTarget is read).
+	AwaitPause bool
 }
 
 // Defaults of Config.

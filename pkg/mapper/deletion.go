@@ -73,8 +73,9 @@ func (m *Mapper) ensureFinalizer(ctx context.Context, r *resource, key itemKey, 
 
 // writeFinalizer adds (add) or removes this location's finalizer on the source object of view
 // object obj: an update of obj itself through the view path of its logical cluster, with obj's
-// resourceVersion as precondition (marksStorage in mapper-apiserver accepts exactly this
-// change).
+// resourceVersion as precondition (updateThroughView; marksStorage in mapper-apiserver accepts
+// exactly this change). Removing it removes the location's outcome record too: the object
+// then leaves the view, and the location keeps no record on it.
 func (m *Mapper) writeFinalizer(ctx context.Context, r *resource, key itemKey, obj *unstructured.Unstructured, add bool) error {
 	own := contract.LocationFinalizer(m.cfg.Location)
 	u := obj.DeepCopy()
@@ -86,11 +87,10 @@ func (m *Mapper) writeFinalizer(ctx context.Context, r *resource, key itemKey, o
 		fins = nil
 	}
 	u.SetFinalizers(fins)
-	view, err := m.clusterViews.For(key.Cluster)
-	if err != nil {
-		return err
+	if !add {
+		dropOwnOutcome(u, m.cfg.Location)
 	}
-	_, err = view.Resource(r.gvr).Namespace(key.Namespace).Update(ctx, u, metav1.UpdateOptions{FieldManager: m.cfg.FieldManager})
+	err := m.updateThroughView(ctx, r, key, u)
 	op, doing := "remove", "removing"
 	if add {
 		op, doing = "add", "adding"

@@ -34,6 +34,14 @@ func (l locationMetrics) finalizerWrites(resource, operation, result string) met
 	return finalizerWrites.WithLabelValues(l.location, l.shard, resource, operation, result)
 }
 
+func (l locationMetrics) outcomeWrites(resource, operation, result string) metrics.CounterMetric {
+	return outcomeWrites.WithLabelValues(l.location, l.shard, resource, operation, result)
+}
+
+func (l locationMetrics) paused(resource string) metrics.GaugeMetric {
+	return paused.WithLabelValues(l.location, l.shard, resource)
+}
+
 func (l locationMetrics) conflictsTotal(resource string) metrics.CounterMetric {
 	return conflictsTotal.WithLabelValues(l.location, l.shard, resource)
 }
@@ -90,7 +98,7 @@ func (l locationMetrics) deleteResource(resource string) {
 // gauges lists every gauge of the mapper metrics; deleteGauges removes the location's series
 // of each.
 var gauges = []*metrics.GaugeVec{viewObjects, objectsMapped, conflictsCurrent, resourceHalted,
-	initialSyncComplete, viewClusters, namespaceMappingInUse}
+	initialSyncComplete, viewClusters, namespaceMappingInUse, paused}
 
 // deleteGauges removes every gauge series of the location, when its mapper stops (Run
 // returns): a stopped push mapper leaves no stale gauges, and a mapper started again for the

@@ -54,6 +54,7 @@ type Mapper struct {
 
 	namespaces *namespaces
 	places     *places
+	pause      *pauseState
 	states     *objectStates
 	progress   *progress
 	// metrics is this mapper's series of the mapper metrics (label location).
@@ -117,6 +118,7 @@ func New(cfg Config) (*Mapper, error) {
 		metrics:         metrics,
 		mappingResolved: make(chan struct{}),
 		places:          newPlaces(),
+		pause:           newPauseState(cfg.AwaitPause),
 	}
 	if cfg.NamespaceMapping != NamespaceMappingAuto {
 		m.setMapping(cfg.NamespaceMapping)
@@ -173,7 +175,9 @@ func (m *Mapper) Run(ctx context.Context) error {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			if !m.waitMapping(ctx) {
+			// Nothing is written on the target before the SyncTarget says whether the
+			// location is paused (Config.AwaitPause).
+			if !m.waitMapping(ctx) || !m.pause.wait(ctx) {
 				return
 			}
 			for m.processNext(ctx, m.syncQueue, m.sync) {
@@ -200,7 +204,7 @@ func (m *Mapper) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if !m.waitMapping(ctx) || !m.progress.waitComplete(ctx) {
+		if !m.waitMapping(ctx) || !m.pause.wait(ctx) || !m.progress.waitComplete(ctx) {
 			return
 		}
 		wait.UntilWithContext(ctx, m.sweep, m.cfg.SweepInterval)

@@ -57,6 +57,18 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"location", "shard", "resource", "operation", "result"})
 
+	outcomeWrites = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "mapper_outcome_writes_total",
+		Help:           "Writes of the location's apply outcome record (outcome.kcp.io/<location>) on source objects through the view (docs/mapper.md, \"Outcome records\"), by operation (set, remove) and result (success, error).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"location", "shard", "resource", "operation", "result"})
+
+	paused = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Name:           "mapper_paused",
+		Help:           "1 while the location's SyncTarget pauses the mapper (spec.paused) or halts the resource (spec.haltedResources; the series of resource \"\" is spec.paused): nothing is written or deleted on the target for it.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"location", "shard", "resource"})
+
 	conflictsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name:           "mapper_conflicts_total",
 		Help:           "Times an object went into conflict: the target already has an object of that name the mapper does not manage (or a namespace recording another origin).",
@@ -165,7 +177,7 @@ func firstN(s []string, n int) []string {
 // RegisterMetrics registers the mapper's metrics in the legacy registry; it is idempotent.
 func RegisterMetrics() {
 	registerMetricsOnce.Do(func() {
-		legacyregistry.MustRegister(viewObjects, objectsMapped, applies, deletes, finalizerWrites, conflictsTotal, conflictsCurrent,
+		legacyregistry.MustRegister(viewObjects, objectsMapped, applies, deletes, finalizerWrites, outcomeWrites, paused, conflictsTotal, conflictsCurrent,
 			identityRefusals, errorsTotal, resourceHalted, syncLag, statusWrites, sweeps, initialSyncComplete, namespaceMappingInUse, viewClusters)
 	})
 }

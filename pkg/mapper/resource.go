@@ -210,11 +210,7 @@ func (m *Mapper) setServed(ctx context.Context, r *resource, served bool) {
 	r.halted.Store(false)
 	m.metrics.resourceHalted(r.name()).Set(0)
 	logger.V(2).Info("The target serves the resource", "resource", r.name())
-	for _, obj := range r.view.GetStore().List() {
-		if u, ok := obj.(*unstructured.Unstructured); ok {
-			m.syncQueue.Add(keyOf(r.gvr, SourceOf(u, m.cfg.ClusterName)))
-		}
-	}
+	m.enqueueView(r)
 }
 
 // stop stops both informers of r and drops its series of the per-resource gauges in metrics

@@ -19,9 +19,15 @@ import (
 //   - never touches an object without the mapper's label and source annotations, nor one whose
 //     source is outside the mapper's part (Mapper.owns: another shard's copy);
 //   - confirms each candidate with a consistent GET through the view before deleting it, with
-//     a UID precondition.
+//     a UID precondition;
+//   - deletes nothing while the location is paused, nor of a resource held (Mapper.held).
 func (m *Mapper) sweep(ctx context.Context) {
 	logger := klog.FromContext(ctx)
+	if m.pause.current().Paused {
+		logger.V(2).Info("Skipping the orphan sweep: the location is paused")
+		m.metrics.sweeps("skipped").Inc()
+		return
+	}
 	resources := m.resourceList()
 	total := 0
 	for _, r := range resources {
@@ -39,8 +45,8 @@ func (m *Mapper) sweep(ctx context.Context) {
 	}
 	deleted, failed := 0, false
 	for _, r := range resources {
-		if r.halted.Load() {
-			continue
+		if _, _, held := m.held(r); held {
+			continue // not served by the target, or halted by the SyncTarget
 		}
 		n, err := m.sweepResource(ctx, r)
 		deleted += n

@@ -19,9 +19,8 @@ import (
 // delete the copy when it does not. It is the sync queue's work function.
 func (m *Mapper) sync(ctx context.Context, key itemKey) error {
 	r := m.resource(key.GVR)
-	if r == nil || r.halted.Load() {
-		// Not mapped any more, or halted: setServed enqueues every object when it resumes.
-		return nil
+	if r == nil {
+		return nil // not mapped any more
 	}
 	if !m.owns(key.source()) {
 		// Another shard's object (its copy changed on the shared target): never touched here.
@@ -30,6 +29,19 @@ func (m *Mapper) sync(ctx context.Context, key itemKey) error {
 		return nil
 	}
 	obj := r.viewObject(key, m.cfg.ClusterName)
+	// Precondition of every write and delete on the target below: the location is not
+	// paused, the resource not halted by its SyncTarget, and the target serves it (held).
+	// A held object is synced again when the hold is lifted (SetPause, setServed); until then
+	// the source object says why (an outcome record), and nothing on the target changes.
+	if reason, message, held := m.held(r); held {
+		if obj != nil && reason != "" {
+			m.recordOutcome(ctx, r, key, obj, reason, message)
+		}
+		if reason == contract.OutcomePaused || reason == contract.OutcomeResourceHalted {
+			m.progress.processed(key) // held by the SyncTarget: not a sync in progress
+		}
+		return nil
+	}
 	ns := ""
 	if r.namespaced {
 		ns = m.namespaceMapping().TargetNamespace(key.Cluster, key.Namespace)
@@ -81,9 +93,9 @@ func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstr
 	}
 	if live != nil {
 		if ref, _, ok := MarkedSource(live, m.cfg.Location, r.namespaced); !ok {
-			return m.reportConflict(ctx, key, ns, "an object of that name exists on the target without the mapper's label and source annotations")
+			return m.reportConflict(ctx, r, key, obj, ns, "an object of that name exists on the target without the mapper's label and source annotations")
 		} else if ref != src {
-			return m.reportConflict(ctx, key, ns, "the target object of that name is the copy of "+ref.String())
+			return m.reportConflict(ctx, r, key, obj, ns, "the target object of that name is the copy of "+ref.String())
 		}
 	}
 	// Before anything is written (the namespace included): the object is the source it claims
@@ -95,9 +107,10 @@ func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstr
 		if err := m.namespaces.ensure(ctx, ns, src, m.namespaceMapping()); err != nil {
 			var nc *namespaceConflict
 			if errors.As(err, &nc) {
-				return m.reportConflict(ctx, key, ns, nc.Error())
+				return m.reportConflict(ctx, r, key, obj, ns, nc.Error())
 			}
 			m.metrics.errors(r.name(), "namespace").Inc()
+			m.noteRefusal(ctx, r, key, obj, "creating the target namespace "+ns, err)
 			return m.applyFailed(ctx, r, key, obj, fmt.Errorf("creating the target namespace %s: %w", ns, err))
 		}
 	}
@@ -126,6 +139,7 @@ func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstr
 		m.metrics.applies(r.name(), "error").Inc()
 		m.metrics.errors(r.name(), "apply").Inc()
 		m.namespaces.forget(ns)
+		m.noteRefusal(ctx, r, key, obj, "", err)
 		if apierrors.IsNotFound(err) {
 			// The namespace, or the resource itself, is gone from the target (a CRD deleted):
 			// re-check discovery now rather than at the next refresh.
@@ -140,6 +154,7 @@ func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstr
 	if prev := m.states.set(key, outcomeMapped); prev != outcomeMapped {
 		logger.V(4).Info("Mapped", "resource", r.name(), "source", src.String(), "targetNamespace", ns)
 	}
+	m.clearOutcome(ctx, r, key, obj)
 	return nil
 }
 

@@ -192,7 +192,7 @@ spec:
 
 func TestReserved(t *testing.T) {
 	for key, want := range map[string]bool{
-		"kcp.io/cluster": true, "status.kcp.io/east": true, "kcp.io/location": true,
+		"kcp.io/cluster": true, "status.kcp.io/east": true, "kcp.io/location": true, "outcome.kcp.io/east": true,
 		"e2e.kcp.io/loc-east": false, "mapper.kcp.io/x": false, "app": false, "example.com/kcp.io": false,
 	} {
 		if got := reserved(key); got != want {

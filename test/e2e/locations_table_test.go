@@ -12,6 +12,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
@@ -128,7 +129,7 @@ func TestLocationsTable(t *testing.T) {
 	if strings.Join(listedByDefault, " ") != "edge" {
 		t.Errorf("kubectl get locations lists %v, want edge only (east has no SyncTarget)", listedByDefault)
 	}
-	if want := []string{"NAME", "READY", "MODE", "OBJECTS", "DELETING", "IN-SYNC", "WATCHERS", "HEARTBEAT", "AGE"}; strings.Join(header, " ") != strings.Join(want, " ") {
+	if want := []string{"NAME", "READY", "MODE", "OBJECTS", "DELETING", "IN-SYNC", "WATCHERS", "HEARTBEAT", "PAUSED", "AGE"}; strings.Join(header, " ") != strings.Join(want, " ") {
 		t.Fatalf("columns %v, want %v", header, want)
 	}
 	if edge := rows["edge"]; strings.Join(edge[:7], " ") != "edge True Pull 0 0 0 0" {
@@ -137,8 +138,29 @@ func TestLocationsTable(t *testing.T) {
 	if age, err := time.ParseDuration(rows["edge"][7]); err != nil || age < heartbeatAge || age > heartbeatAge+time.Minute {
 		t.Errorf("edge HEARTBEAT %q, want the age of the Lease's renewTime (%s ago when created): %v", rows["edge"][7], heartbeatAge, err)
 	}
-	if east := rows["east"]; strings.Join(east[1:7], " ") != "<none> <none> 1 0 <none> 0" || east[7] != "<none>" {
+	if east := rows["east"]; strings.Join(east[1:7], " ") != "<none> <none> 1 0 <none> 0" || east[7] != "<none>" || east[8] != "<none>" {
 		t.Errorf("east (annotation only) = %v, want <none> for its registration columns and 1 object", east)
+	}
+	if edge := rows["edge"]; edge[8] != "false" {
+		t.Errorf("edge PAUSED %q, want false", edge[8])
+	}
+	// PAUSED follows the SyncTarget's spec.paused and spec.haltedResources.
+	for _, c := range []struct{ patch, want string }{
+		{`{"spec":{"paused":true}}`, "true"},
+		{`{"spec":{"paused":false,"haltedResources":["configmaps","gates.example.com"]}}`, "configmaps,gates.example.com"},
+	} {
+		if _, err := src.Resource(synctarget.Resource).Patch(ctx, "edge", types.MergePatchType, []byte(c.patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var last string
+		if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			out, err := framework.RunKubectl(t, kc, "get", "locations", "edge", "--no-headers")
+			last = out
+			f := strings.Fields(out)
+			return err == nil && len(f) > 8 && f[8] == c.want, nil
+		}); err != nil {
+			t.Errorf("after %s, kubectl get locations edge never showed PAUSED %s: %s", c.patch, c.want, last)
+		}
 	}
 
 	out, err := framework.RunKubectl(t, kc, "get", "locations", "edge", "-o", "wide")
@@ -146,10 +168,10 @@ func TestLocationsTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	wideHeader, wideRows := parseKubectlTable(t, out)
-	if len(wideRows) != 1 || len(wideHeader) != 11 || wideHeader[9] != "LABELS" || wideHeader[10] != "CAPACITY" {
+	if len(wideRows) != 1 || len(wideHeader) != 12 || wideHeader[10] != "LABELS" || wideHeader[11] != "CAPACITY" {
 		t.Fatalf("kubectl get locations edge -o wide:\n%s", out)
 	}
-	if got := wideRows[0][9:]; got[0] != "region=eu" || got[1] != "cpu=4,memory=16Gi,pods=110" {
+	if got := wideRows[0][10:]; got[0] != "region=eu" || got[1] != "cpu=4,memory=16Gi,pods=110" {
 		t.Errorf("edge LABELS, CAPACITY = %v, want region=eu and cpu=4,memory=16Gi,pods=110", got)
 	}
 

@@ -48,7 +48,7 @@ func TestSyncTargetCRDValidation(t *testing.T) {
 		t.Fatalf("kubectl get synctargets: %v\n%s", err, out)
 	}
 	header := strings.Fields(strings.SplitN(out, "\n", 2)[0])
-	if want := []string{"NAME", "READY", "MODE", "ASSIGNED", "IN-SYNC", "VIOLATIONS", "AGE"}; strings.Join(header, " ") != strings.Join(want, " ") {
+	if want := []string{"NAME", "READY", "MODE", "ASSIGNED", "IN-SYNC", "VIOLATIONS", "PAUSED", "AGE"}; strings.Join(header, " ") != strings.Join(want, " ") {
 		t.Errorf("kubectl get synctargets columns = %v, want %v", header, want)
 	}
 }

@@ -196,11 +196,32 @@ func (m *mapperProc) afterTargetOutage(t *testing.T, ctx context.Context, target
 // metric returns the value of the sample of metric name whose labels include all of labels
 // (as `k="v"` strings) on the replica's /metrics, and whether it was found.
 func (m *mapperProc) metric(name string, labels ...string) (float64, bool) {
-	resp, err := http.Get("http://" + m.metricsAddr + "/metrics")
-	if err != nil {
+	v := m.samples(name, labels, true)
+	if len(v) == 0 {
 		return 0, false
 	}
+	return v[0], true
+}
+
+// metricTotal returns the sum of every sample of metric name whose labels include all of
+// labels on the replica's /metrics (0 when there is none).
+func (m *mapperProc) metricTotal(name string, labels ...string) float64 {
+	total := 0.0
+	for _, v := range m.samples(name, labels, false) {
+		total += v
+	}
+	return total
+}
+
+// samples returns the values of the samples of metric name whose labels include all of labels
+// on the replica's /metrics; only the first when first is set.
+func (m *mapperProc) samples(name string, labels []string, first bool) []float64 {
+	resp, err := http.Get("http://" + m.metricsAddr + "/metrics")
+	if err != nil {
+		return nil
+	}
 	defer resp.Body.Close()
+	var out []float64
 	s := bufio.NewScanner(resp.Body)
 	s.Buffer(make([]byte, 1<<20), 1<<20)
 	for s.Scan() {
@@ -218,10 +239,13 @@ func (m *mapperProc) metric(name string, labels ...string) (float64, bool) {
 		fields := strings.Fields(line)
 		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
 		if err == nil {
-			return v, true
+			out = append(out, v)
+			if first {
+				return out
+			}
 		}
 	}
-	return 0, false
+	return out
 }
 
 // ready reports whether the replica's /readyz answers 200.

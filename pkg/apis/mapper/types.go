@@ -76,6 +76,14 @@ type LocationStatus struct {
 	// Registered is true when the location has a SyncTarget in the source.
 	Registered bool
 
+	// Paused is the SyncTarget's spec.paused: the location's mappers write and delete
+	// nothing on the target.
+	Paused bool
+
+	// HaltedResources is the SyncTarget's spec.haltedResources: the resources the location's
+	// mappers write and delete nothing of on the target.
+	HaltedResources []string
+
 	// Conditions are the SyncTarget's conditions (Ready, ResourcesCompatible),
 	// as the location's mapper and the location lifecycle controller wrote them.
 	Conditions []metav1.Condition

@@ -25,8 +25,8 @@ import (
 
 var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
-// object is a ConfigMap's metadata: assigned to locations, with a status record of east, a
-// label and an annotation no reader of the mirror reads.
+// object is a ConfigMap's metadata: assigned to locations, with a status record of east, an
+// outcome record of west, a label and an annotation no reader of the mirror reads.
 func object(ns, name string, locations string) *metav1.PartialObjectMetadata {
 	return &metav1.PartialObjectMetadata{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
@@ -35,6 +35,7 @@ func object(ns, name string, locations string) *metav1.PartialObjectMetadata {
 			Annotations: map[string]string{
 				contract.AssignedLocationsAnnotation:    locations,
 				contract.StatusRecordAnnotation("east"): `{"phase":"Ready"}`,
+				contract.OutcomeAnnotation("west"):      `{"reason":"Conflict"}`,
 				contract.LastAppliedConfigAnnotation:    fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q},"data":{"k":%q}}`, name, strings.Repeat("v", 512)),
 			},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1",
@@ -98,7 +99,8 @@ func TestMirror(t *testing.T) {
 	if !ok {
 		t.Fatal("apps/a is not in the mirror")
 	}
-	if len(a.Annotations) != 2 || a.Annotations[contract.AssignedLocationsAnnotation] != `["east","west"]` || a.Annotations[contract.StatusRecordAnnotation("east")] == "" ||
+	if len(a.Annotations) != 3 || a.Annotations[contract.AssignedLocationsAnnotation] != `["east","west"]` || a.Annotations[contract.StatusRecordAnnotation("east")] == "" ||
+		a.Annotations[contract.OutcomeAnnotation("west")] == "" ||
 		a.ManagedFields != nil || a.Finalizers != nil || a.Labels["app"] != "web" || a.UID != "uid-a" || a.ResourceVersion != "7" {
 		t.Errorf("apps/a is kept as %+v", a.ObjectMeta)
 	}

@@ -19,7 +19,8 @@ var keptAnnotations = map[string]bool{
 
 // trim is the informers' transform: a *metav1.PartialObjectMetadata reduced to its type, name,
 // namespace, uid, resourceVersion, generation, labels and the annotations of the contract
-// (keptAnnotations and every status.kcp.io/<location>). managedFields, owner references,
+// (keptAnnotations, every status.kcp.io/<location> and every outcome.kcp.io/<location>: the
+// status record controller removes those of locations an object left). managedFields, owner references,
 // finalizers and other annotations (kubectl's last-applied-configuration can be as large as the
 // object) are not kept. Anything else is returned as it is.
 func trim(obj interface{}) (interface{}, error) {
@@ -29,7 +30,7 @@ func trim(obj interface{}) (interface{}, error) {
 	}
 	var ann map[string]string
 	for k, v := range o.Annotations {
-		if keptAnnotations[k] || strings.HasPrefix(k, contract.StatusRecordAnnotationPrefix) {
+		if keptAnnotations[k] || strings.HasPrefix(k, contract.StatusRecordAnnotationPrefix) || strings.HasPrefix(k, contract.OutcomeAnnotationPrefix) {
 			if ann == nil {
 				ann = map[string]string{}
 			}

@@ -60,3 +60,38 @@ func TestRecordsOfUnboundLocations(t *testing.T) {
 		t.Errorf("records left: %v, want none (east's folded, west's removed)", got)
 	}
 }
+
+// TestOutcomeRecordsOfLocationsLeft: the outcome record of a location the object is no longer
+// assigned to is removed, unless that location still holds its finalizer on the object (its
+// mapper removes the record when it releases the object); the records of assigned locations
+// stay.
+func TestOutcomeRecordsOfLocationsLeft(t *testing.T) {
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	record := `{"reason":"Conflict","time":"2026-11-28T16:00:00Z"}`
+	u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap"}}
+	u.SetNamespace("apps")
+	u.SetName("o")
+	u.SetFinalizers([]string{contract.LocationFinalizer("north")})
+	u.SetAnnotations(map[string]string{
+		contract.AssignedLocationsAnnotation: `["east"]`,
+		contract.OutcomeAnnotation("east"):   record,
+		contract.OutcomeAnnotation("west"):   record,
+		contract.OutcomeAnnotation("north"):  record,
+	})
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "ConfigMapList"}, u)
+	c := New(Config{HasStatus: func(schema.GroupVersionResource) (bool, error) { return false, nil }})
+	ctx := context.Background()
+	objects := client.Resource(gvr).Namespace("apps")
+	if err := c.reconcile(ctx, gvr, "root", objects, u); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	after, err := objects.Get(ctx, "o", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := contract.OutcomeRecordLocations(after.GetAnnotations())
+	slices.Sort(got)
+	if want := []string{"east", "north"}; !slices.Equal(got, want) {
+		t.Errorf("outcome records left of %v, want %v (west's removed)", got, want)
+	}
+}

@@ -9,7 +9,10 @@
 //     kcp.io/status-location, when that location is assigned and has a record;
 //   - assigned to one location with a record: the record is folded into .status (the view shows
 //     the record until then) and removed;
-//   - the records of locations the object is not assigned to are removed.
+//   - the records of locations the object is not assigned to are removed, and so are their
+//     apply outcome records (outcome.kcp.io/<location>, docs/mapper.md "Outcome records"),
+//     unless the location still holds its finalizer on the object (its view still shows the
+//     object, and its mapper removes the record with the finalizer).
 //
 // It runs under mapper-controller's leader election: one writer at a time, as every
 // controller of the source's objects. The objects it looks at come from the metadata
@@ -92,12 +95,12 @@ func (c *Controller) Enqueue(gvr schema.GroupVersionResource, key contract.Key, 
 	c.queue.Add(itemOf(gvr, key))
 }
 
-// NeedsWork reports whether a source object with these annotations may have status records or
-// a .status to bring in step: it carries status records, or it reflects status
-// (contract.ReflectsStatus) while assigned to several locations. The objects it excludes have
-// nothing the controller would write.
+// NeedsWork reports whether a source object with these annotations may have status records,
+// outcome records or a .status to bring in step: it carries status or outcome records, or it
+// reflects status (contract.ReflectsStatus) while assigned to several locations. The objects
+// it excludes have nothing the controller would write.
 func NeedsWork(annotations map[string]string) bool {
-	if contract.HasStatusRecords(annotations) {
+	if contract.HasStatusRecords(annotations) || contract.HasOutcomeRecords(annotations) {
 		return true
 	}
 	if !contract.ReflectsStatus(annotations) {

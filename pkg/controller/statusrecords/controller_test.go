@@ -19,6 +19,7 @@ func TestNeedsWork(t *testing.T) {
 		{map[string]string{contract.AssignedLocationsAnnotation: `["east"]`, contract.StatusPolicyAnnotation: contract.StatusPolicyReflect}, false},
 		{map[string]string{contract.AssignedLocationsAnnotation: `["east","west"]`, contract.StatusPolicyAnnotation: contract.StatusPolicySummarize}, true},
 		{map[string]string{contract.StatusRecordAnnotation("gone"): `{}`}, true},
+		{map[string]string{contract.AssignedLocationsAnnotation: `["east"]`, contract.OutcomeAnnotation("gone"): `{"reason":"Paused"}`}, true},
 		{map[string]string{contract.AssignedLocationsAnnotation: `not json`, contract.StatusPolicyAnnotation: contract.StatusPolicyReflect}, false},
 	} {
 		if got := NeedsWork(c.annotations); got != c.want {

@@ -53,7 +53,7 @@ func (c *Controller) reconcileItem(ctx context.Context, item string) error {
 	return err
 }
 
-// reconcile brings the .status and status records of u, the source's current version of an
+// reconcile brings the .status, status records and outcome records of u, the source's current version of an
 // object of gvr in logical cluster cluster, in step (see the package documentation), writing
 // through client.
 func (c *Controller) reconcile(ctx context.Context, gvr schema.GroupVersionResource, cluster string, client dynamic.ResourceInterface, u *unstructured.Unstructured) error {
@@ -123,6 +123,13 @@ func (c *Controller) reconcile(ctx context.Context, gvr schema.GroupVersionResou
 	for _, loc := range contract.StatusRecordLocations(current.GetAnnotations()) {
 		if loc == fold || !slices.Contains(locations, loc) {
 			remove[contract.StatusRecordAnnotation(loc)] = nil
+		}
+	}
+	for _, loc := range contract.OutcomeRecordLocations(current.GetAnnotations()) {
+		// A location that holds its finalizer still shows the object in its view: its mapper
+		// removes the record when it releases the object (or applies it again).
+		if !slices.Contains(locations, loc) && !slices.Contains(current.GetFinalizers(), contract.LocationFinalizer(loc)) {
+			remove[contract.OutcomeAnnotation(loc)] = nil
 		}
 	}
 	if len(remove) == 0 {

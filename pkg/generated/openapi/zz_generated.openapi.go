@@ -414,6 +414,33 @@ func schema_pkg_apis_mapper_v1alpha1_LocationStatus(ref common.ReferenceCallback
 							Format:      "",
 						},
 					},
+					"paused": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Paused is the SyncTarget's spec.paused: the location's mappers write and delete nothing on the target.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"haltedResources": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "HaltedResources is the SyncTarget's spec.haltedResources: the resources the location's mappers write and delete nothing of on the target.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
 					"conditions": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{

@@ -13,6 +13,7 @@ import (
 	"k8s.io/component-base/version"
 	"k8s.io/klog/v2"
 
+	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/mapper"
 	"github.com/cluster-mapper/cluster-mapper/pkg/mapper/heartbeat"
 	"github.com/cluster-mapper/cluster-mapper/pkg/mapper/verify"
@@ -70,6 +71,15 @@ func (o *HeartbeatOptions) Validate() error {
 	return nil
 }
 
+// pauseOf returns what a SyncTarget's spec asks of its mappers (the zero Pause for nil: no
+// SyncTarget).
+func pauseOf(spec *controlv1alpha1.SyncTargetSpec) mapper.Pause {
+	if spec == nil {
+		return mapper.Pause{}
+	}
+	return mapper.Pause{Paused: spec.Paused, HaltedResources: spec.HaltedResources}
+}
+
 // sourceConfig returns the source's client config.
 func (o *HeartbeatOptions) sourceConfig(view *rest.Config) (*rest.Config, error) {
 	if o.SourceKubeconfig != "" {
@@ -83,7 +93,9 @@ func (o *HeartbeatOptions) sourceConfig(view *rest.Config) (*rest.Config, error)
 }
 
 // run runs the heartbeat of m, reporting mode (controlv1alpha1.ModePull or ModePush), until
-// ctx ends; conn gives verify the mapper's own rules.
+// ctx ends; conn gives verify the mapper's own rules. On every renewal it puts the
+// SyncTarget's spec.paused and spec.haltedResources in force (mapper.Mapper.SetPause; m waits
+// for the first, mapper.Config.AwaitPause); when it cannot run at all, m runs unpaused.
 func (o *HeartbeatOptions) run(ctx context.Context, conn *ConnectionOptions, clients *Clients, identity, mode string, m *mapper.Mapper) {
 	if !o.Register {
 		return
@@ -91,12 +103,14 @@ func (o *HeartbeatOptions) run(ctx context.Context, conn *ConnectionOptions, cli
 	logger := klog.FromContext(ctx)
 	source, err := o.sourceConfig(clients.View)
 	if err != nil {
-		logger.Error(err, "Cannot register the location (no source to write to); mapping goes on")
+		logger.Error(err, "Cannot register the location (no source to write to), nor read whether it is paused; mapping goes on")
+		m.SetPause(ctx, mapper.Pause{})
 		return
 	}
 	target, err := kubernetes.NewForConfig(clients.Target)
 	if err != nil {
-		logger.Error(err, "Cannot register the location; mapping goes on")
+		logger.Error(err, "Cannot register the location, nor read whether it is paused; mapping goes on")
+		m.SetPause(ctx, mapper.Pause{})
 		return
 	}
 	observer := &heartbeat.Observer{Mapper: m, Target: target, Verify: verify.Config{
@@ -107,9 +121,12 @@ func (o *HeartbeatOptions) run(ctx context.Context, conn *ConnectionOptions, cli
 	err = heartbeat.Run(ctx, heartbeat.Config{
 		Location: clients.Location, Part: clients.Part, Identity: identity, Version: version.Get().GitVersion, Mode: mode,
 		Source: source, LeaseNamespace: o.LeaseNamespace, RenewInterval: o.RenewInterval, LeaseDuration: o.LeaseDuration,
-		StatusInterval: o.StatusInterval, Observe: observer.Observe,
+		StatusInterval: o.StatusInterval, Observe: observer.Observe, Spec: func(ctx context.Context, spec *controlv1alpha1.SyncTargetSpec) {
+			m.SetPause(ctx, pauseOf(spec))
+		},
 	})
 	if err != nil {
-		logger.Error(err, "Cannot register the location; mapping goes on")
+		logger.Error(err, "Cannot register the location, nor read whether it is paused; mapping goes on")
+		m.SetPause(ctx, mapper.Pause{})
 	}
 }

@@ -49,6 +49,9 @@ func (c MapperConfig) Run(ctx context.Context) error {
 		ProgressInterval:  run.ProgressInterval,
 		RetryMaxDelay:     run.RetryMaxDelay,
 		NoFinalizers:      !run.Finalizers,
+		// The heartbeat reads the SyncTarget: nothing is written on the target before it
+		// says whether the location is paused.
+		AwaitPause: c.Heartbeat != nil && c.Heartbeat.Register,
 	})
 	if err != nil {
 		return err

@@ -60,6 +60,12 @@ type Config struct {
 	StatusInterval time.Duration
 	// Observe returns the mapper's current observation (see Observer.Observe).
 	Observe func(ctx context.Context, verifyNow bool) Observation
+	// Spec, when not nil, is called on every renewal with the spec of the location's
+	// SyncTarget as read then, or nil when the location has no SyncTarget (or the CRD is not
+	// installed) or its identity may not read it (403): the mapper takes spec.paused and
+	// spec.haltedResources from it (mapper.Mapper.SetPause). It is not called when the read
+	// fails otherwise (the source unreachable): what was read last stays in force.
+	Spec func(ctx context.Context, spec *controlv1alpha1.SyncTargetSpec)
 }
 
 // Run renews the Lease and writes the SyncTarget status until ctx ends (the mapper stops
@@ -147,6 +153,14 @@ func (w *statusWriter) tick(ctx context.Context) {
 		get = w.client.GetStatus
 	}
 	st, err := get(ctx, w.cfg.Location)
+	if w.cfg.Spec != nil {
+		switch {
+		case err == nil:
+			w.cfg.Spec(ctx, &st.Spec)
+		case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
+			w.cfg.Spec(ctx, nil)
+		}
+	}
 	if apierrors.IsNotFound(err) {
 		if !w.missingNoted {
 			logger.Info("The location has no SyncTarget in the source (not registered, or the CRD is not installed); its status is not written", "err", err)

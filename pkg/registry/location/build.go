@@ -103,6 +103,8 @@ func register(l *mapper.Location, st *controlv1alpha1.SyncTarget) {
 	l.Status.Registered = true
 	l.Status.Conditions = st.Status.Conditions
 	l.Status.Capacity = st.Status.Capacity
+	l.Status.Paused = st.Spec.Paused
+	l.Status.HaltedResources = st.Spec.HaltedResources
 	if m := st.Status.Mapper; m != nil {
 		l.Status.Mapper = &mapper.LocationMapper{Identity: m.Identity, Version: m.Version, Mode: m.Mode}
 	}

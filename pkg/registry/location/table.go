@@ -36,6 +36,7 @@ var tableColumns = []metav1.TableColumnDefinition{
 	{Name: "In-Sync", Type: "integer", Description: "Assigned objects without a violation at the mapper's latest verification"},
 	{Name: "Watchers", Type: "integer", Description: "Watches open on the location's view"},
 	{Name: "Heartbeat", Type: "string", Description: "Time since the location's Lease was last renewed"},
+	{Name: "Paused", Type: "string", Description: "Whether the location's mappers write nothing on the target: true (its SyncTarget's spec.paused), the resources they write nothing of (spec.haltedResources), or false"},
 	{Name: "Age", Type: "string", Description: "Time since the location was registered (its SyncTarget was created) or, unregistered, first seen"},
 	{Name: "Labels", Type: "string", Priority: 1, Description: "Labels of the location (its SyncTarget's)"},
 	{Name: "Capacity", Type: "string", Priority: 1, Description: "Allocatable cpu, memory and pods of the target's nodes"},
@@ -109,9 +110,24 @@ func cells(l *mapper.Location, now time.Time) []interface{} {
 		heartbeat = since(s.HeartbeatTime.Time, now)
 	}
 	return []interface{}{
-		l.Name, ready, mode, s.Objects, s.Deleting, inSync, s.Watchers, heartbeat, since(l.CreationTimestamp.Time, now),
+		l.Name, ready, mode, s.Objects, s.Deleting, inSync, s.Watchers, heartbeat, paused(s), since(l.CreationTimestamp.Time, now),
 		labels.FormatLabels(l.Labels), capacity(s.Capacity),
 	}
+}
+
+// paused renders the Paused column: "true" for a paused location, else its halted resources
+// joined by commas ("configmaps,widgets.example.com"), else "false"; "<none>" for a location
+// without a SyncTarget.
+func paused(s mapper.LocationStatus) string {
+	switch {
+	case !s.Registered:
+		return none
+	case s.Paused:
+		return "true"
+	case len(s.HaltedResources) > 0:
+		return strings.Join(s.HaltedResources, ",")
+	}
+	return "false"
 }
 
 // capacity renders cpu, memory and pods of a capacity as "cpu=4,memory=16Gi,pods=110",

@@ -46,6 +46,7 @@ func TestLocationsTable(t *testing.T) {
 	reg := &fakeRegistry{
 		targets: []*controlv1alpha1.SyncTarget{{
 			ObjectMeta: metav1.ObjectMeta{Name: "edge", Labels: map[string]string{"region": "eu", "tier": "edge"}, CreationTimestamp: created},
+			Spec:       controlv1alpha1.SyncTargetSpec{HaltedResources: []string{"configmaps", "widgets.example.com"}},
 			Status: controlv1alpha1.SyncTargetStatus{
 				Conditions: []metav1.Condition{{Type: controlv1alpha1.SyncTargetReady, Status: metav1.ConditionTrue, Reason: controlv1alpha1.ReasonMapperReady}},
 				Mapper:     &controlv1alpha1.MapperStatus{Identity: "host_1", Mode: controlv1alpha1.ModePush},
@@ -103,7 +104,7 @@ func TestLocationsTable(t *testing.T) {
 		names = append(names, c.Name)
 		wide[c.Name] = c.Priority > 0
 	}
-	if want := []string{"Name", "Ready", "Mode", "Objects", "Deleting", "In-Sync", "Watchers", "Heartbeat", "Age", "Labels", "Capacity"}; !reflect.DeepEqual(names, want) {
+	if want := []string{"Name", "Ready", "Mode", "Objects", "Deleting", "In-Sync", "Watchers", "Heartbeat", "Paused", "Age", "Labels", "Capacity"}; !reflect.DeepEqual(names, want) {
 		t.Fatalf("columns = %v, want %v", names, want)
 	}
 	if !wide["Labels"] || !wide["Capacity"] || wide["Heartbeat"] {
@@ -113,8 +114,8 @@ func TestLocationsTable(t *testing.T) {
 		t.Errorf("table resourceVersion %q, list %q", table.ResourceVersion, ll.ResourceVersion)
 	}
 	want := [][]interface{}{
-		{"east", "<none>", "<none>", int64(3), int64(1), "<none>", int32(1), "<none>", "90s", "<none>", "<none>"},
-		{"edge", "True", "Push", int64(0), int64(0), int64(0), int32(0), "7s", "120m", "region=eu,tier=edge", "cpu=4,memory=16Gi,pods=110"},
+		{"east", "<none>", "<none>", int64(3), int64(1), "<none>", int32(1), "<none>", "<none>", "90s", "<none>", "<none>"},
+		{"edge", "True", "Push", int64(0), int64(0), int64(0), int32(0), "7s", "configmaps,widgets.example.com", "120m", "region=eu,tier=edge", "cpu=4,memory=16Gi,pods=110"},
 	}
 	for i, row := range table.Rows {
 		if !reflect.DeepEqual(row.Cells, want[i]) {
@@ -165,5 +166,24 @@ func TestLocationsFollowRegistrations(t *testing.T) {
 	reg.targets = nil
 	if items, _ := p.current(); len(items) != 0 {
 		t.Errorf("after the SyncTarget's deletion: %+v, want none", items)
+	}
+}
+
+// TestPausedColumn: the Paused column says true for a paused location (whatever it halts),
+// the halted resources of one that halts some, false otherwise, and <none> without a
+// SyncTarget.
+func TestPausedColumn(t *testing.T) {
+	for _, c := range []struct {
+		s    mapper.LocationStatus
+		want string
+	}{
+		{mapper.LocationStatus{}, "<none>"},
+		{mapper.LocationStatus{Registered: true}, "false"},
+		{mapper.LocationStatus{Registered: true, Paused: true, HaltedResources: []string{"configmaps"}}, "true"},
+		{mapper.LocationStatus{Registered: true, HaltedResources: []string{"configmaps"}}, "configmaps"},
+	} {
+		if got := paused(c.s); got != c.want {
+			t.Errorf("paused(%+v) = %q, want %q", c.s, got, c.want)
+		}
 	}
 }

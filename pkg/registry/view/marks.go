@@ -5,27 +5,34 @@ import (
 	"reflect"
 	"slices"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // A location writes on the object itself, through its view, only its own marks (docs/views.md,
 // "Writes through a view"; docs/design.md, "The location view"): its finalizer
-// locations.mapper.kcp.io/<location>. markChange is that policy over the location's view of
-// the object before a write (old) and the object the write asks for (new): every other
-// difference is refused, so that the rest of the object is written in the source cluster only.
-// A later kind of mark (another owned key) is one more entry in ownedParts.
+// locations.mapper.kcp.io/<location> and its apply outcome record outcome.kcp.io/<location>.
+// markChange is that policy over the location's view of the object before a write (old) and
+// the object the write asks for (new): every other difference is refused, so that the rest of
+// the object is written in the source cluster only. A later kind of mark (another owned key)
+// is one more entry in withoutOwnedParts.
 
 // markChange is what a write through the view changes of the location's own marks.
 type markChange struct {
 	// finalizer is +1 when the write adds the location's finalizer, -1 when it removes it, 0
 	// when it leaves it as it is.
 	finalizer int
+	// outcome is +1 when the write sets the location's outcome record to outcomeRecord
+	// (new, or a new value), -1 when it removes it, 0 when it leaves it as it is.
+	outcome       int
+	outcomeRecord string
 }
 
 // changes reports whether the write changes a mark at all.
-func (c markChange) changes() bool { return c.finalizer != 0 }
+func (c markChange) changes() bool { return c.finalizer != 0 || c.outcome != 0 }
 
 // errNotOwnMarks is the reason a write is refused: it changes more than the location's marks.
 type errNotOwnMarks struct {
@@ -35,12 +42,13 @@ type errNotOwnMarks struct {
 }
 
 func (e *errNotOwnMarks) Error() string {
-	return fmt.Sprintf("a write of the object itself through the view of location %q may only add or remove the location's own finalizer %s; this one changes %s",
-		e.location, contract.LocationFinalizer(e.location), e.what)
+	return fmt.Sprintf("a write of the object itself through the view of location %q may only add or remove the location's own finalizer %s or its own outcome record %s; this one changes %s",
+		e.location, contract.LocationFinalizer(e.location), contract.OutcomeAnnotation(e.location), e.what)
 }
 
 // markChangeOf compares old, location's view of the object, with new, the object a write asks
-// for, and returns the change of location's marks. It returns an *errNotOwnMarks when new
+// for, and returns the change of location's marks. A new outcome record is not checked here
+// (checkOutcomeRecord is). It returns an *errNotOwnMarks when new
 // differs from old anywhere else, leaving out what a client cannot set on a view's object in
 // any case: metadata.resourceVersion (checked as a precondition), metadata.generation (a view
 // may show an older one, docs/views.md) and metadata.managedFields (the write's field manager
@@ -55,7 +63,16 @@ func markChangeOf(old, new *unstructured.Unstructured, location string) (markCha
 	case had && !has:
 		c.finalizer = -1
 	}
-	a, b := withoutOwnedParts(old, own), withoutOwnedParts(new, own)
+	key := contract.OutcomeAnnotation(location)
+	was, hadRecord := old.GetAnnotations()[key]
+	is, hasRecord := new.GetAnnotations()[key]
+	switch {
+	case hasRecord && (!hadRecord || is != was):
+		c.outcome, c.outcomeRecord = 1, is
+	case hadRecord && !hasRecord:
+		c.outcome = -1
+	}
+	a, b := withoutOwnedParts(old, location), withoutOwnedParts(new, location)
 	for _, k := range unionKeys(a.Object, b.Object) {
 		if k == "metadata" {
 			continue
@@ -74,19 +91,26 @@ func markChangeOf(old, new *unstructured.Unstructured, location string) (markCha
 	return c, nil
 }
 
-// withoutOwnedParts returns a copy of u without the parts markChangeOf leaves out: the
-// location's own finalizer own, metadata.resourceVersion, metadata.generation and
+// withoutOwnedParts returns a copy of u without the parts markChangeOf leaves out: location's
+// own finalizer and outcome record, metadata.resourceVersion, metadata.generation and
 // metadata.managedFields.
-func withoutOwnedParts(u *unstructured.Unstructured, own string) *unstructured.Unstructured {
+func withoutOwnedParts(u *unstructured.Unstructured, location string) *unstructured.Unstructured {
 	c := u.DeepCopy()
 	for _, f := range []string{"resourceVersion", "generation", "managedFields"} {
 		unstructured.RemoveNestedField(c.Object, "metadata", f)
 	}
+	own := contract.LocationFinalizer(location)
 	fins := slices.DeleteFunc(c.GetFinalizers(), func(f string) bool { return f == own })
 	if len(fins) == 0 {
 		fins = nil // no member, as an object without finalizers is written
 	}
 	c.SetFinalizers(fins)
+	ann := c.GetAnnotations()
+	delete(ann, contract.OutcomeAnnotation(location))
+	if len(ann) == 0 {
+		ann = nil // no member, as an object without annotations is written
+	}
+	c.SetAnnotations(ann)
 	return c
 }
 
@@ -106,7 +130,8 @@ func unionKeys(a, b map[string]interface{}) []string {
 }
 
 // withMarkChange returns a copy of current, the source object, with change applied: the
-// location's finalizer appended or removed. Nothing else of current changes.
+// location's finalizer appended or removed, its outcome record set or removed. Nothing else of
+// current changes.
 func withMarkChange(current *unstructured.Unstructured, location string, change markChange) *unstructured.Unstructured {
 	own := contract.LocationFinalizer(location)
 	target := current.DeepCopy()
@@ -121,5 +146,40 @@ func withMarkChange(current *unstructured.Unstructured, location string, change 
 		fins = nil
 	}
 	target.SetFinalizers(fins)
+	if change.outcome != 0 {
+		ann := target.GetAnnotations()
+		if change.outcome > 0 {
+			if ann == nil {
+				ann = map[string]string{}
+			}
+			ann[contract.OutcomeAnnotation(location)] = change.outcomeRecord
+		} else {
+			delete(ann, contract.OutcomeAnnotation(location))
+		}
+		if len(ann) == 0 {
+			ann = nil
+		}
+		target.SetAnnotations(ann)
+	}
 	return target
+}
+
+// checkOutcomeRecord refuses a change that sets an outcome record the contract does not allow
+// (docs/design.md, "Status records"): larger than contract.MaxOutcomeRecordBytes (413
+// RequestEntityTooLarge, so that no location uses up the object's annotation budget), or not
+// an outcome record (400 BadRequest, contract.ParseOutcomeRecord's reason). Nothing is written.
+func checkOutcomeRecord(gr schema.GroupResource, name, location string, change markChange) error {
+	if change.outcome <= 0 {
+		return nil
+	}
+	key := contract.OutcomeAnnotation(location)
+	if n := len(change.outcomeRecord); n > contract.MaxOutcomeRecordBytes {
+		return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(
+			"%s %q: the outcome record of location %q is %d bytes; the annotation %s holds at most %d bytes",
+			gr.String(), name, location, n, key, contract.MaxOutcomeRecordBytes))
+	}
+	if _, err := contract.ParseOutcomeRecord(change.outcomeRecord); err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("%s %q: the annotation %s: %v", gr.String(), name, key, err))
+	}
+	return nil
 }

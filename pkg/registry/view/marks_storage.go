@@ -18,8 +18,9 @@ import (
 )
 
 // marksStorage writes `<resource>/<name>` itself through a location view onto the source, for
-// the one change a location may make there: adding or removing its own finalizer (markChangeOf,
-// docs/views.md "Deletion"). It is rest.Getter and rest.Updater, so that k8s.io/apiserver's
+// the changes a location may make there: adding or removing its own finalizer (docs/views.md
+// "Deletion"), and setting or removing its own apply outcome record outcome.kcp.io/<location>
+// (markChangeOf; docs/mapper.md, "Outcome records"). It is rest.Getter and rest.Updater, so that k8s.io/apiserver's
 // UpdateResource and PatchResource handlers (PUT, JSON/merge/strategic merge patches,
 // server-side apply) compute the new object from the location's view of the current source
 // object, as for status writes (statusStorage, whose cluster resolution, precondition and
@@ -27,7 +28,10 @@ import (
 //   - the object must be in the location's view: assigned to it (in the Bound mode, by a
 //     namespace bound to the location: ResourceStore.Assignment), or carrying its finalizer
 //     (else 404); adding the finalizer needs that assignment (else 409: the location is
-//     leaving the object), so that a location never holds an object its view would not show;
+//     leaving the object), so that a location never holds an object its view would not show
+//     (the record of a location an object left is removed by mapper-controller, docs/status.md);
+//   - an outcome record set must be one (contract.ParseOutcomeRecord, else 400) of at most
+//     contract.MaxOutcomeRecordBytes (else 413);
 //   - a resourceVersion in the request must be the source's current one or one since which
 //     nothing this location can see changed (preconditionHolds), else 409;
 //   - any other change than the location's own finalizer is refused with the 405 every other
@@ -58,7 +62,7 @@ func (m *marksStorage) Get(ctx context.Context, name string, opts *metav1.GetOpt
 // Update applies objInfo to the location's view of the current source object and writes the
 // location's finalizer change to the source (see marksStorage). It returns the location's view
 // of the written object. Errors: 404 when the object is not in the view, 405 for any other
-// change, 409 on a stale resourceVersion or when adding the finalizer of a location the object
+// change, 400 and 413 for an outcome record that is not one or too large, 409 on a stale resourceVersion or when adding the finalizer of a location the object
 // is no longer assigned to, the source's own error otherwise (422 when the source refuses a
 // new finalizer on an object it is deleting).
 func (m *marksStorage) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, _ bool, _ *metav1.UpdateOptions) (runtime.Object, bool, error) {
@@ -119,6 +123,9 @@ func (m *marksStorage) updateOnce(ctx context.Context, client dynamic.ResourceIn
 	change, err := markChangeOf(viewed, u, location)
 	if err != nil {
 		return nil, markChange{}, false, notOwnMarks(gr, name, err)
+	}
+	if err := checkOutcomeRecord(gr, name, location, change); err != nil {
+		return nil, change, false, err
 	}
 	if change.finalizer > 0 && !assigned {
 		return nil, change, false, apierrors.NewConflict(gr, name, fmt.Errorf("the object is no longer assigned to location %q (or its namespace is not bound to it): its finalizer %s cannot be added", location, contract.LocationFinalizer(location)))

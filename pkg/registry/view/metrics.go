@@ -43,15 +43,15 @@ var (
 		Namespace:      "mapper_apiserver",
 		Subsystem:      "view",
 		Name:           "finalizer_writes_total",
-		Help:           "Writes of a location's own finalizer through location views (docs/views.md, \"Deletion\"), by resource, change (add, remove, none) and result (the HTTP status code answered).",
+		Help:           "Writes of a location's own marks on an object through location views (docs/views.md, \"Writes\"), by resource, change (add and remove of its finalizer, outcome-set and outcome-remove of its outcome record, none) and result (the HTTP status code answered).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"resource", "change", "code"})
 
 	registerOnce sync.Once
 )
 
-// observeMarkWrite records one write of a location's own finalizer: what it changed and its
-// result.
+// observeMarkWrite records one write of a location's own marks: what it changed (the finalizer
+// first, as a write that adds it and sets a record counts as an add) and its result.
 func observeMarkWrite(gr schema.GroupResource, change markChange, err error) {
 	what := "none"
 	switch {
@@ -59,6 +59,10 @@ func observeMarkWrite(gr schema.GroupResource, change markChange, err error) {
 		what = "add"
 	case change.finalizer < 0:
 		what = "remove"
+	case change.outcome > 0:
+		what = "outcome-set"
+	case change.outcome < 0:
+		what = "outcome-remove"
 	}
 	markWrites.WithLabelValues(gr.String(), what, strconv.Itoa(codeOf(err))).Inc()
 }

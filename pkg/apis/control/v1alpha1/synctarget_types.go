@@ -38,6 +38,8 @@ import (
 // +kubebuilder:printcolumn:name="Assigned",type=integer,JSONPath=".status.objects.assigned"
 // +kubebuilder:printcolumn:name="In-Sync",type=integer,JSONPath=".status.objects.inSync"
 // +kubebuilder:printcolumn:name="Violations",type=integer,JSONPath=".status.objects.inViolation"
+// +kubebuilder:printcolumn:name="Paused",type=boolean,JSONPath=".spec.paused"
+// +kubebuilder:printcolumn:name="Halted",type=string,JSONPath=".spec.haltedResources",priority=1
 // +kubebuilder:printcolumn:name="Unschedulable",type=boolean,JSONPath=".spec.unschedulable",priority=1
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=".status.mapper.version",priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
@@ -66,6 +68,21 @@ type SyncTargetSpec struct {
 	// to reach the target. Absent: pull mode, the mapper runs in the target.
 	// +optional
 	KubeconfigSecretRef *SecretReference `json:"kubeconfigSecretRef,omitempty"`
+	// paused stops every write and delete of the location's mappers on the target: nothing
+	// is applied, deleted, unmarked or swept until it is false again, and then every object
+	// of the view is synced. The mappers keep renewing their Lease, writing this status and
+	// writing status back; each object they would change carries the outcome record Paused
+	// (outcome.kcp.io/<location>). Pausing never deletes anything (docs/mapper.md, "Pausing").
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+	// haltedResources pauses only the named resources of the location, as group-qualified
+	// resource names ("configmaps", "deployments.apps"); their objects carry the outcome
+	// record ResourceHalted.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=317
+	HaltedResources []string `json:"haltedResources,omitempty"`
 }
 
 // SecretReference names a Secret in the source and the key in it holding a kubeconfig.

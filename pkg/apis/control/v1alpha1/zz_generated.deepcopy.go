@@ -1160,6 +1160,11 @@ func (in *SyncTargetSpec) DeepCopyInto(out *SyncTargetSpec) {
 		*out = new(SecretReference)
 		**out = **in
 	}
+	if in.HaltedResources != nil {
+		in, out := &in.HaltedResources, &out.HaltedResources
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	return
 }
 

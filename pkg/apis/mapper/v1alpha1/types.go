@@ -88,6 +88,17 @@ type LocationStatus struct {
 	// +optional
 	Registered bool `json:"registered,omitempty"`
 
+	// Paused is the SyncTarget's spec.paused: the location's mappers write and
+	// delete nothing on the target.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
+	// HaltedResources is the SyncTarget's spec.haltedResources: the resources
+	// the location's mappers write and delete nothing of on the target.
+	// +optional
+	// +listType=set
+	HaltedResources []string `json:"haltedResources,omitempty"`
+
 	// Conditions are the SyncTarget's conditions (Ready, ResourcesCompatible),
 	// as the location's mapper and the location lifecycle controller wrote them.
 	// +optional

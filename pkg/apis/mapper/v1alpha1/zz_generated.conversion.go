@@ -287,6 +287,8 @@ func autoConvert_v1alpha1_LocationStatus_To_mapper_LocationStatus(in *LocationSt
 	out.Watchers = in.Watchers
 	out.FirstSeen = in.FirstSeen
 	out.Registered = in.Registered
+	out.Paused = in.Paused
+	out.HaltedResources = *(*[]string)(unsafe.Pointer(&in.HaltedResources))
 	out.Conditions = *(*[]v1.Condition)(unsafe.Pointer(&in.Conditions))
 	out.Mapper = (*mapper.LocationMapper)(unsafe.Pointer(in.Mapper))
 	out.Verified = (*mapper.VerifiedObjects)(unsafe.Pointer(in.Verified))
@@ -310,6 +312,8 @@ func autoConvert_mapper_LocationStatus_To_v1alpha1_LocationStatus(in *mapper.Loc
 	out.Watchers = in.Watchers
 	out.FirstSeen = in.FirstSeen
 	out.Registered = in.Registered
+	out.Paused = in.Paused
+	out.HaltedResources = *(*[]string)(unsafe.Pointer(&in.HaltedResources))
 	out.Conditions = *(*[]v1.Condition)(unsafe.Pointer(&in.Conditions))
 	out.Mapper = (*LocationMapper)(unsafe.Pointer(in.Mapper))
 	out.Verified = (*VerifiedObjects)(unsafe.Pointer(in.Verified))

@@ -154,6 +154,11 @@ func (in *LocationStatus) DeepCopyInto(out *LocationStatus) {
 		copy(*out, *in)
 	}
 	in.FirstSeen.DeepCopyInto(&out.FirstSeen)
+	if in.HaltedResources != nil {
+		in, out := &in.HaltedResources, &out.HaltedResources
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))

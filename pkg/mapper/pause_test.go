@@ -1,0 +1,66 @@
+package mapper
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// TestPauseHolds: spec.paused holds every resource, spec.haltedResources the named ones only.
+func TestPauseHolds(t *testing.T) {
+	if !(Pause{Paused: true}).holds("configmaps") {
+		t.Error("a paused location does not hold configmaps")
+	}
+	p := Pause{HaltedResources: []string{"deployments.apps"}}
+	if !p.holds("deployments.apps") || p.holds("configmaps") || p.holds("deployments") {
+		t.Errorf("%+v holds the wrong resources", p)
+	}
+}
+
+// TestPauseStateWaits: with AwaitPause the state is unknown (the workers wait) until the
+// first Pause is set; without it, it is known at once.
+func TestPauseStateWaits(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if !newPauseState(false).wait(ctx) {
+		t.Fatal("a state that does not await the SyncTarget waits")
+	}
+	s := newPauseState(true)
+	if s.wait(ctx) {
+		t.Fatal("an awaiting state was known before any Pause was set")
+	}
+	m := &Mapper{pause: s, resources: map[schema.GroupVersionResource]*resource{}, metrics: locationMetrics{location: "pause-test"}}
+	m.SetPause(context.Background(), Pause{Paused: true})
+	m.SetPause(context.Background(), Pause{Paused: true}) // twice: closes once
+	if !s.wait(context.Background()) || !s.current().Paused {
+		t.Fatalf("after SetPause: %+v", s.current())
+	}
+}
+
+// TestRefusedByTarget: the target's refusals of the object are 400, 403, 413 and 422; a
+// conflict, throttling, server errors and transport errors are not.
+func TestRefusedByTarget(t *testing.T) {
+	gr := schema.GroupResource{Resource: "configmaps"}
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "a", nil), true},
+		{apierrors.NewForbidden(gr, "a", errors.New("denied by webhook")), true},
+		{apierrors.NewBadRequest("bad"), true},
+		{apierrors.NewRequestEntityTooLargeError("big"), true},
+		{apierrors.NewConflict(gr, "a", errors.New("x")), false},
+		{apierrors.NewTooManyRequests("slow down", 1), false},
+		{apierrors.NewInternalError(errors.New("x")), false},
+		{apierrors.NewNotFound(gr, "a"), false},
+		{errors.New("connection refused"), false},
+	} {
+		if got := refusedByTarget(c.err); got != c.want {
+			t.Errorf("refusedByTarget(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
