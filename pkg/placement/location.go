@@ -30,6 +30,10 @@ type Location struct {
 	// Resources are the resources of the location's view ("configmaps", "deployments.apps")
 	// as its mapper reported them (status.resources); nil before it reported any.
 	Resources sets.Set[string]
+	// Unserved are the resources of the view that the location's target does not serve, or
+	// serves incompatibly, as its mapper reported them (status.resources entries that are
+	// not Synced), each with the entry's reason; nil when there are none.
+	Unserved map[string]string
 }
 
 // LocationOf reads st.
@@ -39,6 +43,12 @@ func LocationOf(st *controlv1alpha1.SyncTarget) Location {
 		l.Resources = sets.New[string]()
 		for _, r := range st.Status.Resources {
 			l.Resources.Insert(r.Resource)
+			if r.State != controlv1alpha1.ResourceSynced {
+				if l.Unserved == nil {
+					l.Unserved = map[string]string{}
+				}
+				l.Unserved[r.Resource] = r.Reason
+			}
 		}
 	}
 	if c := meta.FindStatusCondition(st.Status.Conditions, controlv1alpha1.SyncTargetReady); c != nil {
@@ -54,6 +64,15 @@ func LocationOf(st *controlv1alpha1.SyncTarget) Location {
 // resource missing from one location's report is missing everywhere.
 func (l Location) Mirrors(gr string) bool {
 	return l.Resources == nil || l.Resources.Has(gr)
+}
+
+// Serves reports whether the location's target serves the resource gr ("gadgets.example.com")
+// compatibly; when not, reason is the reason its mapper reported (TargetLacksResource, a
+// schema incompatibility). A resource the mapper has not reported on is served: only what it
+// reported keeps new work away (docs/placement.md, "Compatible locations").
+func (l Location) Serves(gr string) (reason string, ok bool) {
+	reason, unserved := l.Unserved[gr]
+	return reason, !unserved
 }
 
 // FailedAt returns when the location counts as failed for a tolerance: Since+tolerance when

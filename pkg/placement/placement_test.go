@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
@@ -350,4 +351,41 @@ func specOf(n int32, replicas string) controlv1alpha1.PlacementSpec {
 		spec.NumberOfLocations = ptr.To(n)
 	}
 	return spec
+}
+
+// TestPoolWithout: a location whose target does not serve a resource compatibly (as its
+// mapper reported in status.resources) takes no new objects, in both modes, and keeps the ones
+// it has; the pool it came from is unchanged.
+func TestPoolWithout(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	st := &controlv1alpha1.SyncTarget{ObjectMeta: metav1.ObjectMeta{Name: "west"}, Status: controlv1alpha1.SyncTargetStatus{Resources: []controlv1alpha1.ResourceState{
+		{Resource: "configmaps", State: controlv1alpha1.ResourceSynced},
+		{Resource: "gadgets.example.com", State: controlv1alpha1.ResourceHalted, Reason: controlv1alpha1.ReasonTargetLacksResource},
+	}}}
+	west := LocationOf(st)
+	if r, ok := west.Serves("gadgets.example.com"); ok || r != controlv1alpha1.ReasonTargetLacksResource {
+		t.Errorf("west serves gadgets: %v %q", ok, r)
+	}
+	if _, ok := west.Serves("configmaps"); !ok {
+		t.Error("west does not serve configmaps")
+	}
+	if _, ok := loc("east", true, t0).Serves("gadgets.example.com"); !ok {
+		t.Error("a location that reported nothing does not serve gadgets")
+	}
+	west.Ready, west.Since = true, t0
+	locs := []Location{loc("east", true, t0), west}
+	for _, spec := range []controlv1alpha1.PlacementSpec{{}, {Replicas: controlv1alpha1.ReplicasDivide}, {NumberOfLocations: ptr.To[int32](2)}} {
+		p := compile(t, spec)
+		pool := p.Pool(locs, nil, t0.Add(time.Hour))
+		narrowed := pool.Without(sets.New("west"))
+		if d := p.Decide("k", nil, 4, narrowed); fmt.Sprint(d.Locations) != "[east]" {
+			t.Errorf("%+v: a new object goes to %v, want [east]", spec, d.Locations)
+		}
+		if d := p.Decide("k", []string{"east", "west"}, 4, narrowed); fmt.Sprint(d.Locations) != "[east west]" {
+			t.Errorf("%+v: an object on east and west goes to %v, want to stay", spec, d.Locations)
+		}
+		if d := p.Decide("k", nil, 4, pool); fmt.Sprint(d.Locations) != "[east west]" {
+			t.Errorf("%+v: the pool Without was called on changed: %v", spec, d.Locations)
+		}
+	}
 }

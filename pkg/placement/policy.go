@@ -179,6 +179,20 @@ func (p *Policy) Pool(locs []Location, evictions map[string]time.Time, now time.
 // Matching returns the names of the matching locations, sorted.
 func (pool Pool) Matching() []string { return pool.matching }
 
+// Without returns the pool with the locations of skip taking no new work: they are no longer
+// usable, and keep only what they have, as a location that is not Ready within its tolerance
+// does (Choose). It is how a location whose target does not serve a group's resources
+// compatibly is kept from taking the group (docs/placement.md, "Compatible locations"):
+// never removing an assignment keeps a report that may be wrong or stale from moving work.
+// pool is not changed; an empty skip returns pool itself.
+func (pool Pool) Without(skip sets.Set[string]) Pool {
+	if skip.Len() == 0 {
+		return pool
+	}
+	pool.usable = pool.usable.Difference(skip)
+	return pool
+}
+
 // Held returns the names of the held (evicted) locations, sorted.
 func (pool Pool) Held() []string { return sets.List(pool.held) }
 

@@ -35,8 +35,12 @@ type entry struct {
 	// unbound are the locations the Placement selects that are not bound to its namespace
 	// (bound.go), sorted.
 	unbound []string
-	// locs are the candidate locations by name (candidates), for what their views mirror.
+	// locs are the candidate locations by name (candidates), for what their views mirror
+	// and their targets serve.
 	locs map[string]placement.Location
+	// skipped are the matching locations kept from new work because their targets do not
+	// serve a placed resource compatibly (compatible.go): location → "resource (reason)".
+	skipped map[string]sets.Set[string]
 
 	// notServed are the errors of the resources the source does not serve.
 	notServed []string
@@ -390,22 +394,32 @@ func (e *entry) place(cluster, namespace string, pending *pending.Writes) []*wri
 	}
 	var writes []*write
 	if e.policy.SpreadByObject {
+		pools := map[schema.GroupResource]placement.Pool{}
 		for _, m := range e.members {
-			key := placement.ObjectKey(m.gvr.GroupResource(), cluster, namespace, m.obj.GetName())
-			if w := e.decided(m, key, e.policy.Decide(key, m.current, m.replicas, e.pool), pending); w != nil {
+			gr := m.gvr.GroupResource()
+			pool, ok := pools[gr]
+			if !ok {
+				pool = e.compatiblePool(sets.New(gr.String()))
+				pools[gr] = pool
+			}
+			key := placement.ObjectKey(gr, cluster, namespace, m.obj.GetName())
+			if w := e.decided(m, key, e.policy.Decide(key, m.current, m.replicas, pool), pending); w != nil {
 				writes = append(writes, w)
 			}
 		}
 		return writes
 	}
 	key := placement.GroupKey(cluster, namespace)
-	current := sets.New[string]()
+	current, resources := sets.New[string](), sets.New[string]()
 	for _, m := range e.members {
 		current.Insert(m.current...)
+		resources.Insert(m.gvr.GroupResource().String())
 	}
-	choice := e.policy.Choose(key, sets.List(current), e.pool)
+	// A group is an application: a location takes it only when it serves all of it.
+	pool := e.compatiblePool(resources)
+	choice := e.policy.Choose(key, sets.List(current), pool)
 	for _, m := range e.members {
-		if w := e.decided(m, key, e.policy.Split(choice, m.replicas, e.pool), pending); w != nil {
+		if w := e.decided(m, key, e.policy.Split(choice, m.replicas, pool), pending); w != nil {
 			writes = append(writes, w)
 		}
 	}

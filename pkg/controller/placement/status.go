@@ -52,6 +52,9 @@ func (e *entry) status() controlv1alpha1.PlacementStatus {
 	case e.placed == 0 && len(e.pool.Held()) == len(e.pool.Matching()):
 		cond.Status, cond.Reason = metav1.ConditionFalse, controlv1alpha1.ReasonNoLocations
 		cond.Message = fmt.Sprintf("every matching location (%s) has been not Ready for longer than %s", strings.Join(e.pool.Matching(), ", "), e.policy.Tolerance)
+	case e.placed == 0 && len(e.members) > 0 && len(e.skipped) > 0:
+		cond.Status, cond.Reason = metav1.ConditionFalse, controlv1alpha1.ReasonNoLocations
+		cond.Message = contract.Truncate("no matching location serves the selected objects' resources compatibly"+e.skippedNote(), 1024)
 	case len(unmirrored) > 0:
 		cond.Status, cond.Reason = metav1.ConditionFalse, controlv1alpha1.ReasonNotMirrored
 		cond.Message = contract.Truncate(fmt.Sprintf("the location views do not serve %s (mapper-apiserver's --resources): those objects are assigned but never reach a location",
@@ -61,7 +64,7 @@ func (e *entry) status() controlv1alpha1.PlacementStatus {
 		if st.MissingDependencies > 0 {
 			cond.Message += fmt.Sprintf("; %d references to objects that do not exist (see the Events of the referencing objects)", st.MissingDependencies)
 		}
-		cond.Message += unboundNote(e.unbound)
+		cond.Message = contract.Truncate(cond.Message+unboundNote(e.unbound)+e.skippedNote(), 1024)
 	}
 	meta.SetStatusCondition(&st.Conditions, cond)
 	st.Locations = sets.List(e.locations)
@@ -145,9 +148,5 @@ func unboundNote(unbound []string) string {
 	if len(unbound) == 0 {
 		return ""
 	}
-	names := strings.Join(unbound[:min(len(unbound), 10)], ", ")
-	if len(unbound) > 10 {
-		names += fmt.Sprintf(" and %d more", len(unbound)-10)
-	}
-	return fmt.Sprintf("; %d selected locations are not bound to this namespace by a LocationBinding and take none of its objects: %s", len(unbound), names)
+	return fmt.Sprintf("; %d selected locations are not bound to this namespace by a LocationBinding and take none of its objects: %s", len(unbound), firstNames(unbound))
 }

@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -68,5 +69,57 @@ func TestStatus(t *testing.T) {
 		if len(st.Evictions) != 1 || st.Evictions[0].Location != "east" {
 			t.Errorf("%s: evictions %+v, want east", tc.name, st.Evictions)
 		}
+	}
+}
+
+// TestStatusSkipsIncompatible: a matching location whose mapper reports a placed resource
+// unserved takes none of the group's new objects, and the Ready message names it with the
+// resource and reason; when no location remains, Ready is False (NoLocations).
+func TestStatusSkipsIncompatible(t *testing.T) {
+	spec := controlv1alpha1.PlacementSpec{
+		Resources:        []controlv1alpha1.ResourceRule{{APIGroups: []string{"example.com"}, APIVersions: []string{"v1"}, Resources: []string{"gadgets"}}},
+		LocationSelector: &metav1.LabelSelector{},
+	}
+	policy, err := placement.Compile(&spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	gadgets := schema.GroupResource{Group: "example.com", Resource: "gadgets"}
+	lacking := func(name string) placement.Location {
+		return placement.Location{Name: name, Ready: true, Since: t0,
+			Unserved: map[string]string{gadgets.String(): controlv1alpha1.ReasonTargetLacksResource}}
+	}
+	east := placement.Location{Name: "east", Ready: true, Since: t0}
+	newEntry := func(locs ...placement.Location) *entry {
+		byName := map[string]placement.Location{}
+		for _, l := range locs {
+			byName[l.Name] = l
+		}
+		return &entry{pl: controlv1alpha1.Placement{Spec: spec}, policy: policy, locs: byName, locations: sets.New[string](), stuck: sets.New[string](),
+			groups: sets.New[string](), unmirrored: sets.New[string](), pool: policy.Pool(locs, nil, t0.Add(time.Hour)),
+			members: []*member{{gvr: gadgets.WithVersion("v1"), obj: &metav1.ObjectMeta{Name: "g"}}}}
+	}
+
+	e := newEntry(east, lacking("west"))
+	choice := policy.Choose("k", nil, e.compatiblePool(sets.New(gadgets.String(), "configmaps")))
+	if fmt.Sprint(choice.Locations) != "[east]" {
+		t.Errorf("chosen %v, want [east]", choice.Locations)
+	}
+	e.placedOn(gadgets, "/ns", choice.Locations)
+	c := meta.FindStatusCondition(e.status().Conditions, controlv1alpha1.PlacementReady)
+	want := "1 selected locations do not serve its resources compatibly and take none of its new objects: west (gadgets.example.com: TargetLacksResource)"
+	if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, want) {
+		t.Errorf("Ready %+v, want True with %q", c, want)
+	}
+
+	e = newEntry(lacking("west"), lacking("north"))
+	if choice := policy.Choose("k", nil, e.compatiblePool(sets.New(gadgets.String()))); len(choice.Locations) != 0 {
+		t.Errorf("chosen %v, want none", choice.Locations)
+	}
+	c = meta.FindStatusCondition(e.status().Conditions, controlv1alpha1.PlacementReady)
+	want = "no matching location serves the selected objects' resources compatibly; 2 selected locations do not serve its resources compatibly and take none of its new objects: north (gadgets.example.com: TargetLacksResource), west (gadgets.example.com: TargetLacksResource)"
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != controlv1alpha1.ReasonNoLocations || c.Message != want {
+		t.Errorf("Ready %+v, want False, NoLocations, %q", c, want)
 	}
 }
