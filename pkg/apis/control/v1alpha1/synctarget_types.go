@@ -140,6 +140,15 @@ const (
 	ReasonResourcesHalted = "ResourcesHalted"
 	// ReasonTargetLacksResource: a halted resource is not served by the target.
 	ReasonTargetLacksResource = "TargetLacksResource"
+	// ReasonSchemaIncompatible: the target serves the resource, but its schema may refuse
+	// objects that the source's schema allows (a narrower type, enum or bound, an extra
+	// required field, a field it drops); the message says where (docs/locations.md,
+	// "Resource compatibility").
+	ReasonSchemaIncompatible = "SchemaIncompatible"
+	// ReasonSchemaUnknown: the target serves the resource, and whether its schema accepts
+	// what the source's allows cannot be told (a pattern, a CEL rule or a combinator that
+	// differs, or a schema that cannot be read); placement is not kept away by it.
+	ReasonSchemaUnknown = "SchemaCompatibilityUnknown"
 	// ReasonShardsNotReady: several mappers share the location (status.shards) and at least
 	// one shard has no live mapper (its Lease is missing or expired) or is not ready itself;
 	// the message names them.
