@@ -1,6 +1,9 @@
 package contract
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // maxQuoted is how many bytes of a user-supplied value an error message or log line repeats.
 const maxQuoted = 256
@@ -17,4 +20,15 @@ func Truncate(s string, max int) string {
 		cut--
 	}
 	return fmt.Sprintf("%s...(%d more bytes)", s[:cut], len(s)-cut)
+}
+
+// JoinFirst joins the first n of items with ", " and says how many more there are
+// ("a, b and 3 more"), so that a status message naming locations or resources stays short
+// however many there are.
+func JoinFirst(items []string, n int) string {
+	out := strings.Join(items[:min(len(items), n)], ", ")
+	if len(items) > n {
+		out += fmt.Sprintf(" and %d more", len(items)-n)
+	}
+	return out
 }

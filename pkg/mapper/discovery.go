@@ -129,4 +129,5 @@ func (m *Mapper) refreshResources(ctx context.Context) {
 			m.setServed(ctx, r, s)
 		}
 	}
+	m.checkSchemas(ctx, resources)
 }

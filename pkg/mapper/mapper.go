@@ -41,6 +41,9 @@ type Mapper struct {
 
 	mu        sync.RWMutex
 	resources map[schema.GroupVersionResource]*resource
+	// schemaChecks are the last comparisons of the schemas per group version (checkSchemas;
+	// refreshResources' goroutine only).
+	schemaChecks map[schema.GroupVersion]schemaCheck
 	// viewDiscovered is set once the view's discovery has been read completely.
 	viewDiscovered atomic.Bool
 

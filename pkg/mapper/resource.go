@@ -33,6 +33,7 @@ type resource struct {
 
 	mu           sync.Mutex
 	checked      bool                      // setServed has run once
+	schema       SchemaState               // the last comparison of the schemas (checkSchemas)
 	target       cache.SharedIndexInformer // nil while halted
 	targetCancel context.CancelFunc
 }
@@ -46,6 +47,22 @@ func (r *resource) servedState() (halted, known bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.target == nil, r.checked
+}
+
+// schemaState returns the last comparison of r's schemas (checkSchemas).
+func (r *resource) schemaState() SchemaState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.schema
+}
+
+// setSchema records the comparison of r's schemas and reports whether it changed.
+func (r *resource) setSchema(s SchemaState) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	changed := r.schema != s
+	r.schema = s
+	return changed
 }
 
 // viewSynced reports whether the view informer has completed its initial list.

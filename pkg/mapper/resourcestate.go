@@ -12,6 +12,9 @@ type ResourceState struct {
 	Halted bool
 	// Known is false until the target's discovery has been read for the resource.
 	Known bool
+	// Schema is the comparison of the source's and the target's schemas of the resource's
+	// kind (checkSchemas); Compatible when they are not compared.
+	Schema SchemaState
 }
 
 // ResourceStates returns the state of every mapped resource, sorted by Resource. It is safe
@@ -21,7 +24,7 @@ func (m *Mapper) ResourceStates() []ResourceState {
 	out := make([]ResourceState, 0, len(list))
 	for _, r := range list {
 		halted, known := r.servedState()
-		out = append(out, ResourceState{Resource: r.name(), Halted: halted, Known: known})
+		out = append(out, ResourceState{Resource: r.name(), Halted: halted, Known: known, Schema: r.schemaState()})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })
 	return out

@@ -31,8 +31,9 @@ type Location struct {
 	// as its mapper reported them (status.resources); nil before it reported any.
 	Resources sets.Set[string]
 	// Unserved are the resources of the view that the location's target does not serve, or
-	// serves incompatibly, as its mapper reported them (status.resources entries that are
-	// not Synced), each with the entry's reason; nil when there are none.
+	// serves with a schema that may refuse what the source's allows, as its mapper reported
+	// them (status.resources entries Halted, or with the reason SchemaIncompatible), each with
+	// the entry's reason; nil when there are none. SchemaCompatibilityUnknown does not count.
 	Unserved map[string]string
 }
 
@@ -43,7 +44,7 @@ func LocationOf(st *controlv1alpha1.SyncTarget) Location {
 		l.Resources = sets.New[string]()
 		for _, r := range st.Status.Resources {
 			l.Resources.Insert(r.Resource)
-			if r.State != controlv1alpha1.ResourceSynced {
+			if r.State != controlv1alpha1.ResourceSynced || r.Reason == controlv1alpha1.ReasonSchemaIncompatible {
 				if l.Unserved == nil {
 					l.Unserved = map[string]string{}
 				}

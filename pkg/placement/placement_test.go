@@ -361,13 +361,20 @@ func TestPoolWithout(t *testing.T) {
 	st := &controlv1alpha1.SyncTarget{ObjectMeta: metav1.ObjectMeta{Name: "west"}, Status: controlv1alpha1.SyncTargetStatus{Resources: []controlv1alpha1.ResourceState{
 		{Resource: "configmaps", State: controlv1alpha1.ResourceSynced},
 		{Resource: "gadgets.example.com", State: controlv1alpha1.ResourceHalted, Reason: controlv1alpha1.ReasonTargetLacksResource},
+		{Resource: "widgets.example.com", State: controlv1alpha1.ResourceSynced, Reason: controlv1alpha1.ReasonSchemaIncompatible},
+		{Resource: "things.example.com", State: controlv1alpha1.ResourceSynced, Reason: controlv1alpha1.ReasonSchemaUnknown},
 	}}}
 	west := LocationOf(st)
 	if r, ok := west.Serves("gadgets.example.com"); ok || r != controlv1alpha1.ReasonTargetLacksResource {
 		t.Errorf("west serves gadgets: %v %q", ok, r)
 	}
-	if _, ok := west.Serves("configmaps"); !ok {
-		t.Error("west does not serve configmaps")
+	if r, ok := west.Serves("widgets.example.com"); ok || r != controlv1alpha1.ReasonSchemaIncompatible {
+		t.Errorf("west serves widgets: %v %q", ok, r)
+	}
+	for _, gr := range []string{"configmaps", "things.example.com"} {
+		if _, ok := west.Serves(gr); !ok {
+			t.Errorf("west does not serve %s", gr)
+		}
 	}
 	if _, ok := loc("east", true, t0).Serves("gadgets.example.com"); !ok {
 		t.Error("a location that reported nothing does not serve gadgets")

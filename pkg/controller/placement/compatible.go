@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/placement"
 )
 
@@ -54,14 +55,5 @@ func (e *entry) skippedNote() string {
 		described[i] = n + " (" + strings.Join(sets.List(e.skipped[n]), ", ") + ")"
 	}
 	return fmt.Sprintf("; %d selected locations do not serve its resources compatibly and take none of its new objects: %s",
-		len(names), firstNames(described))
-}
-
-// firstNames joins the first 10 of names, and says how many more there are.
-func firstNames(names []string) string {
-	out := strings.Join(names[:min(len(names), 10)], ", ")
-	if len(names) > 10 {
-		out += fmt.Sprintf(" and %d more", len(names)-10)
-	}
-	return out
+		len(names), contract.JoinFirst(described, 10))
 }

@@ -148,5 +148,5 @@ func unboundNote(unbound []string) string {
 	if len(unbound) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; %d selected locations are not bound to this namespace by a LocationBinding and take none of its objects: %s", len(unbound), firstNames(unbound))
+	return fmt.Sprintf("; %d selected locations are not bound to this namespace by a LocationBinding and take none of its objects: %s", len(unbound), contract.JoinFirst(unbound, 10))
 }

@@ -206,19 +206,7 @@ func (w *statusWriter) tick(ctx context.Context) {
 func desiredStatus(old controlv1alpha1.SyncTargetStatus, obs Observation, objects *controlv1alpha1.ObjectCounts, cfg Config, live func(contract.ViewPart) bool) controlv1alpha1.SyncTargetStatus {
 	s := *old.DeepCopy()
 	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: controlv1alpha1.SyncTargetReady, Status: obs.Ready, Reason: obs.Reason, Message: obs.Message})
-	compatible := metav1.Condition{Type: controlv1alpha1.SyncTargetResourcesCompatible, Status: metav1.ConditionTrue,
-		Reason: controlv1alpha1.ReasonAllResourcesServed, Message: "The target serves every resource of the view."}
-	var halted []string
-	for _, r := range obs.Resources {
-		if r.State == controlv1alpha1.ResourceHalted {
-			halted = append(halted, r.Resource)
-		}
-	}
-	if len(halted) > 0 {
-		compatible.Status, compatible.Reason = metav1.ConditionFalse, controlv1alpha1.ReasonResourcesHalted
-		compatible.Message = fmt.Sprintf("The target does not serve %d resources of the view: %v; their objects wait.", len(halted), halted)
-	}
-	meta.SetStatusCondition(&s.Conditions, compatible)
+	meta.SetStatusCondition(&s.Conditions, ResourcesCompatible(obs.Resources))
 	if cfg.Part.Whole() || s.Mapper == nil {
 		// Shards keep the first writer's: rewriting it in turn would make every shard write
 		// the status on every tick. Each shard's own identity is in its status.shards entry.
@@ -239,6 +227,44 @@ func desiredStatus(old controlv1alpha1.SyncTargetStatus, obs Observation, object
 		synctarget.SetShard(&s, cfg.Part, entry, live)
 	}
 	return s
+}
+
+// ResourcesCompatible is the SyncTarget's ResourcesCompatible condition for the view's
+// resources as status.resources reports them (docs/locations.md, "Resource compatibility"):
+//   - False when the target does not serve a resource (reason ResourcesHalted) or its schema of
+//     one may refuse what the source's allows (reason SchemaIncompatible); the message names
+//     each such resource with its reason, and the schema findings (at most 10 resources);
+//   - Unknown (reason SchemaCompatibilityUnknown) when neither, and the comparison of some
+//     resource's schemas could not tell;
+//   - True (AllResourcesServed) otherwise.
+func ResourcesCompatible(resources []controlv1alpha1.ResourceState) metav1.Condition {
+	c := metav1.Condition{Type: controlv1alpha1.SyncTargetResourcesCompatible, Status: metav1.ConditionTrue,
+		Reason: controlv1alpha1.ReasonAllResourcesServed, Message: "The target serves every resource of the view compatibly."}
+	var bad, unknown []string
+	halted := false
+	for _, r := range resources {
+		switch {
+		case r.State == controlv1alpha1.ResourceHalted:
+			halted = true
+			bad = append(bad, r.Resource+" ("+r.Reason+")")
+		case r.Reason == controlv1alpha1.ReasonSchemaIncompatible:
+			bad = append(bad, r.Resource+" ("+r.Reason+": "+r.Message+")")
+		case r.Reason == controlv1alpha1.ReasonSchemaUnknown:
+			unknown = append(unknown, r.Resource+" ("+r.Message+")")
+		}
+	}
+	switch {
+	case len(bad) > 0:
+		c.Status, c.Reason = metav1.ConditionFalse, controlv1alpha1.ReasonSchemaIncompatible
+		if halted {
+			c.Reason = controlv1alpha1.ReasonResourcesHalted
+		}
+		c.Message = fmt.Sprintf("The target does not serve %d resources of the view compatibly: %s. Placements assign none of their new objects here.", len(bad), contract.JoinFirst(bad, 10))
+	case len(unknown) > 0:
+		c.Status, c.Reason = metav1.ConditionUnknown, controlv1alpha1.ReasonSchemaUnknown
+		c.Message = fmt.Sprintf("Whether the target's schemas accept what the source's allow cannot be told for %d resources: %s.", len(unknown), contract.JoinFirst(unknown, 10))
+	}
+	return c
 }
 
 // siblingsLive reads the Leases of the other shards of the mapper's count (one cached GET

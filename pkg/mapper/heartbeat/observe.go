@@ -11,8 +11,10 @@ import (
 	"k8s.io/klog/v2"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/mapper"
 	"github.com/cluster-mapper/cluster-mapper/pkg/mapper/verify"
+	"github.com/cluster-mapper/cluster-mapper/pkg/schemacompat"
 )
 
 // Observation is what a mapper reports about its location at one moment.
@@ -66,12 +68,7 @@ func (o *Observer) Observe(ctx context.Context, verifyNow bool) Observation {
 		if !r.Known {
 			continue
 		}
-		s := controlv1alpha1.ResourceState{Resource: r.Resource, State: controlv1alpha1.ResourceSynced}
-		if r.Halted {
-			s.State, s.Reason = controlv1alpha1.ResourceHalted, controlv1alpha1.ReasonTargetLacksResource
-			s.Message = "The target does not serve this resource (is its CRD missing?); its objects wait until it does."
-		}
-		obs.Resources = append(obs.Resources, s)
+		obs.Resources = append(obs.Resources, ResourceStateOf(r))
 	}
 	if obs.Ready == metav1.ConditionTrue {
 		obs.Capacity = o.capacity(ctx)
@@ -87,6 +84,26 @@ func (o *Observer) Observe(ctx context.Context, verifyNow bool) Observation {
 		}
 	}
 	return obs
+}
+
+// ResourceStateOf is the status.resources entry of one of the mapper's resources: Halted
+// (TargetLacksResource) while the target does not serve it; otherwise Synced, with the reason
+// SchemaIncompatible or SchemaCompatibilityUnknown and the comparison's findings as the
+// message (".spec.name: maxLength 8 on the target, 64 in the source") when the target's schema
+// of its kind may not accept what the source's allows (docs/locations.md,
+// "Resource compatibility").
+func ResourceStateOf(r mapper.ResourceState) controlv1alpha1.ResourceState {
+	s := controlv1alpha1.ResourceState{Resource: r.Resource, State: controlv1alpha1.ResourceSynced}
+	switch {
+	case r.Halted:
+		s.State, s.Reason = controlv1alpha1.ResourceHalted, controlv1alpha1.ReasonTargetLacksResource
+		s.Message = "The target does not serve this resource (is its CRD missing?); its objects wait until it does."
+	case r.Schema.Verdict == schemacompat.Incompatible:
+		s.Reason, s.Message = controlv1alpha1.ReasonSchemaIncompatible, contract.Truncate(r.Schema.Message, 1024)
+	case r.Schema.Verdict == schemacompat.Unknown:
+		s.Reason, s.Message = controlv1alpha1.ReasonSchemaUnknown, contract.Truncate(r.Schema.Message, 1024)
+	}
+	return s
 }
 
 // Counts turns a verification report into a SyncTarget's object counts: assigned is the

@@ -1,6 +1,7 @@
 package heartbeat
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -8,7 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/mapper"
 	"github.com/cluster-mapper/cluster-mapper/pkg/mapper/verify"
+	"github.com/cluster-mapper/cluster-mapper/pkg/schemacompat"
 )
 
 func TestCounts(t *testing.T) {
@@ -57,5 +60,43 @@ func TestDesiredStatus(t *testing.T) {
 	}
 	if old.Conditions[0].Status != metav1.ConditionUnknown {
 		t.Error("desiredStatus modified its input")
+	}
+}
+
+// TestResourcesCompatible: the condition names each resource the target does not serve, or
+// serves with a schema that may refuse the source's objects, with its reason; Unknown when
+// only a comparison could not tell.
+func TestResourcesCompatible(t *testing.T) {
+	synced := controlv1alpha1.ResourceState{Resource: "configmaps", State: controlv1alpha1.ResourceSynced}
+	lacking := ResourceStateOf(mapper.ResourceState{Resource: "widgets.example.com", Known: true, Halted: true})
+	narrower := ResourceStateOf(mapper.ResourceState{Resource: "gadgets.example.com", Known: true,
+		Schema: mapper.SchemaState{Verdict: schemacompat.Incompatible, Message: ".spec.name: maxLength 8 on the target, 64 in the source"}})
+	unknown := ResourceStateOf(mapper.ResourceState{Resource: "things.example.com", Known: true,
+		Schema: mapper.SchemaState{Verdict: schemacompat.Unknown, Message: ".spec.x: pattern differs"}})
+	if narrower.State != controlv1alpha1.ResourceSynced || narrower.Reason != controlv1alpha1.ReasonSchemaIncompatible || !strings.Contains(narrower.Message, "maxLength 8") {
+		t.Errorf("an incompatible schema's entry: %+v", narrower)
+	}
+	for _, tc := range []struct {
+		name      string
+		resources []controlv1alpha1.ResourceState
+		status    metav1.ConditionStatus
+		reason    string
+		text      []string
+	}{
+		{"all served", []controlv1alpha1.ResourceState{synced}, metav1.ConditionTrue, controlv1alpha1.ReasonAllResourcesServed, nil},
+		{"halted and narrower", []controlv1alpha1.ResourceState{synced, narrower, unknown, lacking}, metav1.ConditionFalse, controlv1alpha1.ReasonResourcesHalted,
+			[]string{"2 resources", "widgets.example.com (TargetLacksResource)", "gadgets.example.com (SchemaIncompatible: ", "maxLength 8 on the target"}},
+		{"narrower only", []controlv1alpha1.ResourceState{synced, narrower}, metav1.ConditionFalse, controlv1alpha1.ReasonSchemaIncompatible, []string{"gadgets.example.com"}},
+		{"unknown only", []controlv1alpha1.ResourceState{synced, unknown}, metav1.ConditionUnknown, controlv1alpha1.ReasonSchemaUnknown, []string{"things.example.com (.spec.x: pattern differs)"}},
+	} {
+		c := ResourcesCompatible(tc.resources)
+		if c.Status != tc.status || c.Reason != tc.reason {
+			t.Errorf("%s: %s/%s, want %s/%s", tc.name, c.Status, c.Reason, tc.status, tc.reason)
+		}
+		for _, s := range tc.text {
+			if !strings.Contains(c.Message, s) {
+				t.Errorf("%s: message %q does not contain %q", tc.name, c.Message, s)
+			}
+		}
 	}
 }
