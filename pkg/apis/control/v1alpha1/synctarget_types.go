@@ -108,7 +108,9 @@ const (
 	// has not been renewed within the grace period.
 	SyncTargetReady = "Ready"
 	// SyncTargetResourcesCompatible is True when the target serves every resource the view
-	// serves, False when some resources are halted (see status.resources).
+	// serves compatibly, False when some resources are halted or have a schema on the target
+	// that may refuse what the source's allows, Unknown when a schema comparison cannot tell
+	// (see status.resources; docs/locations.md, "Resource compatibility").
 	SyncTargetResourcesCompatible = "ResourcesCompatible"
 )
 
@@ -134,9 +136,10 @@ const (
 	// ReasonKubeconfigSecretNotAllowed: push mode, and spec.kubeconfigSecretRef names a
 	// namespace mapper-controller does not read Secrets from (--push-secret-namespace).
 	ReasonKubeconfigSecretNotAllowed = "KubeconfigSecretNotAllowed"
-	// ReasonAllResourcesServed: the target serves every resource of the view.
+	// ReasonAllResourcesServed: the target serves every resource of the view compatibly.
 	ReasonAllResourcesServed = "AllResourcesServed"
-	// ReasonResourcesHalted: the target lacks some resources of the view.
+	// ReasonResourcesHalted: the target lacks some resources of the view (and others may
+	// be SchemaIncompatible).
 	ReasonResourcesHalted = "ResourcesHalted"
 	// ReasonTargetLacksResource: a halted resource is not served by the target.
 	ReasonTargetLacksResource = "TargetLacksResource"
@@ -165,7 +168,9 @@ const (
 
 // Resource states.
 const (
-	// ResourceSynced: the target serves the resource and its objects are mapped.
+	// ResourceSynced: the target serves the resource and its objects are mapped (a reason
+	// SchemaIncompatible or SchemaCompatibilityUnknown says its schema there may not accept
+	// all of them).
 	ResourceSynced = "Synced"
 	// ResourceHalted: the target does not serve the resource; its objects wait.
 	ResourceHalted = "Halted"
@@ -185,7 +190,8 @@ type SyncTargetStatus struct {
 	// objects are the counts of the mapper's latest verification.
 	// +optional
 	Objects *ObjectCounts `json:"objects,omitempty"`
-	// resources are the view's resources and whether each is synced or halted.
+	// resources are the view's resources, whether each is synced or halted, and whether the
+	// target's schema of a custom resource accepts what the source's allows.
 	// +optional
 	// +listType=map
 	// +listMapKey=resource
@@ -263,11 +269,13 @@ type ResourceState struct {
 	// state is Synced or Halted.
 	// +kubebuilder:validation:Enum=Synced;Halted
 	State string `json:"state"`
-	// reason says why a resource is halted (TargetLacksResource).
+	// reason says why a resource is halted (TargetLacksResource), or why a synced one may
+	// not be served compatibly (SchemaIncompatible, SchemaCompatibilityUnknown).
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	Reason string `json:"reason,omitempty"`
-	// message is a human-readable explanation.
+	// message is a human-readable explanation; for a schema comparison, its findings
+	// (".spec.name: maxLength 8 on the target, 64 in the source").
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
