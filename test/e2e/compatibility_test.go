@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -118,22 +117,10 @@ func TestPlacementSkipsIncompatibleLocations(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitAssignment(t, ctx, gadgets, "g1", `["east"]`, "everywhere")
-	mapperEventually(t, ctx, time.Minute, "the Placement's Ready condition names north and west with their reasons", func() (bool, string) {
-		u, err := env.src.Resource(ctrlplacement.Resource).Namespace("apps").Get(ctx, "everywhere", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-		for _, c := range conds {
-			m := c.(map[string]interface{})
-			if m["type"] == "Ready" {
-				msg := fmt.Sprint(m["message"])
-				return m["status"] == "True" &&
-					strings.Contains(msg, "west (gadgets.example.com: "+controlv1alpha1.ReasonTargetLacksResource+")") &&
-					strings.Contains(msg, "north (gadgets.example.com: "+controlv1alpha1.ReasonSchemaIncompatible+")"), msg
-			}
-		}
-		return false, fmt.Sprint(conds)
+	waitPlacementReady(t, ctx, env, "apps", "everywhere", "True, naming north and west with their reasons", func(status, msg string) bool {
+		return status == "True" &&
+			strings.Contains(msg, "west (gadgets.example.com: "+controlv1alpha1.ReasonTargetLacksResource+")") &&
+			strings.Contains(msg, "north (gadgets.example.com: "+controlv1alpha1.ReasonSchemaIncompatible+")")
 	})
 	mapperEventually(t, ctx, time.Minute, "g1 is on east's target", func() (bool, string) {
 		return env.targetObject(t, ctx, "east", gadgetsGVR, "apps", "g1") != nil, "absent"

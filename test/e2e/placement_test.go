@@ -56,6 +56,26 @@ func placementState(ctx context.Context, env *locationsEnv, ns, name string, gvr
 	return strings.Join(out, "; ")
 }
 
+// waitPlacementReady waits (a minute at most) until the Ready condition of the Placement
+// ns/name satisfies cond (its status and message).
+func waitPlacementReady(t *testing.T, ctx context.Context, env *locationsEnv, ns, name, what string, cond func(status, message string) bool) {
+	t.Helper()
+	mapperEventually(t, ctx, time.Minute, "the Placement's Ready condition: "+what, func() (bool, string) {
+		u, err := env.src.Resource(ctrlplacement.Resource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, c := range conds {
+			if m, ok := c.(map[string]interface{}); ok && m["type"] == "Ready" {
+				status, msg := fmt.Sprint(m["status"]), fmt.Sprint(m["message"])
+				return cond(status, msg), status + ": " + msg
+			}
+		}
+		return false, "no Ready condition"
+	})
+}
+
 // waitAssignment waits (a minute at most) until the object name of objects is assigned to
 // locations (the annotation's value) by the Placement owner.
 func waitAssignment(t *testing.T, ctx context.Context, objects dynamic.ResourceInterface, name, locations, owner string) {

@@ -265,20 +265,8 @@ func TestTenancyBindings(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitAssignment(t, ctx, env.src.Resource(configMapsGVR).Namespace("tenant-a"), "placed", `["east"]`, "everywhere")
-		mapperEventually(t, ctx, time.Minute, "the Placement's Ready condition names west as not bound", func() (bool, string) {
-			u, err := env.src.Resource(ctrlplacement.Resource).Namespace("tenant-a").Get(ctx, "everywhere", metav1.GetOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
-			conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-			for _, c := range conds {
-				m := c.(map[string]interface{})
-				if m["type"] == "Ready" {
-					msg := fmt.Sprint(m["message"])
-					return strings.Contains(msg, "not bound to this namespace") && strings.Contains(msg, "west"), msg
-				}
-			}
-			return false, "no Ready condition"
+		waitPlacementReady(t, ctx, env.locationsEnv, "tenant-a", "everywhere", "names west as not bound", func(_, msg string) bool {
+			return strings.Contains(msg, "not bound to this namespace") && strings.Contains(msg, "west")
 		})
 	})
 
