@@ -119,6 +119,7 @@ type Pool struct {
 	matching    []string
 	matchingSet sets.Set[string]
 	usable      sets.Set[string] // Ready, schedulable and not held: may take new work
+	skip        sets.Set[string] // usable ones that take no new work all the same (Without)
 	schedulable sets.Set[string] // not unschedulable and not held: may keep divided work
 	held        sets.Set[string] // evicted: keeps what it has only when nothing can replace it
 	weights     map[string]int64
@@ -184,14 +185,23 @@ func (pool Pool) Matching() []string { return pool.matching }
 // does (Choose). It is how a location whose target does not serve a group's resources
 // compatibly is kept from taking the group (docs/placement.md, "Compatible locations"):
 // never removing an assignment keeps a report that may be wrong or stale from moving work.
-// pool is not changed; an empty skip returns pool itself.
+// pool is not changed and skip is kept, not copied (the caller must not modify it); an empty
+// skip returns pool itself.
 func (pool Pool) Without(skip sets.Set[string]) Pool {
 	if skip.Len() == 0 {
 		return pool
 	}
-	pool.usable = pool.usable.Difference(skip)
+	pool.skip = skip
 	return pool
 }
+
+// takesNew reports whether location l may take new work: usable and not skipped.
+func (pool Pool) takesNew(l string) bool {
+	return pool.usable.Has(l) && !pool.skip.Has(l)
+}
+
+// Matches reports whether location l matches the Placement.
+func (pool Pool) Matches(l string) bool { return pool.matchingSet.Has(l) }
 
 // Held returns the names of the held (evicted) locations, sorted.
 func (pool Pool) Held() []string { return sets.List(pool.held) }
@@ -250,7 +260,7 @@ func (p *Policy) Choose(key string, current []string, pool Pool) Choice {
 			n = -1
 		}
 		set := top(scoreAll(key, pool.matching), n, func(l string) bool {
-			return pool.usable.Has(l) || (cur.Has(l) && pool.schedulable.Has(l))
+			return pool.takesNew(l) || (cur.Has(l) && pool.schedulable.Has(l))
 		})
 		if len(set) == 0 && len(current) > 0 {
 			return Choice{Keep: true, Stuck: heldOf(current, pool)}
@@ -268,7 +278,7 @@ func (p *Policy) Choose(key string, current []string, pool Pool) Choice {
 			case pool.held.Has(l) && cur.Has(l):
 				c.Locations = append(c.Locations, l)
 				c.Stuck = append(c.Stuck, l)
-			case pool.usable.Has(l) || (cur.Has(l) && !pool.held.Has(l)):
+			case pool.takesNew(l) || (cur.Has(l) && !pool.held.Has(l)):
 				c.Locations = append(c.Locations, l)
 			}
 		}
@@ -280,7 +290,7 @@ func (p *Policy) Choose(key string, current []string, pool Pool) Choice {
 	s := scoreAll(key, pool.matching)
 	chosen := top(s, p.n, func(l string) bool { return cur.Has(l) && !pool.held.Has(l) })
 	kept := sets.New(chosen...)
-	chosen = append(chosen, top(s, p.n-len(chosen), func(l string) bool { return pool.usable.Has(l) && !kept.Has(l) })...)
+	chosen = append(chosen, top(s, p.n-len(chosen), func(l string) bool { return pool.takesNew(l) && !kept.Has(l) })...)
 	if len(chosen) < p.n {
 		c.Stuck = top(s, p.n-len(chosen), func(l string) bool { return pool.held.Has(l) && cur.Has(l) })
 		chosen = append(chosen, c.Stuck...)

@@ -16,9 +16,9 @@ import (
 // locations take no new objects of the group; what they have stays (placement.Pool.Without).
 func (e *entry) compatiblePool(resources sets.Set[string]) placement.Pool {
 	var skip sets.Set[string]
-	for _, name := range e.pool.Matching() {
-		l, ok := e.locs[name]
-		if !ok || len(l.Unserved) == 0 {
+	for _, l := range e.unserved {
+		name := l.Name
+		if !e.pool.Matches(name) {
 			continue
 		}
 		for gr := range resources {

@@ -35,9 +35,11 @@ type entry struct {
 	// unbound are the locations the Placement selects that are not bound to its namespace
 	// (bound.go), sorted.
 	unbound []string
-	// locs are the candidate locations by name (candidates), for what their views mirror
-	// and their targets serve.
+	// locs are the candidate locations by name (candidates), for what their views mirror.
 	locs map[string]placement.Location
+	// unserved are the candidate locations whose mappers report resources their targets do
+	// not serve compatibly (placement.Location.Unserved); usually none.
+	unserved []placement.Location
 	// skipped are the matching locations kept from new work because their targets do not
 	// serve a placed resource compatibly (compatible.go): location → "resource (reason)".
 	skipped map[string]sets.Set[string]
@@ -236,8 +238,12 @@ func (c *Controller) entries(cluster, namespace string, now time.Time) []*entry 
 	}
 	locs, unbound := c.candidates(cluster, namespace)
 	byName := make(map[string]placement.Location, len(locs))
+	var unserved []placement.Location
 	for _, l := range locs {
 		byName[l.Name] = l
+		if len(l.Unserved) > 0 {
+			unserved = append(unserved, l)
+		}
 	}
 	var out []*entry
 	for _, obj := range objs {
@@ -245,7 +251,7 @@ func (c *Controller) entries(cluster, namespace string, now time.Time) []*entry 
 		if !ok || u.GetAnnotations()[contract.ClusterAnnotation] != cluster {
 			continue
 		}
-		e := &entry{u: u, live: u.GetDeletionTimestamp() == nil, locs: byName,
+		e := &entry{u: u, live: u.GetDeletionTimestamp() == nil, locs: byName, unserved: unserved,
 			groups: sets.New[string](), locations: sets.New[string](), stuck: sets.New[string](), unmirrored: sets.New[string]()}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &e.pl); err != nil {
 			e.err = err

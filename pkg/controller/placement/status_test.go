@@ -92,11 +92,7 @@ func TestStatusSkipsIncompatible(t *testing.T) {
 	}
 	east := placement.Location{Name: "east", Ready: true, Since: t0}
 	newEntry := func(locs ...placement.Location) *entry {
-		byName := map[string]placement.Location{}
-		for _, l := range locs {
-			byName[l.Name] = l
-		}
-		return &entry{pl: controlv1alpha1.Placement{Spec: spec}, policy: policy, locs: byName, locations: sets.New[string](), stuck: sets.New[string](),
+		return &entry{pl: controlv1alpha1.Placement{Spec: spec}, policy: policy, unserved: locs, locations: sets.New[string](), stuck: sets.New[string](),
 			groups: sets.New[string](), unmirrored: sets.New[string](), pool: policy.Pool(locs, nil, t0.Add(time.Hour)),
 			members: []*member{{gvr: gadgets.WithVersion("v1"), obj: &metav1.ObjectMeta{Name: "g"}}}}
 	}
