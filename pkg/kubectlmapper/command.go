@@ -24,7 +24,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:         "mapper",
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl mapper"},
-		Short: "Find where objects are mapped, list, register and verify locations of cluster-mapper",
+		Short:       "Find where objects are mapped, list, register and verify locations of cluster-mapper",
 		Long: "kubectl mapper reads what mapper-apiserver and mapper-controller report in the source cluster " +
 			"(Locations, SyncTargets, the records on source objects) and answers the day-2 questions: which " +
 			"locations are healthy, where an object is and why it did not apply there, how to add a location " +
