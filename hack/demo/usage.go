@@ -15,6 +15,8 @@ type usage struct {
 	health                                                        string
 	source, server, eastView, eastAggregated, westAggregated, dir string
 	kubectl, mapper                                               string
+	// pluginDir is the directory of kubectl-mapper, for PATH.
+	pluginDir string
 	mappers                                                       map[string]*framework.Process
 	grace                                                         time.Duration
 	mirrored                                                      []string
@@ -82,6 +84,14 @@ The targets, kept equal to their views by the mappers:
       # and compare a view with its target, per invariant:
   {{.MapperBin}} verify --view-kubeconfig={{.Dir}}/mapper-east.kubeconfig --target-kubeconfig={{.Dir}}/target-east.kubeconfig
 
+The kubectl plugin (bin/kubectl-mapper; docs/day2.md), as kubectl runs it with bin/ on PATH:
+  export PATH={{.PluginDir}}:$PATH
+  $K --kubeconfig {{.Dir}}/source.kubeconfig mapper locations -o wide
+  $K --kubeconfig {{.Dir}}/source.kubeconfig mapper where deployment/frontend -n web
+      # per location: who assigned it (the Placement web), why it did not apply there (its
+      # outcome record), its status record, a pending deletion
+  $K --kubeconfig {{.Dir}}/source.kubeconfig mapper verify east --target-kubeconfig={{.Dir}}/target-east.kubeconfig
+
 Press Ctrl-C to stop everything.
 `))
 
@@ -101,7 +111,7 @@ func printUsage(w io.Writer, u usage) {
 		"Health": strings.TrimRight(u.health, "\n"), "Source": u.source, "Server": u.server,
 		"EastView": u.eastView, "EastAggregated": u.eastAggregated, "WestAggregated": u.westAggregated,
 		"Mirrored": strings.Join(u.mirrored, ", "), "Mappers": ms, "Kubectl": u.kubectl, "Dir": u.dir,
-		"Grace": u.grace, "MapperBin": u.mapper,
+		"Grace": u.grace, "MapperBin": u.mapper, "PluginDir": u.pluginDir,
 	})
 	if err != nil {
 		fmt.Fprintln(w, "printing the demo's usage:", err)
