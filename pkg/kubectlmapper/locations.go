@@ -58,6 +58,11 @@ type LocationSummary struct {
 	// Paused is the SyncTarget's spec.paused, HaltedResources its spec.haltedResources.
 	Paused          bool     `json:"paused"`
 	HaltedResources []string `json:"haltedResources,omitempty"`
+	// ResourcesCompatible and ResourcesCompatibleMessage are the status and message of the
+	// SyncTarget's ResourcesCompatible condition (whether the target serves every resource
+	// the view serves, and which it does not); empty when it has none.
+	ResourcesCompatible        string `json:"resourcesCompatible,omitempty"`
+	ResourcesCompatibleMessage string `json:"resourcesCompatibleMessage,omitempty"`
 	// HeartbeatTime is the renewTime of the location's Lease; nil without a Lease.
 	HeartbeatTime *metav1.MicroTime `json:"heartbeatTime,omitempty"`
 }
@@ -72,6 +77,9 @@ func SummarizeLocation(l *mapperv1alpha1.Location, st *controlv1alpha1.SyncTarge
 	}
 	if c := meta.FindStatusCondition(s.Conditions, controlv1alpha1.SyncTargetReady); c != nil {
 		out.Ready, out.ReadyReason = string(c.Status), c.Reason
+	}
+	if c := meta.FindStatusCondition(s.Conditions, controlv1alpha1.SyncTargetResourcesCompatible); c != nil {
+		out.ResourcesCompatible, out.ResourcesCompatibleMessage = string(c.Status), c.Message
 	}
 	if s.Mapper != nil {
 		out.Mode, out.Identity, out.Version = s.Mapper.Mode, s.Mapper.Identity, s.Mapper.Version
@@ -111,6 +119,7 @@ var locationColumns = []metav1.TableColumnDefinition{
 	{Name: "Paused", Type: "string", Description: "true (spec.paused), the halted resources (spec.haltedResources), or false"},
 	{Name: "Heartbeat", Type: "string", Description: "Time since the location's Lease was renewed"},
 	{Name: "Reason", Type: "string", Priority: 1, Description: "Reason of the Ready condition"},
+	{Name: "Compatible", Type: "string", Priority: 1, Description: "Status of the SyncTarget's ResourcesCompatible condition: whether the target serves every resource of the view"},
 	{Name: "Deleting", Type: "integer", Priority: 1, Description: "Objects waiting for the location to delete its copy"},
 	{Name: "Render-Failures", Type: "integer", Priority: 1, Description: "Objects a Customization fails to render for the location"},
 	{Name: "Mapper", Type: "string", Priority: 1, Description: "Identity of the active mapper"},
@@ -148,7 +157,7 @@ func locationRow(name string, s LocationSummary, now time.Time) []interface{} {
 	return []interface{}{
 		name, orNone(s.Ready), orNone(s.Mode), fmt.Sprintf("%d/%d", s.ShardsReady, s.Shards), s.Objects,
 		count(s.InSync), count(s.Failing), paused, age(heartbeat, now),
-		orNone(s.ReadyReason), s.Deleting, s.RenderFailures, orNone(s.Identity), orNone(s.Version),
+		orNone(s.ReadyReason), orNone(s.ResourcesCompatible), s.Deleting, s.RenderFailures, orNone(s.Identity), orNone(s.Version),
 	}
 }
 

@@ -17,7 +17,10 @@ func TestSummarizeLocation(t *testing.T) {
 	heartbeat := metav1.NewMicroTime(now.Add(-7 * time.Second))
 	l := &mapperv1alpha1.Location{ObjectMeta: metav1.ObjectMeta{Name: "east"}, Status: mapperv1alpha1.LocationStatus{
 		Registered: true, Objects: 5, Deleting: 1, HaltedResources: []string{"configmaps"},
-		Conditions:            []metav1.Condition{{Type: controlv1alpha1.SyncTargetReady, Status: metav1.ConditionFalse, Reason: controlv1alpha1.ReasonShardsNotReady}},
+		Conditions: []metav1.Condition{
+			{Type: controlv1alpha1.SyncTargetReady, Status: metav1.ConditionFalse, Reason: controlv1alpha1.ReasonShardsNotReady},
+			{Type: controlv1alpha1.SyncTargetResourcesCompatible, Status: metav1.ConditionFalse, Message: "widgets.example.com: not served"},
+		},
 		Mapper:                &mapperv1alpha1.LocationMapper{Identity: "host_1", Version: "v1", Mode: controlv1alpha1.ModePull},
 		Verified:              &mapperv1alpha1.VerifiedObjects{Assigned: 5, InSync: 3, InViolation: 2},
 		CustomizationFailures: []mapperv1alpha1.CustomizationFailures{{FailingObjects: 2}, {FailingObjects: 1}},
@@ -32,12 +35,13 @@ func TestSummarizeLocation(t *testing.T) {
 		Registered: true, Ready: "False", ReadyReason: controlv1alpha1.ReasonShardsNotReady, Mode: "Pull", Identity: "host_1", Version: "v1",
 		Shards: 2, ShardsReady: 1, Objects: 5, Deleting: 1, InSync: &inSync, Failing: &failing, RenderFailures: 3,
 		HaltedResources: []string{"configmaps"}, HeartbeatTime: &heartbeat,
+		ResourcesCompatible: "False", ResourcesCompatibleMessage: "widgets.example.com: not served",
 	}
 	if !reflect.DeepEqual(s, want) {
 		t.Errorf("SummarizeLocation:\n got %+v\nwant %+v", s, want)
 	}
 	row := locationRow("east", s, now)
-	wantRow := []interface{}{"east", "False", "Pull", "1/2", int64(5), "3", "2", "configmaps", "7s", controlv1alpha1.ReasonShardsNotReady, int64(1), int64(3), "host_1", "v1"}
+	wantRow := []interface{}{"east", "False", "Pull", "1/2", int64(5), "3", "2", "configmaps", "7s", controlv1alpha1.ReasonShardsNotReady, "False", int64(1), int64(3), "host_1", "v1"}
 	if !reflect.DeepEqual(row, wantRow) {
 		t.Errorf("locationRow:\n got %v\nwant %v", row, wantRow)
 	}
@@ -50,7 +54,7 @@ func TestSummarizeLocation(t *testing.T) {
 	if !reflect.DeepEqual(s, LocationSummary{Objects: 2}) {
 		t.Errorf("SummarizeLocation of an unregistered location = %+v", s)
 	}
-	wantRow = []interface{}{"gone", none, none, "0/0", int64(2), none, none, none, none, none, int64(0), int64(0), none, none}
+	wantRow = []interface{}{"gone", none, none, "0/0", int64(2), none, none, none, none, none, none, int64(0), int64(0), none, none}
 	if row := locationRow("gone", s, now); !reflect.DeepEqual(row, wantRow) {
 		t.Errorf("locationRow of an unregistered location:\n got %v\nwant %v", row, wantRow)
 	}
