@@ -9,17 +9,20 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	ctrlplacement "github.com/cluster-mapper/cluster-mapper/pkg/controller/placement"
 	"github.com/cluster-mapper/cluster-mapper/pkg/kubectlmapper"
 	"github.com/cluster-mapper/cluster-mapper/pkg/mapper/verify"
+	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
 	"github.com/cluster-mapper/cluster-mapper/test/framework"
 )
 
@@ -100,6 +103,8 @@ type pluginObjectLocation struct {
 //     record Conflict of west where a hand-made object holds the copy's place, and a deletion
 //     pending on east once the object is unassigned from it while its mapper is stopped;
 //   - `verify` exits 0 for east, and 2 with violations against the wrong target;
+//   - pausing west (spec.paused) shows in `locations`, and an object created meanwhile has the
+//     outcome Paused in `where` until west is unpaused;
 //   - `register north` brings a third location from nothing to Ready with a mapper started
 //     with the command line it prints, and `verify north` finds its copy.
 func TestKubectlMapperPlugin(t *testing.T) {
@@ -242,6 +247,46 @@ func TestKubectlMapperPlugin(t *testing.T) {
 		if r := runPlugin(t, ctx, plugin, admin, "verify", "east"); r.code != 1 || !strings.Contains(r.stderr, "--target-kubeconfig is required") {
 			t.Errorf("kubectl mapper verify east without a target: exit %d, want 1\n%s", r.code, r.stderr)
 		}
+	})
+
+	t.Run("paused", func(t *testing.T) {
+		setPaused := func(paused bool) {
+			t.Helper()
+			patch := fmt.Sprintf(`{"spec":{"paused":%t}}`, paused)
+			if _, err := env.dyn.Resource(synctarget.Resource).Patch(ctx, "west", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		setPaused(true)
+		mapperEventually(t, ctx, time.Minute, "west's mapper paused (mapper_paused) and kubectl mapper locations shows it", func() (bool, string) {
+			var items []pluginLocation
+			pluginJSON(t, ctx, plugin, admin, &items, "locations", "west", "-o", "json")
+			v, _ := mappers["west"].metric("mapper_paused", `resource=""`)
+			return len(items) == 1 && items[0].Paused && v == 1, fmt.Sprintf("mapper_paused=%v %+v", v, items)
+		})
+		if _, err := cms.Namespace("apps").Create(ctx, newConfigMap("apps", "while-paused", "west"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		outcome := func() (bool, *contract.OutcomeRecord, string) {
+			var items []pluginObjectLocation
+			pluginJSON(t, ctx, plugin, admin, &items, "where", "configmaps/while-paused", "-n", "apps", "-o", "json")
+			if len(items) != 1 || items[0].Location != "west" {
+				return false, nil, fmt.Sprintf("%+v", items)
+			}
+			return true, items[0].Outcome, fmt.Sprintf("%+v", items)
+		}
+		mapperEventually(t, ctx, time.Minute, "the outcome Paused on west for apps/while-paused", func() (bool, string) {
+			ok, rec, s := outcome()
+			return ok && rec != nil && rec.Reason == contract.OutcomePaused, s
+		})
+		if r := runPlugin(t, ctx, plugin, admin, "locations"); !regexp.MustCompile(`(?m)^west\s+True\s+Pull\s+1/1\s+2\s+\S+\s+\S+\s+true\s`).MatchString(r.stdout) {
+			t.Errorf("kubectl mapper locations does not show west paused:\n%s%s", r.stdout, r.stderr)
+		}
+		setPaused(false)
+		mapperEventually(t, ctx, time.Minute, "apps/while-paused applied on west, its outcome record gone", func() (bool, string) {
+			ok, rec, s := outcome()
+			return ok && rec == nil, s
+		})
 	})
 
 	t.Run("register", func(t *testing.T) {
