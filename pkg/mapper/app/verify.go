@@ -75,8 +75,8 @@ func NewVerifyCommand() *cobra.Command {
 
 // VerifyConfig returns the verify.Config that compares the view and the target of clients
 // with the rules of conn (cluster name, field manager), as the mapper of those options maps
-// them; skipContent skips the content check (verify.Config.SkipContent). `mapper verify` and
-// `kubectl mapper verify` both run it.
+// them; skipContent skips the content check (verify.Config.SkipContent). `mapper verify`,
+// `kubectl mapper verify` and the heartbeat's verification all run it.
 func VerifyConfig(conn *ConnectionOptions, clients *Clients, skipContent bool) verify.Config {
 	return verify.Config{
 		Location:         clients.Location,
