@@ -86,11 +86,11 @@ The targets, kept equal to their views by the mappers:
 
 The kubectl plugin (bin/kubectl-mapper; docs/day2.md), as kubectl runs it with bin/ on PATH:
   export PATH={{.PluginDir}}:$PATH
-  $K --kubeconfig {{.Dir}}/source.kubeconfig mapper locations -o wide
-  $K --kubeconfig {{.Dir}}/source.kubeconfig mapper where deployment/frontend -n web
+  $K mapper --kubeconfig {{.Dir}}/source.kubeconfig locations -o wide
+  $K mapper --kubeconfig {{.Dir}}/source.kubeconfig where deployment/frontend -n web
       # per location: who assigned it (the Placement web), why it did not apply there (its
       # outcome record), its status record, a pending deletion
-  $K --kubeconfig {{.Dir}}/source.kubeconfig mapper verify east --target-kubeconfig={{.Dir}}/target-east.kubeconfig
+  $K mapper --kubeconfig {{.Dir}}/source.kubeconfig verify east --target-kubeconfig={{.Dir}}/target-east.kubeconfig
 
 Press Ctrl-C to stop everything.
 `))
