@@ -23,18 +23,13 @@ const (
 )
 
 // TestMapperShards runs four mappers on one location, each with --shard=<i>/4, against one
-// target: together they converge (`mapper verify` of the whole location and of each shard: 0
-// violations, and each shard's mapper_objects_mapped is its part). Then one shard is
-// SIGKILLed and every source object changes: the other shards apply their changes, their orphan
-// sweeps run, and the killed shard's copies stay exactly as they were (same UID and
-// resourceVersion: not touched, not deleted), nor are any of the other shards' copies deleted
-// (same UIDs). The killed shard is started again and the location converges.
+// target, over 20 namespaces of a plain source (runShards).
 func TestMapperShards(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	env := startMapperEnv(t, ctx, "east")
 	env.verifyArgs = []string{"--namespace-mapping=same"}
-	shardOf := map[string]int{} // namespace/name -> shard
+	sc := shardCase{env: env, shardOf: map[string]int{}, mapperArgs: []string{"--namespace-mapping=same"}}
 	for n := 0; n < shardTestNamespaces; n++ {
 		ns := fmt.Sprintf("shard-ns-%02d", n)
 		ensureNamespace(t, ctx, env.src, ns)
@@ -43,9 +38,72 @@ func TestMapperShards(t *testing.T) {
 			if _, err := env.src.Resource(configMapsGVR).Namespace(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			shardOf[ns+"/"+cm.GetName()] = contract.ShardOf(mapper.DefaultClusterName, ns, shardTestCount)
+			sc.shardOf[ns+"/"+cm.GetName()] = contract.ShardOf(mapper.DefaultClusterName, ns, shardTestCount)
 		}
 	}
+	sc.change = func(key string, change func(*unstructured.Unstructured)) {
+		ns, name := mapperSplitKey(key)
+		env.mutate(t, ctx, configMapsGVR, ns, name, change)
+	}
+	runShards(t, ctx, sc)
+}
+
+// TestMapperShardsKCP is TestMapperShards with a kcp source (docs/mapper.md, "Shards"):
+// mapper-apiserver in --source-mode=kcp behind kcpproxy, 20 logical clusters with one namespace
+// of 5 ConfigMaps each, the shards hashing the logical cluster and namespace, and the target
+// namespaces prefixed with the cluster (runShards).
+func TestMapperShardsKCP(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	env := startLogicalClustersEnv(t, ctx, lcOptions{clusters: shardTestNamespaces})
+	env.verifyArgs = []string{"--namespace-mapping=prefixed"}
+	sc := shardCase{env: env.mapperEnv, shardOf: map[string]int{}, mapperArgs: []string{"--namespace-mapping=prefixed"}}
+	source := map[string][3]string{} // target namespace/name -> cluster, namespace, name
+	ns := lcNamespace(0)
+	for _, c := range env.clusters {
+		nsObj := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]interface{}{"name": ns}}}
+		if _, err := env.cluster[c].Resource(namespacesGVR).Create(ctx, nsObj, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating namespace %s in %s: %v", ns, c, err)
+		}
+		for i := 0; i < shardTestPerNS; i++ {
+			cm := newConfigMap(ns, lcName(i), "east")
+			if _, err := env.cluster[c].Resource(configMapsGVR).Namespace(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("creating %s/%s in %s: %v", ns, cm.GetName(), c, err)
+			}
+			key := c + "-" + ns + "/" + cm.GetName() // --namespace-mapping=prefixed
+			sc.shardOf[key] = contract.ShardOf(c, ns, shardTestCount)
+			source[key] = [3]string{c, ns, cm.GetName()}
+		}
+	}
+	sc.change = func(key string, change func(*unstructured.Unstructured)) {
+		s := source[key]
+		env.mutate(t, ctx, s[0], s[1], s[2], change)
+	}
+	runShards(t, ctx, sc)
+}
+
+// shardCase is a source prepared for runShards.
+type shardCase struct {
+	// env has east's view and target; shardOf maps each assigned object, by the
+	// namespace/name of its copy on east's target, to the shard that owns it.
+	env     *mapperEnv
+	shardOf map[string]int
+	// change changes the source object of the copy key and writes it.
+	change func(key string, change func(*unstructured.Unstructured))
+	// mapperArgs are the shard mappers' arguments besides --shard.
+	mapperArgs []string
+}
+
+// runShards starts four mappers on east, each with --shard=<i>/4: together they converge
+// (`mapper verify` of the whole location and of each shard: 0 violations, and each shard's
+// mapper_objects_mapped is its part). Then one shard is SIGKILLed and every source object
+// changes: the other shards apply their changes, their orphan sweeps run, and the killed
+// shard's copies stay exactly as they were (same UID and resourceVersion: not touched, not
+// deleted), nor are any of the other shards' copies deleted (same UIDs). The killed shard is
+// started again and the location converges.
+func runShards(t *testing.T, ctx context.Context, sc shardCase) {
+	t.Helper()
+	env, shardOf := sc.env, sc.shardOf
 	perShard := make([]int, shardTestCount)
 	for _, s := range shardOf {
 		perShard[s]++
@@ -60,7 +118,7 @@ func TestMapperShards(t *testing.T) {
 	shards := make([]*mapperProc, shardTestCount)
 	for i := range shards {
 		shards[i] = env.startMapper(t, fmt.Sprintf("mapper-east-shard-%d", i), "east", nil,
-			fmt.Sprintf("--shard=%d/%d", i, shardTestCount), "--namespace-mapping=same")
+			append([]string{fmt.Sprintf("--shard=%d/%d", i, shardTestCount)}, sc.mapperArgs...)...)
 	}
 	env.converge(t, ctx, "start-up of 4 shards", "east")
 	for i := range shards {
@@ -82,8 +140,7 @@ func TestMapperShards(t *testing.T) {
 	}
 	<-shards[killed].proc.Exited()
 	for key := range shardOf {
-		ns, name := mapperSplitKey(key)
-		env.mutate(t, ctx, configMapsGVR, ns, name, func(u *unstructured.Unstructured) {
+		sc.change(key, func(u *unstructured.Unstructured) {
 			u.Object["data"] = map[string]interface{}{"key": "changed"}
 		})
 	}
