@@ -17,9 +17,9 @@ type usage struct {
 	kubectl, mapper                                               string
 	// pluginDir is the directory of kubectl-mapper, for PATH.
 	pluginDir string
-	mappers                                                       map[string]*framework.Process
-	grace                                                         time.Duration
-	mirrored                                                      []string
+	mappers   map[string]*framework.Process
+	grace     time.Duration
+	mirrored  []string
 }
 
 // usageText is printed once the demo runs. Scripts read some of its lines: `demo is running`,
