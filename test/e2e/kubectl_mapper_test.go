@@ -106,14 +106,17 @@ type pluginObjectLocation struct {
 //   - pausing west (spec.paused) shows in `locations`, and an object created meanwhile has the
 //     outcome Paused in `where` until west is unpaused;
 //   - `register north` brings a third location from nothing to Ready with a mapper started
-//     with the command line it prints, and `verify north` finds its copy.
+//     with the command line it prints, and `verify north` finds its copy; `register south
+//     --push` brings a fourth one to Ready, its mapper run by mapper-controller from the Secret
+//     it writes.
 func TestKubectlMapperPlugin(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	env := startLocationsEnv(t, ctx, "east", "west")
 	plugin := framework.BuildBinary(t, "./cmd/kubectl-mapper")
 	admin := env.source.AdminKubeconfig()
-	framework.StartMapperController(t, ctx, env.source, 5*time.Second)
+	framework.StartMapperController(t, ctx, env.source, 5*time.Second, "--push-mapper-lease-renew-interval=1s", "--push-mapper-lease-duration=5s",
+		"--push-mapper-status-interval=3s", "--push-mapper-discovery-interval=1s")
 	for _, ns := range []string{"apps", "placed"} {
 		ensureNamespace(t, ctx, env.src, ns)
 	}
@@ -325,5 +328,23 @@ func TestKubectlMapperPlugin(t *testing.T) {
 		if r := runPlugin(t, ctx, plugin, admin, "register", "north", "--target-kubeconfig="+north.AdminKubeconfig(), "--view-kubeconfig="+filepath.Join(dir, "again")); r.code != 0 || !strings.Contains(r.stdout, "SyncTarget north exists") {
 			t.Errorf("kubectl mapper register north again: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 		}
+	})
+
+	t.Run("register --push", func(t *testing.T) {
+		south := framework.StartControlPlane(t, framework.ControlPlaneOptions{Name: "target-south"})
+		ensureNamespace(t, ctx, dynamicClientFor(t, south), "apps")
+		if _, err := cms.Namespace("apps").Create(ctx, newConfigMap("apps", "for-south", "south"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		r := runPlugin(t, ctx, plugin, admin, "register", "south", "--push", "--target-kubeconfig="+south.AdminKubeconfig())
+		if r.code != 0 || !strings.Contains(r.stdout, "wrote the target kubeconfig to Secret cluster-mapper-system/south-kubeconfig") ||
+			!strings.Contains(r.stdout, "mapper-controller starts the mapper of south") {
+			t.Fatalf("kubectl mapper register south --push: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		mapperEventually(t, ctx, 2*time.Minute, "south Ready in push mode with its object in sync", func() (bool, string) {
+			var items []pluginLocation
+			pluginJSON(t, ctx, plugin, admin, &items, "locations", "south", "-o", "json")
+			return len(items) == 1 && items[0].Ready == "True" && items[0].Mode == "Push" && items[0].InSync != nil && *items[0].InSync == 1, fmt.Sprintf("%+v", items)
+		})
 	})
 }
