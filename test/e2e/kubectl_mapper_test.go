@@ -346,5 +346,11 @@ func TestKubectlMapperPlugin(t *testing.T) {
 			pluginJSON(t, ctx, plugin, admin, &items, "locations", "south", "-o", "json")
 			return len(items) == 1 && items[0].Ready == "True" && items[0].Mode == "Push" && items[0].InSync != nil && *items[0].InSync == 1, fmt.Sprintf("%+v", items)
 		})
+		// Retired (docs/day2.md): deleting its SyncTarget stops the push mapper, which lets
+		// south's kube-apiserver stop without waiting for the mapper's watches.
+		if err := env.dyn.Resource(synctarget.Resource).Delete(ctx, "south", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitEvent(t, ctx, env.dyn, "south", "PushMapperStopped")
 	})
 }
