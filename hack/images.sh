@@ -10,7 +10,8 @@
 # Environment:
 #   IMAGE_REPO          repository prefix of the images (default cluster-mapper): cluster-mapper/mapper:<version>
 #   IMAGE_BUILDER       buildah or podman (default: the first of them on PATH)
-#   IMAGES              the commands to build (default: every directory of cmd/)
+#   IMAGES              the commands to build (default: every directory of cmd/ but the kubectl
+#                       plugins, kubectl-*, which run on a user's machine)
 #   IMAGES_OUTPUT       where binaries and tarballs go (default _output/images)
 #   IMAGES_SAVE_FORMAT  docker-archive (default; `docker load`, `podman load`, `kind load
 #                       image-archive`) or oci-archive
@@ -26,7 +27,7 @@ IMAGES_OUTPUT="${IMAGES_OUTPUT:-_output/images}"
 IMAGES_SAVE_FORMAT="${IMAGES_SAVE_FORMAT:-docker-archive}"
 IMAGE_SOURCE="${IMAGE_SOURCE:-https://$(go list -m)}"
 if [[ -z "${IMAGES:-}" ]]; then
-  IMAGES="$(cd cmd && ls -d -- */ | tr -d / | tr '\n' ' ')"
+  IMAGES="$(cd cmd && ls -d -- */ | tr -d / | grep -v '^kubectl-' | tr '\n' ' ')"
 fi
 
 version="$(bash hack/version-ldflags.sh --version)"

@@ -9,8 +9,9 @@ import (
 )
 
 // commands are the binaries the demo runs, built into bin/ as `make build` builds them, so that
-// the commands the docs show (bin/mapper verify ...) work after the demo.
-var commands = []string{"mapper-apiserver", "mapper-controller", "mapper"}
+// the commands the docs show (bin/mapper verify ..., kubectl mapper with bin/ on PATH) work
+// after the demo.
+var commands = []string{"mapper-apiserver", "mapper-controller", "mapper", "kubectl-mapper"}
 
 // buildBinaries builds commands into dir (bin/) with the version stamp of `make build`, saying
 // which one it builds (the first build of a clean checkout takes minutes), and returns their

@@ -88,7 +88,7 @@ func TestDemo(t *testing.T) {
 	out := strings.Join(printed, "\n")
 	for _, want := range []string{"cluster-mapper demo is running.", "  east's view:            https://", "  through the aggregator: https://",
 		"  K=" + framework.KubectlPath(t), "--kubeconfig " + kc + "/east.kubeconfig", "mapper of east:", "mapper of west:",
-		"mirrored resources:     configmaps, secrets, services, serviceaccounts, deployments.apps", "building " + bin + "/mapper"} {
+		"mirrored resources:     configmaps, secrets, services, serviceaccounts, deployments.apps", "building " + bin + "/mapper", "export PATH=" + bin + ":$PATH", "mapper --kubeconfig " + kc + "/source.kubeconfig where deployment/frontend -n web"} {
 		if !strings.Contains(out+"\n"+stderr.String(), want) {
 			t.Errorf("the demo did not print %q:\n%s", want, out)
 		}
@@ -136,6 +136,16 @@ func TestDemo(t *testing.T) {
 			ok = ok && l == f[0]
 		}
 		return ok, fmt.Sprintf("%q %v", got, err)
+	})
+	// docs/day2.md's first command after `make demo`: kubectl mapper, the plugin of bin/ found on
+	// PATH, with its -o jsonpath (cli-runtime's printers).
+	eventually("kubectl mapper locations lists east and west Ready", func() (bool, string) {
+		// kubectl takes no flag before a plugin's name ("flags cannot be placed before plugin name").
+		c := exec.Command(framework.KubectlPath(t), "mapper", "--kubeconfig="+filepath.Join(kc, "source.kubeconfig"), "locations",
+			"-o", "jsonpath={range .items[*]}{.metadata.name}={.ready} {end}")
+		c.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+		out, err := c.CombinedOutput()
+		return err == nil && strings.TrimSpace(string(out)) == "east=True west=True", fmt.Sprintf("%q %v", out, err)
 	})
 	// docs/mapper.md's command after `make demo`: bin/mapper verify with the demo's kubeconfigs.
 	// It reports per invariant; 1, 2 and 4 hold. (Invariant 3 is left out here: verify compares

@@ -114,7 +114,7 @@ func run(dir, binDir, workloads, placements, bindings string) error {
 	printUsage(os.Stdout, usage{
 		health: health, source: source.URL, server: server.URL,
 		eastView: server.ViewURL("east"), eastAggregated: api.ViewURL("east"), westAggregated: api.ViewURL("west"),
-		kubectl: framework.KubectlPath(tb), dir: out, mapper: relative(root, bins["mapper"]),
+		kubectl: framework.KubectlPath(tb), dir: out, mapper: relative(root, bins["mapper"]), pluginDir: filepath.Dir(bins["kubectl-mapper"]),
 		mappers: mappers, grace: locationGracePeriod, mirrored: mirrored,
 	})
 

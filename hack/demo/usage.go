@@ -15,9 +15,11 @@ type usage struct {
 	health                                                        string
 	source, server, eastView, eastAggregated, westAggregated, dir string
 	kubectl, mapper                                               string
-	mappers                                                       map[string]*framework.Process
-	grace                                                         time.Duration
-	mirrored                                                      []string
+	// pluginDir is the directory of kubectl-mapper, for PATH.
+	pluginDir string
+	mappers   map[string]*framework.Process
+	grace     time.Duration
+	mirrored  []string
 }
 
 // usageText is printed once the demo runs. Scripts read some of its lines: `demo is running`,
@@ -82,6 +84,14 @@ The targets, kept equal to their views by the mappers:
       # and compare a view with its target, per invariant:
   {{.MapperBin}} verify --view-kubeconfig={{.Dir}}/mapper-east.kubeconfig --target-kubeconfig={{.Dir}}/target-east.kubeconfig
 
+The kubectl plugin (bin/kubectl-mapper; docs/day2.md), as kubectl runs it with bin/ on PATH:
+  export PATH={{.PluginDir}}:$PATH
+  $K mapper --kubeconfig {{.Dir}}/source.kubeconfig locations -o wide
+  $K mapper --kubeconfig {{.Dir}}/source.kubeconfig where deployment/frontend -n web
+      # per location: who assigned it (the Placement web), why it did not apply there (its
+      # outcome record), its status record, a pending deletion
+  $K mapper --kubeconfig {{.Dir}}/source.kubeconfig verify east --target-kubeconfig={{.Dir}}/target-east.kubeconfig
+
 Press Ctrl-C to stop everything.
 `))
 
@@ -101,7 +111,7 @@ func printUsage(w io.Writer, u usage) {
 		"Health": strings.TrimRight(u.health, "\n"), "Source": u.source, "Server": u.server,
 		"EastView": u.eastView, "EastAggregated": u.eastAggregated, "WestAggregated": u.westAggregated,
 		"Mirrored": strings.Join(u.mirrored, ", "), "Mappers": ms, "Kubectl": u.kubectl, "Dir": u.dir,
-		"Grace": u.grace, "MapperBin": u.mapper,
+		"Grace": u.grace, "MapperBin": u.mapper, "PluginDir": u.pluginDir,
 	})
 	if err != nil {
 		fmt.Fprintln(w, "printing the demo's usage:", err)

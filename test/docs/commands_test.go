@@ -1,6 +1,7 @@
 package docs
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,10 +11,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/apiserver"
 	"github.com/cluster-mapper/cluster-mapper/pkg/buildversion"
 	controllerapp "github.com/cluster-mapper/cluster-mapper/pkg/controller/app"
+	"github.com/cluster-mapper/cluster-mapper/pkg/kubectlmapper"
 	mapperapp "github.com/cluster-mapper/cluster-mapper/pkg/mapper/app"
 )
 
@@ -23,6 +26,7 @@ func commands() map[string]*cobra.Command {
 		"mapper-apiserver":  apiserver.NewCommand(),
 		"mapper":            mapperapp.NewCommand(),
 		"mapper-controller": controllerapp.NewCommand(),
+		"kubectl-mapper":    kubectlmapper.NewCommand(genericiooptions.IOStreams{}),
 	}
 	for _, c := range out {
 		buildversion.AddFlag(c)
@@ -58,8 +62,9 @@ func TestFlagUsage(t *testing.T) {
 
 var (
 	// commandLineRE finds an invocation of a command of cmd/ at the start of a shell line:
-	// bin/mapper, mapper-apiserver, go run ./cmd/mapper-controller, after VAR=... assignments.
-	commandLineRE = regexp.MustCompile(`^(?:[A-Z_]+=\S+\s+)*(?:\./)?(?:bin/|go run \./cmd/)?(mapper-apiserver|mapper-controller|mapper)(\s.*)?$`)
+	// bin/mapper, mapper-apiserver, go run ./cmd/mapper-controller, kubectl mapper (the plugin
+	// kubectl-mapper), after VAR=... assignments.
+	commandLineRE = regexp.MustCompile(`^(?:[A-Z_]+=\S+\s+)*(?:\./)?(?:bin/|go run \./cmd/)?(kubectl[- ]mapper|mapper-apiserver|mapper-controller|mapper)(\s.*)?$`)
 	makeLineRE    = regexp.MustCompile(`^make\s+([a-z][-a-z]*)`)
 )
 
@@ -97,7 +102,7 @@ func TestDocCommands(t *testing.T) {
 					continue
 				}
 				checked++
-				if err := dryRun(commands()[m[1]], shellWords(m[2])); err != nil {
+				if err := dryRun(commands()[strings.Replace(m[1], " ", "-", 1)], shellWords(m[2])); err != nil {
 					t.Errorf("%s: %s: %v", where, line, err)
 				}
 			}
@@ -108,13 +113,17 @@ func TestDocCommands(t *testing.T) {
 	}
 }
 
-// dryRun finds the subcommand args name and parses its flags, without running it.
+// dryRun finds the subcommand args name and parses its flags, without running it; --help is
+// a flag like any other.
 func dryRun(root *cobra.Command, args []string) error {
 	c, rest, err := root.Find(args)
 	if err != nil {
 		return err
 	}
-	return c.ParseFlags(rest)
+	if err := c.ParseFlags(rest); !errors.Is(err, pflag.ErrHelp) {
+		return err
+	}
+	return nil
 }
 
 // joinContinuations joins lines ending in a backslash with the next, and drops comments.

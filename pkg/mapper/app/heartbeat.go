@@ -16,7 +16,6 @@ import (
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/mapper"
 	"github.com/cluster-mapper/cluster-mapper/pkg/mapper/heartbeat"
-	"github.com/cluster-mapper/cluster-mapper/pkg/mapper/verify"
 )
 
 // HeartbeatOptions configure the mapper's registration in the source: its Lease and its
@@ -113,11 +112,7 @@ func (o *HeartbeatOptions) run(ctx context.Context, conn *ConnectionOptions, cli
 		m.SetPause(ctx, mapper.Pause{})
 		return
 	}
-	observer := &heartbeat.Observer{Mapper: m, Target: target, Verify: verify.Config{
-		Location: clients.Location, View: clients.View, Part: clients.Part, Target: clients.Target, Resources: clients.Resources,
-		NamespaceMapping: clients.NamespaceMapping, ClusterName: conn.ClusterName, FieldManager: conn.FieldManager,
-		SkipContent: true,
-	}}
+	observer := &heartbeat.Observer{Mapper: m, Target: target, Verify: VerifyConfig(conn, clients, true)}
 	err = heartbeat.Run(ctx, heartbeat.Config{
 		Location: clients.Location, Part: clients.Part, Identity: identity, Version: version.Get().GitVersion, Mode: mode,
 		Source: source, LeaseNamespace: o.LeaseNamespace, RenewInterval: o.RenewInterval, LeaseDuration: o.LeaseDuration,

@@ -47,17 +47,7 @@ func NewVerifyCommand() *cobra.Command {
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			report, err := verify.Run(ctx, verify.Config{
-				Location:         clients.Location,
-				View:             clients.View,
-				Part:             clients.Part,
-				Target:           clients.Target,
-				Resources:        clients.Resources,
-				NamespaceMapping: clients.NamespaceMapping,
-				ClusterName:      conn.ClusterName,
-				FieldManager:     conn.FieldManager,
-				SkipContent:      skipContent,
-			})
+			report, err := verify.Run(ctx, VerifyConfig(conn, clients, skipContent))
 			if err != nil {
 				return fmt.Errorf("verify could not compare the view and the target: %w", err)
 			}
@@ -81,4 +71,22 @@ func NewVerifyCommand() *cobra.Command {
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "Give up after this long.")
 	logsapi.AddFlags(logOptions, cmd.Flags())
 	return cmd
+}
+
+// VerifyConfig returns the verify.Config that compares the view and the target of clients
+// with the rules of conn (cluster name, field manager), as the mapper of those options maps
+// them; skipContent skips the content check (verify.Config.SkipContent). `mapper verify`,
+// `kubectl mapper verify` and the heartbeat's verification all run it.
+func VerifyConfig(conn *ConnectionOptions, clients *Clients, skipContent bool) verify.Config {
+	return verify.Config{
+		Location:         clients.Location,
+		View:             clients.View,
+		Part:             clients.Part,
+		Target:           clients.Target,
+		Resources:        clients.Resources,
+		NamespaceMapping: clients.NamespaceMapping,
+		ClusterName:      conn.ClusterName,
+		FieldManager:     conn.FieldManager,
+		SkipContent:      skipContent,
+	}
 }
