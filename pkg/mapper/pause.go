@@ -123,10 +123,16 @@ func (m *Mapper) held(r *resource) (reason, message string, held bool) {
 	case slices.Contains(p.HaltedResources, r.name()):
 		return contract.OutcomeResourceHalted, "The location's SyncTarget names " + r.name() + " in spec.haltedResources: nothing of it is written to or deleted from the target until it does not.", true
 	case r.halted.Load():
-		if _, known := r.servedState(); known {
+		// Read again under r's lock: setServed may have found the resource served since the
+		// flag was read (it holds the lock until the flag is cleared), and an object must not
+		// be recorded ResourceNotServed by a target that serves it.
+		halted, known := r.servedState()
+		switch {
+		case !known:
+			return "", "", true
+		case halted:
 			return contract.OutcomeResourceNotServed, "The target does not serve " + r.gvr.GroupVersion().String() + " " + r.name() + " (is its CRD missing?): its objects wait until it does.", true
 		}
-		return "", "", true
 	}
 	return "", "", false
 }

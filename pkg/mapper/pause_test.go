@@ -7,7 +7,11 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // TestPauseHolds: spec.paused holds every resource, spec.haltedResources the named ones only.
@@ -62,5 +66,28 @@ func TestRefusedByTarget(t *testing.T) {
 		if got := refusedByTarget(c.err); got != c.want {
 			t.Errorf("refusedByTarget(%v) = %v, want %v", c.err, got, c.want)
 		}
+	}
+}
+
+// TestHeldWhileTheTargetStartsServing: a sync that read the resource's halted flag just before
+// setServed found the target serving it (the flag still set, the target informer already
+// there) is not held, and records no ResourceNotServed: TestMapperOutcomeRecordsAndPause saw a
+// gadget created as its resource started get that record first, then Rejected (two record
+// writes where one was due).
+func TestHeldWhileTheTargetStartsServing(t *testing.T) {
+	m := &Mapper{pause: newPauseState(false)}
+	r := &resource{gvr: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gadgets"}}
+	r.halted.Store(true)
+	if reason, _, held := m.held(r); !held || reason != "" {
+		t.Fatalf("before the target's discovery was read: held %v reason %q, want held with no reason", held, reason)
+	}
+	r.checked = true
+	if reason, _, held := m.held(r); !held || reason != contract.OutcomeResourceNotServed {
+		t.Fatalf("a target known not to serve it: held %v reason %q, want held, %s", held, reason, contract.OutcomeResourceNotServed)
+	}
+	// setServed ran between the flag's read and the lock: the target serves it now.
+	r.target = cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, cache.Indexers{})
+	if reason, _, held := m.held(r); held {
+		t.Errorf("a resource the target serves now is held with reason %q", reason)
 	}
 }
