@@ -116,6 +116,12 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	})
 
+	renderRetries = metrics.NewCounter(&metrics.CounterOpts{
+		Name:           "mapper_apiserver_rendering_retries_total",
+		Help:           "Renderings made again later because no resourceVersion above the one their view showed could be read from the source (a re-rendering never shows one resourceVersion with two contents).",
+		StabilityLevel: metrics.ALPHA,
+	})
+
 	renderCost = metrics.NewCounter(&metrics.CounterOpts{
 		Name:           "mapper_apiserver_rendering_cel_cost_total",
 		Help:           "CEL cost units (k8s.io/apiserver's cost model) spent by the Renderer's workers.",
@@ -141,7 +147,7 @@ var (
 func registerMetrics() {
 	registerMetricsOnce.Do(func() {
 		legacyregistry.MustRegister(malformedAssignments, unboundAssignments, specDiffFailures, customizationFailures, invalidClusters, undecodableObjects, slowWatchersClosed, eventsDispatched, currentWatchers, pendingDeletions, cachedObjects, historyRestarts, sourceListErrors, objectEncodings,
-			renderQueued, renderDuration, renderCost, historyBytes, historyEvictions)
+			renderQueued, renderDuration, renderRetries, renderCost, historyBytes, historyEvictions)
 	})
 }
 

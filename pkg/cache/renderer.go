@@ -151,6 +151,22 @@ func (r *Renderer) processNext(ctx context.Context) bool {
 	return true
 }
 
+// retryDelay is how long a rendering that found no new resourceVersion to be shown at waits
+// before it is made again (applyRenderings).
+const retryDelay = 500 * time.Millisecond
+
+// retry queues key of s (an object of tenant) again after retryDelay: its pending renderings
+// are made again then (applyRenderings found no resourceVersion to show them at). A queue shut
+// down meanwhile takes nothing.
+func (r *Renderer) retry(s *ResourceStore, tenant string, key contract.Key) {
+	renderRetries.Inc()
+	go func() {
+		<-r.opts.Clock.After(retryDelay)
+		r.queue.Add(tenant, renderKey{store: s, key: key})
+		renderQueued.Set(float64(r.queue.Len()))
+	}()
+}
+
 // add queues o, a version of a store's object with pending renderings.
 func (r *Renderer) add(s *ResourceStore, o *Object) {
 	r.queue.Add(tenantOf(o), renderKey{store: s, key: o.key})
@@ -256,9 +272,16 @@ func (s *ResourceStore) applyRenderings(ctx context.Context, key contract.Key, f
 				fresh, probed = s.opts.Renderer.freshResourceVersion(ctx, s.gvr), true
 				continue
 			}
-			if fresh > s.rv && s.synced {
-				rv, shared = fresh, false
+			if fresh <= s.rv || !s.synced {
+				// No resourceVersion above the one the view shows: showing the change at it
+				// would show one resourceVersion with two contents. The rendering stays
+				// pending (the view keeps what it shows) and is made again later, when the
+				// source or the store has moved on.
+				s.writeMu.Unlock()
+				s.opts.Renderer.retry(s, tenantOf(cur), key)
+				return
 			}
+			rv, shared = fresh, false
 		}
 		n.visible = rerenderedVisibility(cur, n, rv, changed, statusOnly)
 		n.compact(cur)

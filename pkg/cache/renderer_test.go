@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/component-base/metrics/testutil"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
@@ -115,7 +117,8 @@ func TestDeferredRenderingKeepsIngestMoving(t *testing.T) {
 // TestDeferredRenderingOfAnOlderVersion: a rendering made of a version that a newer one
 // replaced meanwhile is shown while the newer one's is pending when it is newer than what the
 // view shows (an object written faster than it renders still moves), and a failure of it is
-// dropped; the newer version's own rendering then replaces it.
+// dropped; the newer version's own rendering then replaces it, at a resourceVersion above the
+// one the older rendering took (docs/views.md, "Deferred renderings").
 func TestDeferredRenderingOfAnOlderVersion(t *testing.T) {
 	c := customization.NewCompiler(customization.Options{PlainCluster: "root"})
 	r := NewRenderer(RendererOptions{})
@@ -146,8 +149,25 @@ func TestDeferredRenderingOfAnOlderVersion(t *testing.T) {
 	if len(s.RenderFailures()) != 0 {
 		t.Errorf("the failure of a replaced version is reported: %+v", s.RenderFailures())
 	}
+	// The newer version's own rendering finds the view at the store's resourceVersion, 12, and
+	// no fresher one (this store has no source): shown at 12 it would show 12 with two
+	// contents, so it stays pending until the store moves on.
 	drain(t, r)
-	expect(t, live, "MODIFIED a@12")
+	expectNothing(t, live)
+	if v, _ := dataIn(t, s, "east", "ns", "a", "v"); v != "11" {
+		t.Errorf("east shows v=%s, want the rendering of 11 until the store moves on", v)
+	}
+	if n, err := testutil.GetCounterMetricValue(renderRetries); err != nil || n == 0 {
+		t.Error("mapper_apiserver_rendering_retries_total did not count the rendering made again")
+	}
+	s.UpdateResourceVersion("13") // a source bookmark
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return r.queue.Len() > 0, nil
+	}); err != nil {
+		t.Fatal("the pending rendering was not queued again")
+	}
+	drain(t, r)
+	expect(t, live, "MODIFIED a@13")
 	if v, _ := dataIn(t, s, "east", "ns", "a", "v"); v != "12" {
 		t.Errorf("east shows v=%s, want 12", v)
 	}

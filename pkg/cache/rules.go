@@ -215,7 +215,8 @@ func compareRendering(changed, statusOnly map[string]bool, prev, obj *Object, u 
 // prev (same source version): rv for the locations whose view changed
 // (changed) or that did not show prev, prev's visible resourceVersion for every other location,
 // with the generation its view showed (VisibleGeneration), which a location of statusOnly (its
-// view changed in .status alone: compareRendering) keeps showing too.
+// view changed in .status alone: compareRendering) keeps showing too. A changed location that
+// shows the rendering of an older version (lastGood) shows that version's generation.
 func rerenderedVisibility(prev *Object, obj *Object, rv uint64, changed, statusOnly map[string]bool) *visibleVersions {
 	base := prev.rv
 	if prev.visible != nil {
@@ -229,8 +230,14 @@ func rerenderedVisibility(prev *Object, obj *Object, rv uint64, changed, statusO
 	for _, loc := range obj.locations {
 		if changed[loc] || !prev.HasLocation(loc) {
 			vis.byLocation[loc] = rv
-			if statusOnly[loc] {
+			switch {
+			case statusOnly[loc]:
 				vis.generations[loc] = prev.ViewGeneration(loc)
+			case obj.rendered[loc] == nil && obj.lastGood[loc] != nil:
+				// Shows the rendering of an older version while this one's is pending
+				// (withRenderings): with that version's generation, which it holds, so that a
+				// view shows one generation per resourceVersion whichever version renders it.
+				vis.generations[loc] = obj.lastGood[loc].GetGeneration()
 			}
 		} else {
 			vis.byLocation[loc] = prev.VisibleResourceVersion(loc)

@@ -241,11 +241,11 @@ func (o *Object) render(location string) *Object {
 	if s := strconv.FormatUint(rv, 10); u.GetResourceVersion() != s {
 		u.SetResourceVersion(s)
 	}
-	if g, older := o.VisibleGeneration(location); older {
-		// Rendered from this version, whose generation may have moved since (a status record
-		// of another location on a Deployment): show the one the location saw.
-		setGeneration(u, g)
-	}
+	// Shown with the generation the location saw: this version's generation may have moved
+	// since (a status record of another location on a Deployment), and a kept rendering of an
+	// older version (lastGood) holds that version's; every version that shows the location
+	// this resourceVersion shows it with one generation (VisibleGeneration).
+	setGeneration(u, o.ViewGeneration(location))
 	v := newObject(o.key, o.cluster, o.namespace, o.name, o.assigned, rv, u)
 	v.locations, v.marks, v.sourceRV = o.locations, o.marks, o.rv
 	v.variants, v.statusDiffers = nil, false
