@@ -37,7 +37,8 @@ type Config struct {
 	// FieldManager is the server-side apply field manager on the target; default
 	// "cluster-mapper".
 	FieldManager string
-	// Workers is the number of concurrent syncs, and of concurrent status writes; default 4.
+	// Workers is the number of concurrent syncs, and of concurrent status writes; default
+	// DefaultWorkers.
 	Workers int
 	// DiscoveryInterval is how often the view's and the target's discovery are re-read (new
 	// resources, CRDs appearing on the target); default 30s.
@@ -66,7 +67,7 @@ type Config struct {
 const (
 	DefaultClusterName       = "default"
 	DefaultFieldManager      = "cluster-mapper"
-	DefaultWorkers           = 4
+	DefaultWorkers           = 16
 	DefaultDiscoveryInterval = 30 * time.Second
 	DefaultSweepInterval     = 5 * time.Minute
 	DefaultProgressInterval  = 10 * time.Second

@@ -41,7 +41,7 @@ var (
 
 	applies = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name:           "mapper_applies_total",
-		Help:           "Server-side applies onto the target, by result (success, error).",
+		Help:           "Server-side applies onto the target, by result (success, error; unchanged: not sent, the copy was as the last apply left it and this one would send the same).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"location", "shard", "resource", "result"})
 

@@ -26,11 +26,15 @@ type objectStates struct {
 	// failedAt is, for an object whose sync failed, the view resourceVersion of its latest
 	// failed version (see failed).
 	failedAt map[itemKey]string
-	metrics  locationMetrics
+	// applied is what the last apply of each mapped object sent; set forgets an object's on
+	// outcomeNone (gone) and outcomeError (its copy may be anything).
+	applied *appliedCopies
+	metrics locationMetrics
 }
 
 func newObjectStates(metrics locationMetrics) *objectStates {
-	return &objectStates{outcomes: map[itemKey]outcome{}, dirtySince: map[itemKey]time.Time{}, failedAt: map[itemKey]string{}, metrics: metrics}
+	return &objectStates{outcomes: map[itemKey]outcome{}, dirtySince: map[itemKey]time.Time{}, failedAt: map[itemKey]string{},
+		applied: newAppliedCopies(), metrics: metrics}
 }
 
 // failed records that the sync of key failed (outcomeError) at the view object's
@@ -79,6 +83,9 @@ func (s *objectStates) set(key itemKey, o outcome) outcome {
 			s.metrics.conflictsCurrent(resource).Inc()
 			s.metrics.conflictsTotal(resource).Inc()
 		}
+	}
+	if o == outcomeNone || o == outcomeError {
+		s.applied.forget(key)
 	}
 	if o == outcomeNone {
 		delete(s.outcomes, key)

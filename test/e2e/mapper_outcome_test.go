@@ -34,6 +34,8 @@ const outcomeNamespace = "outcomes"
 // TestMapperOutcomeRecordsAndPause runs one mapper of east, registered with a SyncTarget, on a
 // target whose Gadget CRD is stricter than the source's (docs/mapper.md, "Outcome records" and
 // "Pausing"):
+//   - each new object is applied once: the change its first sync makes of it through the view
+//     (east's finalizer) sends nothing more to the target;
 //   - a gadget the target rejects gets east's outcome record Rejected with the target's
 //     admission message, written once however often the apply is retried; east's view shows
 //     it, another location's view does not; through its view east may write no other
@@ -73,6 +75,20 @@ func TestMapperOutcomeRecordsAndPause(t *testing.T) {
 		"--lease-renew-interval=1s", "--lease-duration=5s")
 	mappers := []*mapperProc{m}
 	env.converge(t, ctx, "the first ConfigMaps", "east")
+
+	t.Run("one apply per new object", func(t *testing.T) {
+		// Each of the three ConfigMaps was applied once, then its view object changed: east's
+		// finalizer, added through the view before the copy was made. That sync sends nothing
+		// (the copy is as the apply left it) and counts the apply unchanged.
+		configMaps := `resource="configmaps"`
+		mapperEventually(t, ctx, time.Minute, "the finalizer's change of each ConfigMap reached the mapper", func() (bool, string) {
+			v := mapperSumMetric(mappers, "mapper_applies_total", configMaps, `result="unchanged"`)
+			return v >= 3, "unchanged applies: " + mapperFtoa(v)
+		})
+		if v := mapperSumMetric(mappers, "mapper_applies_total", configMaps, `result="success"`); v != 3 {
+			t.Errorf("%v applies of the three new ConfigMaps reached the target, want one each", v)
+		}
+	})
 
 	t.Run("Rejected", func(t *testing.T) {
 		tooBig := newWidget(gadgetsGVR, "Gadget", outcomeNamespace, "too-big", "east", "west")
