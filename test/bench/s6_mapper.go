@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/mapper"
 	"github.com/cluster-mapper/cluster-mapper/test/framework"
 )
 
@@ -93,11 +94,13 @@ func (e *env) scenarioMapper(ctx context.Context) *Scenario {
 	s.Ran = true
 	s.What = fmt.Sprintf("One mapper (cmd/mapper) maps location `%s` — %d ConfigMaps and %d Deployments spread over up to %d namespaces — "+
 		"from its view onto a new, empty target kube-apiserver (sharing the source's etcd), twice: with its default flags "+
-		"(no client-side throttle, 4 workers) and with `%s`. Each run gets a fresh target. "+
+		"(no client-side throttle, %d workers) and with `%s`. Each run gets a fresh target. The first run adds the location's "+
+		"finalizer to every source object through the view before its copy (the deletion protocol, docs/mapper.md); the second "+
+		"finds them there and writes nothing to the source, so only the first pays the protocol. "+
 		"Time is from starting the mapper process (leader election and informer sync included) until watches on the target "+
 		"(label `kcp.io/location=%s`) have seen every object ADDED. The original design estimated 1000 s for 50,000 objects at "+
 		"client throttle, i.e. 50 objects/s.",
-		BulkLocation, cms, want-cms, e.cfg.Namespaces, strings.Join(TunedMapperArgs, " "), BulkLocation)
+		BulkLocation, cms, want-cms, e.cfg.Namespaces, mapper.DefaultWorkers, strings.Join(TunedMapperArgs, " "), BulkLocation)
 	finished := Check{Name: fmt.Sprintf("the mapper mapped every one of the %d objects of location %s onto the target within %s, in each run", want, BulkLocation, e.cfg.MapperTimeout)}
 	for _, run := range []struct {
 		name string
