@@ -137,12 +137,23 @@ func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstr
 	config, hashed := configHash(desired)
 	if hashed && m.states.applied.unchangedSince(key, config, live) {
 		// The copy is as the last apply left it, and this one would send the same: a no-op
-		// (appliedCopies).
+		// (appliedCopies), not sent.
 		m.metrics.applies(r.name(), "unchanged").Inc()
-		m.states.set(key, outcomeMapped)
-		m.clearOutcome(ctx, r, key, obj)
-		return nil
+	} else if err := m.applyCopy(ctx, r, key, obj, ns, desired, config, hashed); err != nil {
+		return err
 	}
+	if prev := m.states.set(key, outcomeMapped); prev != outcomeMapped {
+		logger.V(4).Info("Mapped", "resource", r.name(), "source", src.String(), "targetNamespace", ns)
+	}
+	m.clearOutcome(ctx, r, key, obj)
+	return nil
+}
+
+// applyCopy sends desired, the apply configuration of view object obj (config its configHash,
+// when hashed), to target namespace ns with server-side apply, and records what it sent
+// (appliedCopies). It returns the sync's error when the target refuses or fails it
+// (applyFailed).
+func (m *Mapper) applyCopy(ctx context.Context, r *resource, key itemKey, obj *unstructured.Unstructured, ns string, desired *unstructured.Unstructured, config uint64, hashed bool) error {
 	applied, err := m.target.Resource(r.gvr).Namespace(ns).Apply(ctx, key.Name, desired, metav1.ApplyOptions{FieldManager: m.cfg.FieldManager})
 	if err != nil {
 		m.metrics.applies(r.name(), "error").Inc()
@@ -163,10 +174,6 @@ func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstr
 	if hashed {
 		m.states.applied.record(key, config, applied.GetResourceVersion())
 	}
-	if prev := m.states.set(key, outcomeMapped); prev != outcomeMapped {
-		logger.V(4).Info("Mapped", "resource", r.name(), "source", src.String(), "targetNamespace", ns)
-	}
-	m.clearOutcome(ctx, r, key, obj)
 	return nil
 }
 
