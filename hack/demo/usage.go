@@ -52,14 +52,14 @@ Try (kubectl from the testenv):
 
 Placement, Customization, StatusCollector and status (docs/placement.md, docs/customization.md, docs/status.md):
   $K --kubeconfig {{.Dir}}/source.kubeconfig get placements,customizations,statuscollectors -A
-  $K --kubeconfig {{.Dir}}/east.kubeconfig get deployments -n web -o custom-columns=NAME:.metadata.name,REPLICAS:.spec.replicas,REGION:.metadata.labels.demo\.example/region
+  $K --kubeconfig {{.Dir}}/east.kubeconfig get deployments -n web -o 'custom-columns=NAME:.metadata.name,REPLICAS:.spec.replicas,REGION:.metadata.labels.demo\.example/region'
       # web's Deployments are divided over east and west by the Placement, and labelled with
       # the location's region by the Customization, as each view renders them
   $K --kubeconfig {{.Dir}}/source.kubeconfig get deployments -A
       # status written back by the locations' mappers: web's is the sum over east and west
       # (kcp.io/status-policy: Summarize); the targets run no kubelet, so Pods stay Pending
   $K --kubeconfig {{.Dir}}/source.kubeconfig get statussummaries -n web
-  $K --kubeconfig {{.Dir}}/source.kubeconfig get deployments,configmaps,secrets,serviceaccounts,services -n blog -o custom-columns=KIND:.kind,NAME:.metadata.name,LOCATIONS:.metadata.annotations.kcp\.io/assigned-locations
+  $K --kubeconfig {{.Dir}}/source.kubeconfig get deployments,configmaps,secrets,serviceaccounts,services -n blog -o 'custom-columns=KIND:.kind,NAME:.metadata.name,LOCATIONS:.metadata.annotations.kcp\.io/assigned-locations'
       # blog's Placement selects only its Deployment; the rest of the application follows it:
       # every object of the app on the same location (docs/dependencies.md)
   $K --kubeconfig {{.Dir}}/source.kubeconfig delete namespace shop
