@@ -133,10 +133,9 @@ type LoadResult struct {
 	BulkObjects     int   `json:"bulkObjects"`
 }
 
-// load creates the namespaces and objects with cfg.LoadClients parallel clients, each on its
-// own connection.
-func (e *env) load(ctx context.Context) LoadResult {
-	res := LoadResult{Clients: e.cfg.LoadClients, Namespaces: len(e.ds.namespaces)}
+// loadClients returns cfg.LoadClients admin clients of the source without client-side
+// throttling, each on its own connection, with user agents agent-<i>.
+func (e *env) loadClients(agent string) []kubernetes.Interface {
 	clients := make([]kubernetes.Interface, e.cfg.LoadClients)
 	for i := range clients {
 		cfg := e.source.AdminConfig()
@@ -144,46 +143,63 @@ func (e *env) load(ctx context.Context) LoadResult {
 		// A Proxy function makes client-go build a transport (a connection) for this client
 		// alone instead of sharing the cached one; loopback is never proxied.
 		cfg.Proxy = http.ProxyFromEnvironment
-		cfg.UserAgent = fmt.Sprintf("bench-loader-%d", i)
+		cfg.UserAgent = fmt.Sprintf("%s-%d", agent, i)
 		c, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
 			e.tb.Fatal(err)
 		}
 		clients[i] = c
 	}
+	return clients
+}
+
+// parallel calls do(c, i) for i in [0, n), spread over clients (one goroutine each), trying
+// each i up to 5 times with a growing pause (an AlreadyExists error counts as done; retries,
+// when not nil, counts the attempts made again). It returns the first error that remained.
+func (e *env) parallel(ctx context.Context, clients []kubernetes.Interface, n int, retries *atomic.Int64, do func(c kubernetes.Interface, i int) error) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var firstErr error
+	var errOnce sync.Once
+	for w := range clients {
+		wg.Add(1)
+		go func(c kubernetes.Interface) {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				var err error
+				for attempt := 0; attempt < 5; attempt++ {
+					if err = do(c, i); err == nil || apierrors.IsAlreadyExists(err) {
+						err = nil
+						break
+					}
+					if retries != nil {
+						retries.Add(1)
+					}
+					time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
+				}
+				if err != nil {
+					errOnce.Do(func() { firstErr = err })
+					return
+				}
+			}
+		}(clients[w])
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// load creates the namespaces and objects with cfg.LoadClients parallel clients, each on its
+// own connection.
+func (e *env) load(ctx context.Context) LoadResult {
+	res := LoadResult{Clients: e.cfg.LoadClients, Namespaces: len(e.ds.namespaces)}
+	clients := e.loadClients("bench-loader")
 	var retries atomic.Int64
 	run := func(n int, do func(c kubernetes.Interface, i int) error) error {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		var firstErr error
-		var errOnce sync.Once
-		for w := range clients {
-			wg.Add(1)
-			go func(c kubernetes.Interface) {
-				defer wg.Done()
-				for {
-					i := int(next.Add(1) - 1)
-					if i >= n || ctx.Err() != nil {
-						return
-					}
-					var err error
-					for attempt := 0; attempt < 5; attempt++ {
-						if err = do(c, i); err == nil || apierrors.IsAlreadyExists(err) {
-							err = nil
-							break
-						}
-						retries.Add(1)
-						time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
-					}
-					if err != nil {
-						errOnce.Do(func() { firstErr = err })
-						return
-					}
-				}
-			}(clients[w])
-		}
-		wg.Wait()
-		return firstErr
+		return e.parallel(ctx, clients, n, &retries, do)
 	}
 	start := time.Now()
 	err := run(len(e.ds.namespaces), func(c kubernetes.Interface, i int) error {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
@@ -49,6 +50,9 @@ type Store interface {
 	Namespaces(location string, part contract.ViewPart) map[string]int
 	// Assignment returns the bound locations a source object is assigned to, as views see it.
 	Assignment(u *unstructured.Unstructured, cluster string) []string
+	// SourceStore holds the source's objects as the cache stores them (READ-ONLY), keyed by
+	// contract.Key: the copy a location's mark write starts from (marksStorage).
+	SourceStore() toolscache.Store
 	// LocationView renders a source object as location's view shows it.
 	LocationView(u *unstructured.Unstructured, cluster string, locations []string, location string) *unstructured.Unstructured
 	// ResourceVersion is the highest resourceVersion of the source the store has processed.

@@ -1,13 +1,18 @@
 package view
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
@@ -162,6 +167,40 @@ func withMarkChange(current *unstructured.Unstructured, location string, change 
 		target.SetAnnotations(ann)
 	}
 	return target
+}
+
+// writeMarks writes change, a change of location's marks, onto current, the source object
+// the change was decided on, with one JSON merge patch through client: the finalizer list as
+// withMarkChange makes it from current's, location's outcome record set or removed, and
+// current's metadata.resourceVersion. kube-apiserver's update path takes the patched object's
+// resourceVersion as a precondition (the registry's update answers 409 Conflict when the
+// object's resourceVersion moved since: k8s.io/apiserver's generic registry Store.Update, as
+// for a PUT), so the finalizer list it replaces is exactly the one current holds: a finalizer
+// another writer added since is never lost. It returns the written object, or the source's
+// error (409 when current is stale, 422 when the source refuses a new finalizer on an object
+// it is deleting).
+func writeMarks(ctx context.Context, client dynamic.ResourceInterface, current *unstructured.Unstructured, location string, change markChange) (*unstructured.Unstructured, error) {
+	meta := map[string]interface{}{"resourceVersion": current.GetResourceVersion()}
+	target := withMarkChange(current, location, change)
+	if change.finalizer != 0 {
+		var fins interface{} // JSON null: no finalizers left, the member goes
+		if f := target.GetFinalizers(); len(f) > 0 {
+			fins = f
+		}
+		meta["finalizers"] = fins
+	}
+	if change.outcome != 0 {
+		var record interface{} // JSON null: the merge patch removes the annotation
+		if change.outcome > 0 {
+			record = change.outcomeRecord
+		}
+		meta["annotations"] = map[string]interface{}{contract.OutcomeAnnotation(location): record}
+	}
+	patch, err := json.Marshal(map[string]interface{}{"metadata": meta})
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return client.Patch(ctx, current.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
 }
 
 // checkOutcomeRecord refuses a change that sets an outcome record the contract does not allow

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/client-go/dynamic"
 
@@ -36,9 +37,18 @@ import (
 //     nothing this location can see changed (preconditionHolds), else 409;
 //   - any other change than the location's own finalizer is refused with the 405 every other
 //     write through a view gets, naming the part changed;
-//   - the source write is an update of the object read fresh, with the finalizer appended or
-//     removed and the read's resourceVersion as precondition, made again on a fresh read when
-//     another writer came first; a write that changes nothing is not sent.
+//   - the source write is one JSON merge patch (writeMarks) of the object as the cache holds it
+//     (sourceCopy): the finalizer list with the finalizer appended or removed, the outcome
+//     record set or removed, and the cached copy's metadata.resourceVersion, which
+//     kube-apiserver takes as the write's precondition (409 when the object changed since),
+//     so that a change of another writer the cache has not seen yet (another controller's
+//     finalizer) is never overwritten. Every decision is made on the object the write applies
+//     to: a write the cached copy would refuse, or find to change nothing, and a write the
+//     source answers with 409, are decided again on the object read fresh from the source
+//     (today's answer; a fresh read whose write loses a race is read again, maxWriteAttempts
+//     in all), so that a stale cache answers no request; a write that changes nothing is not
+//     sent. A mark write therefore costs the source one request (the PATCH) unless the cache
+//     is behind the source or another writer came first.
 type marksStorage struct {
 	st *statusStorage
 }
@@ -73,9 +83,17 @@ func (m *marksStorage) Update(ctx context.Context, name string, objInfo rest.Upd
 		observeMarkWrite(gr, markChange{}, err)
 		return nil, false, err
 	}
-	for attempt := 1; ; attempt++ {
-		result, change, retry, err := m.updateOnce(ctx, client, location, cluster, name, objInfo, updateValidation)
+	// The first attempt works on the cache's copy of the source object (one source request);
+	// the attempts after it on the object read fresh (see marksStorage).
+	current := m.sourceCopy(cluster, genericapirequest.NamespaceValue(ctx), name)
+	for attempt := 1; ; {
+		result, change, retry, err := m.updateOnce(ctx, client, location, cluster, name, current, objInfo, updateValidation)
+		if retry && current != nil {
+			current = nil // decide again on the source's object
+			continue
+		}
 		if err != nil && retry && attempt < maxWriteAttempts {
+			attempt++
 			continue
 		}
 		observeMarkWrite(gr, change, err)
@@ -86,31 +104,55 @@ func (m *marksStorage) Update(ctx context.Context, name string, objInfo rest.Upd
 	}
 }
 
-// updateOnce is one attempt of Update; retry says that it lost a race with another writer.
-func (m *marksStorage) updateOnce(ctx context.Context, client dynamic.ResourceInterface, location, cluster, name string, objInfo rest.UpdatedObjectInfo, updateValidation rest.ValidateObjectUpdateFunc) (runtime.Object, markChange, bool, error) {
-	gr := m.st.info.GVR.GroupResource()
-	current, err := client.Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, markChange{}, false, apierrors.NewNotFound(gr, name)
+// sourceCopy returns the cache's copy of the source object namespace/name of cluster
+// (READ-ONLY: the stored object), or nil when the cache holds none.
+func (m *marksStorage) sourceCopy(cluster, namespace, name string) *unstructured.Unstructured {
+	item, ok, err := m.st.store.SourceStore().GetByKey(string(contract.NewKey(cluster, namespace, name)))
+	if err != nil || !ok {
+		return nil
 	}
-	if err != nil {
-		return nil, markChange{}, false, sourceError(err)
+	u, _ := item.(*unstructured.Unstructured)
+	return u
+}
+
+// updateOnce is one attempt of Update on current: the source object as the cache holds it
+// (READ-ONLY), or read fresh from the source when current is nil. retry says that the attempt
+// is to be made again on an object read fresh: it lost a race with another writer (409 from
+// the source), or, on the cache's copy, it would answer anything but a write that took (an
+// error, or no write to send).
+func (m *marksStorage) updateOnce(ctx context.Context, client dynamic.ResourceInterface, location, cluster, name string, current *unstructured.Unstructured, objInfo rest.UpdatedObjectInfo, updateValidation rest.ValidateObjectUpdateFunc) (runtime.Object, markChange, bool, error) {
+	gr := m.st.info.GVR.GroupResource()
+	cached := current != nil
+	// refuse answers err, decided before any write: on the cache's copy, an attempt on the
+	// source's object decides instead.
+	refuse := func(change markChange, err error) (runtime.Object, markChange, bool, error) {
+		return nil, change, cached, err
+	}
+	if !cached {
+		var err error
+		current, err = client.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil, markChange{}, false, apierrors.NewNotFound(gr, name)
+		}
+		if err != nil {
+			return nil, markChange{}, false, sourceError(err)
+		}
 	}
 	// A malformed assignment assigns no location (docs/design.md, "Names"), nor does one to a
 	// location not bound to the object's namespace (docs/tenancy.md).
 	locations := m.st.store.Assignment(current, cluster)
 	assigned := slices.Contains(locations, location)
 	if !assigned && !slices.Contains(current.GetFinalizers(), contract.LocationFinalizer(location)) {
-		return nil, markChange{}, false, apierrors.NewNotFound(gr, name)
+		return refuse(markChange{}, apierrors.NewNotFound(gr, name))
 	}
 	viewed := withClusterAnnotation(m.st.store.LocationView(current, cluster, locations, location), cluster)
 	updated, err := objInfo.UpdatedObject(ctx, viewed)
 	if err != nil {
-		return nil, markChange{}, false, err
+		return refuse(markChange{}, err)
 	}
 	if updateValidation != nil {
 		if err := updateValidation(ctx, updated, viewed); err != nil {
-			return nil, markChange{}, false, err
+			return refuse(markChange{}, err)
 		}
 	}
 	u, ok := updated.(*unstructured.Unstructured)
@@ -118,21 +160,21 @@ func (m *marksStorage) updateOnce(ctx context.Context, client dynamic.ResourceIn
 		return nil, markChange{}, false, apierrors.NewInternalError(fmt.Errorf("unexpected object %T", updated))
 	}
 	if rv := u.GetResourceVersion(); rv != "" && !m.st.preconditionHolds(ctx, location, cluster, current, rv) {
-		return nil, markChange{}, false, apierrors.NewConflict(gr, name, errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+		return refuse(markChange{}, apierrors.NewConflict(gr, name, errors.New("the object has been modified; please apply your changes to the latest version and try again")))
 	}
 	change, err := markChangeOf(viewed, u, location)
 	if err != nil {
-		return nil, markChange{}, false, notOwnMarks(gr, name, err)
+		return refuse(markChange{}, notOwnMarks(gr, name, err))
 	}
 	if err := checkOutcomeRecord(gr, name, location, change); err != nil {
-		return nil, change, false, err
+		return refuse(change, err)
 	}
 	if change.finalizer > 0 && !assigned {
-		return nil, change, false, apierrors.NewConflict(gr, name, fmt.Errorf("the object is no longer assigned to location %q (or its namespace is not bound to it): its finalizer %s cannot be added", location, contract.LocationFinalizer(location)))
+		return refuse(change, apierrors.NewConflict(gr, name, fmt.Errorf("the object is no longer assigned to location %q (or its namespace is not bound to it): its finalizer %s cannot be added", location, contract.LocationFinalizer(location))))
 	}
 	written := current
 	if change.changes() {
-		written, err = client.Update(ctx, withMarkChange(current, location, change), metav1.UpdateOptions{FieldManager: fieldManager})
+		written, err = writeMarks(ctx, client, current, location, change)
 		if err != nil {
 			if apierrors.IsConflict(err) {
 				return nil, change, true, apierrors.NewConflict(gr, name, errors.New("the object has been modified; please apply your changes to the latest version and try again"))
@@ -143,6 +185,8 @@ func (m *marksStorage) updateOnce(ctx context.Context, client dynamic.ResourceIn
 			}
 			return nil, change, false, sourceError(err)
 		}
+	} else if cached {
+		return refuse(change, nil) // no write to send: the source's object decides
 	}
 	answer := withClusterAnnotation(m.st.store.LocationView(written, cluster, locations, location), cluster)
 	m.st.answerResourceVersion(ctx, answer, current, written, location, cluster)
