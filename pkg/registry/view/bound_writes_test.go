@@ -8,7 +8,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
@@ -46,20 +45,9 @@ func TestWritesThroughViewsNeedABinding(t *testing.T) {
 		t.Fatalf("west's status write: %v", err)
 	}
 
-	// setFinalizer writes location's finalizer through its view as a PUT of the view's object
-	// with the finalizer added (add) or removed.
+	// setFinalizer writes location's finalizer through its view (finalizerChange).
 	setFinalizer := func(location string, add bool) error {
-		own := contract.LocationFinalizer(location)
-		info := rest.DefaultUpdatedObjectInfo(nil, func(_ context.Context, _, old runtime.Object) (runtime.Object, error) {
-			u := old.(*unstructured.Unstructured).DeepCopy()
-			fins := slices.DeleteFunc(u.GetFinalizers(), func(f string) bool { return f == own })
-			if add {
-				fins = append(fins, own)
-			}
-			u.SetFinalizers(fins)
-			return u, nil
-		})
-		_, _, err := ms.Update(viewCtx(location, "team-a"), "w", info, nil, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
+		_, _, err := ms.Update(viewCtx(location, "team-a"), "w", finalizerChange(location, add), nil, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
 		return err
 	}
 	expectCode(t, "east adding its finalizer", setFinalizer("east", true), http.StatusNotFound)

@@ -113,19 +113,8 @@ func TestMarkWritesAtTheSource(t *testing.T) {
 	ss := &statusStorage{info: configMapsInfo, store: store, source: src, clusters: clusters{plain: "root"}, freshness: freshness{gvr: configMapsGVR, store: store, source: src}}
 	ms := &marksStorage{st: ss}
 	east := contract.LocationFinalizer("east")
-	// setFinalizer writes east's finalizer through its view as a patch does: applied to the
-	// view's object it is given (with that object's resourceVersion).
 	setFinalizer := func(add bool) error {
-		info := rest.DefaultUpdatedObjectInfo(nil, func(_ context.Context, _, old runtime.Object) (runtime.Object, error) {
-			u := old.(*unstructured.Unstructured).DeepCopy()
-			fins := slices.DeleteFunc(u.GetFinalizers(), func(f string) bool { return f == east })
-			if add {
-				fins = append(fins, east)
-			}
-			u.SetFinalizers(fins)
-			return u, nil
-		})
-		_, _, err := ms.Update(viewCtx("east", "ns"), "a", info, nil, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
+		_, _, err := ms.Update(viewCtx("east", "ns"), "a", finalizerChange("east", add), nil, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
 		return err
 	}
 	delta := func(before, after map[string]float64, keys ...string) map[string]float64 {
@@ -180,4 +169,20 @@ func TestMarkWritesAtTheSource(t *testing.T) {
 	if fins := sourceFinalizers(); !slices.Equal(fins, []string{"example.com/other"}) {
 		t.Fatalf("source finalizers %v after east removed its own, want the other writer's only", fins)
 	}
+}
+
+// finalizerChange is a write of location's finalizer through its view as a patch makes it:
+// applied to the view's object it is given (keeping that object's resourceVersion), with the
+// finalizer added (add) or removed.
+func finalizerChange(location string, add bool) rest.UpdatedObjectInfo {
+	own := contract.LocationFinalizer(location)
+	return rest.DefaultUpdatedObjectInfo(nil, func(_ context.Context, _, old runtime.Object) (runtime.Object, error) {
+		u := old.(*unstructured.Unstructured).DeepCopy()
+		fins := slices.DeleteFunc(u.GetFinalizers(), func(f string) bool { return f == own })
+		if add {
+			fins = append(fins, own)
+		}
+		u.SetFinalizers(fins)
+		return u, nil
+	})
 }
