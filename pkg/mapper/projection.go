@@ -1,13 +1,17 @@
 package mapper
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
@@ -120,4 +124,37 @@ func mappingNames(keys []string) string {
 		names = append(names, cluster+"/"+name)
 	}
 	return strings.Join(names, ", ")
+}
+
+// FitResources fits wanted, the view resources to map (ViewResources), to projections: the
+// ResourceMappings themselves are removed (they are read, never copied), and each resource a
+// mapping names is read at its spec.source.version.
+func FitResources(wanted map[schema.GroupVersionResource]bool, projections map[schema.GroupResource]Projection) {
+	delete(wanted, MappingResource)
+	for gvr, namespaced := range wanted {
+		if p := projections[gvr.GroupResource()]; p.SourceVersion != "" && p.SourceVersion != gvr.Version {
+			delete(wanted, gvr)
+			wanted[gvr.GroupResource().WithVersion(p.SourceVersion)] = namespaced
+		}
+	}
+}
+
+// ListProjections lists the ResourceMappings of a view (view is the client of the location's
+// view, or of a part of it) and returns the Projections they decide (Projections). A view
+// that does not serve ResourceMappings (404) decides none; any other error is returned.
+func ListProjections(ctx context.Context, view dynamic.Interface) (map[schema.GroupResource]Projection, error) {
+	list, err := view.Resource(MappingResource).List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing the ResourceMappings of the view: %w", err)
+	}
+	objs := make(map[string]*unstructured.Unstructured, len(list.Items))
+	for i := range list.Items {
+		u := &list.Items[i]
+		objs[string(contract.NewKey(SourceOf(u, DefaultClusterName).Cluster, "", u.GetName()))] = u
+	}
+	projections, _ := Projections(objs)
+	return projections, nil
 }

@@ -123,19 +123,13 @@ func (m *Mapper) runRefresh(ctx context.Context) {
 // when the view stops serving a resource). It returns false when the mappings are not known
 // yet: then no resource may start.
 func (m *Mapper) applyMappings(ctx context.Context, wanted map[schema.GroupVersionResource]bool) bool {
-	if _, ok := wanted[MappingResource]; ok {
-		delete(wanted, MappingResource)
-		if !m.mappings.start(ctx, m) {
-			klog.FromContext(ctx).Info("The view's ResourceMappings have not been listed yet; starting no resource until they are")
-			return false
-		}
+	if _, ok := wanted[MappingResource]; ok && !m.mappings.start(ctx, m) {
+		klog.FromContext(ctx).Info("The view's ResourceMappings have not been listed yet; starting no resource until they are")
+		return false
 	}
-	for gvr, namespaced := range wanted {
-		if p := m.mappings.projection(gvr.GroupResource()); p.SourceVersion != "" && p.SourceVersion != gvr.Version {
-			delete(wanted, gvr)
-			wanted[gvr.GroupResource().WithVersion(p.SourceVersion)] = namespaced
-		}
-	}
+	m.mappings.mu.RLock()
+	FitResources(wanted, m.mappings.projections)
+	m.mappings.mu.RUnlock()
 	for _, r := range m.resourceList() {
 		if p := m.mappings.projection(r.gvr.GroupResource()); p != r.projection {
 			klog.FromContext(ctx).Info("The ResourceMapping of a resource changed; restarting it, its copies under the former mapping stay on the target",

@@ -16,6 +16,7 @@ import (
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/mapper"
+	"github.com/cluster-mapper/cluster-mapper/pkg/mapper/verify"
 	"github.com/cluster-mapper/cluster-mapper/test/framework"
 )
 
@@ -138,6 +139,16 @@ func TestResourceMappingProjection(t *testing.T) {
 			}
 		}
 		return false, fmt.Sprintf("status %v", rm.Object["status"])
+	})
+
+	// mapper verify reads the same mappings: the widget's Gizmo is in sync, and the only
+	// violation is the halted gadget, named by its target resource.
+	var report *verify.Report
+	mapperEventually(t, ctx, time.Minute, "mapper verify understands the mappings", func() (bool, string) {
+		report = env.verifyOnce(t, "east", "--namespace-mapping=same")
+		ok := report.Total == 1 && len(report.Violations) == 1 && report.Violations[0].Resource == "gadgets.example.com" &&
+			strings.Contains(report.Violations[0].Message, "cogs") && report.ViewObjects == 2
+		return ok, mapperReportText(report)
 	})
 
 	env.mutate(t, ctx, widgetsGVR, "apps", "w1", func(u *unstructured.Unstructured) { setAssignment(u) })
