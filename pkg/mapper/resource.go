@@ -222,6 +222,10 @@ func (m *Mapper) setServed(ctx context.Context, r *resource, served bool) {
 		m.metrics.resourceHalted(r.name()).Set(1)
 		logger.Info("Halting the resource: the target does not serve it (is its CRD missing?); its objects wait until it does",
 			"resource", r.name(), "groupVersion", r.gvr.GroupVersion().String(), "targetResource", r.targetGVR().String(), "blocked", r.projection.Blocked)
+		// Objects synced before this first check were held without a reason (not known
+		// yet): synced again, each is held with its outcome record (ResourceNotServed).
+		// Nothing is written on the target (held).
+		m.enqueueView(r)
 		return
 	}
 	r.target = dynamicinformer.NewFilteredDynamicInformer(m.target, r.targetGVR(), metav1.NamespaceAll, 0, cache.Indexers{},
