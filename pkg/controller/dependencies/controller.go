@@ -27,6 +27,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/served"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/worker"
 	"github.com/cluster-mapper/cluster-mapper/pkg/dependencies"
+	"github.com/cluster-mapper/cluster-mapper/pkg/placement"
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
 )
 
@@ -85,6 +86,8 @@ type Controller struct {
 	pending *pending.Writes
 
 	placements, targets, rules toolscache.SharedIndexInformer
+	// locations are the SyncTargets as placement reads them: what their views mirror.
+	locations *ctrlplacement.Locations
 
 	mu sync.Mutex
 	// handled are the informers that have this controller's event handler.
@@ -97,6 +100,8 @@ type Controller struct {
 	compiled map[string]compiledRule
 	// memo are the references of referencing objects, by uid (see references).
 	memo map[types.UID]*memoEntry
+	// parsed are the selectors and targets of Services, HPAs and PDBs, by uid.
+	parsed *dependencies.SelectorCache
 	// reported are the missing references already recorded as Events, by namespace key
 	// ("<uid>/<resource>/<name>").
 	reported map[string]sets.Set[string]
@@ -161,6 +166,7 @@ func New(cfg Config) *Controller {
 		extra:        map[schema.GroupResource]watched{},
 		compiled:     map[string]compiledRule{},
 		memo:         map[types.UID]*memoEntry{},
+		parsed:       dependencies.NewSelectorCache(),
 		reported:     map[string]sets.Set[string]{},
 		ruleFailures: map[string]map[string]map[string]string{},
 	}
@@ -174,13 +180,10 @@ func New(cfg Config) *Controller {
 	})
 	// What the views mirror (a SyncTarget's status.resources) changes the Placements'
 	// reports only.
-	_, _ = c.targets.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(interface{}) { c.enqueuePlacementNamespaces() },
-		UpdateFunc: func(old, obj interface{}) {
-			if viewResources(old) != viewResources(obj) {
-				c.enqueuePlacementNamespaces()
-			}
-		},
+	c.locations = ctrlplacement.NewLocations(c.targets, func(old, new *placement.Location) {
+		if new != nil && (old == nil || !old.Resources.Equal(new.Resources)) {
+			c.enqueuePlacementNamespaces()
+		}
 	})
 	return c
 }
@@ -350,6 +353,7 @@ func (c *Controller) enqueueObject(obj interface{}, deleted bool) {
 		c.mu.Lock()
 		delete(c.memo, o.GetUID())
 		c.mu.Unlock()
+		c.parsed.Forget(o.GetUID())
 		c.pending.Forget(o.GetUID())
 	}
 	c.queue.Add(key(o.GetAnnotations()[contract.ClusterAnnotation], o.GetNamespace()))
