@@ -110,11 +110,25 @@ type Controller struct {
 	ruleFailures map[string]map[string]map[string]string
 }
 
-// informerKey names an informer: whole objects or metadata.
+// informerKey names an informer: whole objects, trimmed objects (full and trimmed) or
+// metadata.
 type informerKey struct {
-	gvr  schema.GroupVersionResource
-	full bool
+	gvr           schema.GroupVersionResource
+	full, trimmed bool
 }
+
+// content is what an informer of this controller holds of each object.
+type content int
+
+const (
+	// metadataOnly: the metadata (PartialObjectMetadata), of a referenced object.
+	metadataOnly content = iota
+	// trimmed: the metadata and the fields dependencies.Trim keeps, of a workload, Service,
+	// HPA or PDB.
+	trimmed
+	// whole: the whole object, of a resource a DependencyRule's expression reads.
+	whole
+)
 
 // watched is an informer of one resource, with the resource's kind.
 type watched struct {
@@ -214,7 +228,7 @@ func (c *Controller) Run(ctx context.Context) {
 func (c *Controller) resolveFixed() error {
 	f := &fixedInformers{deps: map[schema.GroupResource]watched{}}
 	// resolve returns the informer of gvr, or false when the source does not serve it.
-	resolve := func(gvr schema.GroupVersionResource, full bool) (watched, bool, error) {
+	resolve := func(gvr schema.GroupVersionResource, want content) (watched, bool, error) {
 		gvk, err := c.resolver.Kind(gvr)
 		if served.IsNotServed(err) {
 			return watched{}, false, nil
@@ -222,10 +236,10 @@ func (c *Controller) resolveFixed() error {
 		if err != nil {
 			return watched{}, false, err
 		}
-		return watched{gvr, gvk, c.watch(gvr, full)}, true, nil
+		return watched{gvr, gvk, c.watch(gvr, want)}, true, nil
 	}
 	for _, gvr := range dependencies.TemplateResources() {
-		w, ok, err := resolve(gvr, true)
+		w, ok, err := resolve(gvr, trimmed)
 		if err != nil {
 			return err
 		}
@@ -237,7 +251,7 @@ func (c *Controller) resolveFixed() error {
 		gvr schema.GroupVersionResource
 		to  **watched
 	}{{dependencies.ServicesV1, &f.services}, {dependencies.HorizontalPodAutoscalersV2, &f.hpas}, {dependencies.PodDisruptionBudgetsV1, &f.pdbs}} {
-		w, ok, err := resolve(s.gvr, true)
+		w, ok, err := resolve(s.gvr, trimmed)
 		if err != nil {
 			return err
 		}
@@ -247,7 +261,7 @@ func (c *Controller) resolveFixed() error {
 		}
 	}
 	for _, gr := range []schema.GroupResource{dependencies.ConfigMaps, dependencies.Secrets, dependencies.ServiceAccounts, dependencies.PersistentVolumeClaims} {
-		w, ok, err := resolve(gr.WithVersion("v1"), false)
+		w, ok, err := resolve(gr.WithVersion("v1"), metadataOnly)
 		if err != nil {
 			return err
 		}
@@ -268,20 +282,28 @@ func (c *Controller) fixedInformers() *fixedInformers {
 	return c.fixed
 }
 
-// watch returns the informer of gvr (whole objects when full, its metadata otherwise, or the
-// whole objects when another controller watches them already), with this controller's event
-// handler added once.
-func (c *Controller) watch(gvr schema.GroupVersionResource, full bool) toolscache.SharedIndexInformer {
-	full = full || c.informers.Watches(gvr)
+// watch returns the informer of gvr holding want of each object, with this controller's
+// event handler added once: the whole objects when another controller watches them whole
+// already (one watch of the source instead of two), whatever want is; else the trimmed
+// objects (dependencies.Trim: a Deployment's Pod template without its images, commands and
+// probes, a Service without its ports; a fraction of the memory of the whole objects) or the
+// metadata.
+func (c *Controller) watch(gvr schema.GroupVersionResource, want content) toolscache.SharedIndexInformer {
+	if c.informers.Watches(gvr) {
+		want = whole
+	}
 	var informer toolscache.SharedIndexInformer
-	if full {
+	switch want {
+	case whole:
 		informer = c.informers.Informer(gvr)
-	} else {
+	case trimmed:
+		informer = c.informers.TrimmedInformer(gvr, FieldManager, dependencies.Trim(gvr))
+	default:
 		informer = c.informers.MetadataInformer(gvr)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if k := (informerKey{gvr, full}); !c.handled.Has(k) {
+	if k := (informerKey{gvr, want != metadataOnly, want == trimmed}); !c.handled.Has(k) {
 		c.handled.Insert(k)
 		_, _ = informer.AddEventHandler(c.namespaceEvents())
 	}
@@ -309,7 +331,7 @@ func (c *Controller) dependencyInformer(f *fixedInformers, gr schema.GroupResour
 	if err != nil {
 		return watched{}, err
 	}
-	w = watched{gvr, gvk, c.watch(gvr, false)}
+	w = watched{gvr, gvk, c.watch(gvr, metadataOnly)}
 	c.mu.Lock()
 	c.extra[gr] = w
 	c.mu.Unlock()

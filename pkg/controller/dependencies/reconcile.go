@@ -269,6 +269,10 @@ func (c *Controller) referencingResources(f *fixedInformers, r *round) ([]refere
 				rr = &referencing{gvr: rs.gvr, watched: watched{gvr: rs.gvr, informer: rs.informer}}
 				byGVR[rs.gvr] = rr
 				out = append(out, rr)
+			} else {
+				// A rule's expression reads the whole object, which the trimmed informer of
+				// a Pod template kind does not hold.
+				rr.informer = rs.informer
 			}
 			rr.rules = append(rr.rules, rs)
 		}

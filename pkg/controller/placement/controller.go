@@ -193,14 +193,20 @@ func (c *Controller) enqueueAll() {
 
 // watch returns the informer of gvr, with this controller's event handler added once: the
 // whole objects when full or when another controller of the process watches them whole
-// already (one watch of the source instead of two), their metadata otherwise.
+// already (one watch of the source instead of two), else the trimmed objects another
+// controller watches (informers.Set.ObjectInformer), their metadata otherwise.
 func (c *Controller) watch(gvr schema.GroupVersionResource, full bool) toolscache.SharedIndexInformer {
 	full = full || c.informers.Watches(gvr)
-	inf := c.informers.MetadataInformer
-	if full {
-		inf = c.informers.Informer
+	var informer toolscache.SharedIndexInformer
+	switch shared, ok := c.informers.ObjectInformer(gvr); {
+	case full:
+		informer = c.informers.Informer(gvr)
+	case ok:
+		// The dependency controller's trimmed objects carry the metadata whole.
+		informer = shared
+	default:
+		informer = c.informers.MetadataInformer(gvr)
 	}
-	informer := inf(gvr)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if w := (watchedInformer{gvr, full}); !c.watched.Has(w) {
