@@ -2,12 +2,14 @@ package dependencies
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -185,7 +187,15 @@ func New(cfg Config) *Controller {
 		ruleFailures: map[string]map[string]map[string]string{},
 	}
 	c.applyWrite = c.apply
-	_, _ = c.placements.AddEventHandler(c.namespaceEvents())
+	// The placement controller writes a Placement's status as its objects are placed; of a
+	// Placement a round reads only what placementRead returns.
+	placementEvents := c.namespaceEvents()
+	placementEvents.UpdateFunc = func(old, obj interface{}) {
+		if placementRead(old) != placementRead(obj) {
+			c.enqueueObject(obj, false)
+		}
+	}
+	_, _ = c.placements.AddEventHandler(placementEvents)
 	// A rule's change changes the references of every object of its resource.
 	_, _ = c.rules.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueRuleObjects,
@@ -389,6 +399,23 @@ func (c *Controller) namespaceEvents() toolscache.ResourceEventHandlerFuncs {
 		UpdateFunc: func(_, obj interface{}) { c.enqueueObject(obj, false) },
 		DeleteFunc: func(obj interface{}) { c.enqueueObject(obj, true) },
 	}
+}
+
+// placementRead returns what a round reads of a Placement (placementsOf, decide, writeReports)
+// as a comparable string: its generation (the spec: selection, spec.dependencies), whether it
+// is being deleted, its annotations (the logical cluster) and the two status fields this
+// controller writes (status.missingDependencies, status.unmirroredDependencies). The rest of
+// the status is the placement controller's, which writes it as the objects are placed: each
+// such write queued a round of the namespace for nothing (100 Placements, bench scenario 10).
+// "" when obj is not an object.
+func placementRead(obj interface{}) string {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return ""
+	}
+	missing, _, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "missingDependencies")
+	unmirrored, _, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "unmirroredDependencies")
+	return fmt.Sprint(u.GetGeneration(), u.GetDeletionTimestamp() != nil, u.GetAnnotations(), missing, unmirrored)
 }
 
 // enqueueRuleObjects queues the namespace of every object of a DependencyRule's resource.
