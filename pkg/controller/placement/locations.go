@@ -63,7 +63,7 @@ func NewLocations(targets toolscache.SharedIndexInformer, onChange func(old, new
 			}
 		},
 		UpdateFunc: func(oldObj, obj interface{}) {
-			old, oldInput, okOld := l.of(oldObj)
+			old, oldInput, okOld := l.convert(oldObj, false)
 			loc, input, ok := l.of(obj)
 			if okOld && ok && oldInput == input {
 				return
@@ -93,6 +93,12 @@ func NewLocations(targets toolscache.SharedIndexInformer, onChange func(old, new
 // string (input); false when obj is not a SyncTarget that converts. The conversion is kept
 // for the object's resourceVersion.
 func (l *Locations) of(obj interface{}) (placement.Location, string, bool) {
+	return l.convert(obj, true)
+}
+
+// convert is of; keep says whether a new conversion replaces the one kept for the object's
+// name: not for the old object of an update, which is older than what the store holds.
+func (l *Locations) convert(obj interface{}, keep bool) (placement.Location, string, bool) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return placement.Location{}, "", false
@@ -110,12 +116,11 @@ func (l *Locations) of(obj interface{}) (placement.Location, string, bool) {
 	loc := placement.LocationOf(st)
 	cached = convertedLocation{resourceVersion: u.GetResourceVersion(), location: loc,
 		input: fmt.Sprint(loc.Name, loc.Labels, loc.Unschedulable, loc.Ready, loc.Since.Unix(), st.Status.Capacity, sets.List(loc.Resources))}
-	l.mu.Lock()
-	// An older copy (the old object of an update) never replaces a newer one.
-	if prev, ok := l.converted[u.GetName()]; !ok || prev.resourceVersion != u.GetResourceVersion() {
+	if keep {
+		l.mu.Lock()
 		l.converted[u.GetName()] = cached
+		l.mu.Unlock()
 	}
-	l.mu.Unlock()
 	return loc, cached.input, true
 }
 
