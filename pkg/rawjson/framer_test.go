@@ -170,7 +170,7 @@ func benchmarkWatchFramer(b *testing.B, payload string) {
 		framer interface {
 			NewFrameReader(io.ReadCloser) io.ReadCloser
 		}
-	}{{"watchFramer", Framer}, {"apimachinery", kjson.Framer}} {
+	}{{"rawjson", Framer}, {"apimachinery", kjson.Framer}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(int64(stream.Len()) / 1000)
 			b.ReportAllocs()

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // maxNesting is the deepest nesting Valid accepts, encoding/json's limit.
@@ -291,19 +293,11 @@ func (v *validator) number() error {
 	if (exponent || i-v.i > maxPlainDigits) && v.report.BadNumber == nil {
 		// As encoding/json and sigs.k8s.io/json decide: strconv.ParseFloat's range error.
 		if _, err := strconv.ParseFloat(string(b[v.i:i]), 64); err != nil {
-			v.report.BadNumber = fmt.Errorf("the number %s at offset %d is out of the range of a 64-bit float", truncateText(b[v.i:i], 40), v.i)
+			v.report.BadNumber = fmt.Errorf("the number %s at offset %d is out of the range of a 64-bit float", contract.Truncate(string(b[v.i:i]), 40), v.i)
 		}
 	}
 	v.i = i
 	return nil
-}
-
-// truncateText returns b as a string, cut to at most n bytes with "..." after a cut.
-func truncateText(b []byte, n int) string {
-	if len(b) <= n {
-		return string(b)
-	}
-	return string(b[:n]) + "..."
 }
 
 // literal checks that the literal word (true, false or null) is at v.i.

@@ -63,23 +63,10 @@ func skipValue(b []byte, i int) (start, end int, err error) {
 		end, err = skipString(b, i)
 		return i, end, err
 	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				k, err := skipString(b, j)
-				if err != nil {
-					return 0, 0, err
-				}
-				j = k - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i, j + 1, nil
-				}
-			}
+		// The framer's search for the end of a container, on the whole text.
+		var st endState
+		if end, ok := st.find(b, i); ok {
+			return i, end, nil
 		}
 		return 0, 0, ErrTruncated
 	default: // a number, true, false or null
