@@ -145,7 +145,7 @@ func TestWatchFramerRejectsBadStreams(t *testing.T) {
 	}
 }
 
-// BenchmarkWatchFramer reads a watch stream of 1,000 ConfigMap events with watchFramer and with
+// BenchmarkWatchFramer reads a watch stream of 1,000 ConfigMap events with Framer and with
 // apimachinery's JSON framer, per event: "plain" events of about 1.5 KiB, and "escaped" ones
 // of about 8 KiB whose data is a script with an escaped newline every 40 bytes.
 func BenchmarkWatchFramer(b *testing.B) {
