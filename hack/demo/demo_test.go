@@ -127,6 +127,8 @@ func TestDemo(t *testing.T) {
 		"get", "deployment", "frontend", "-n", "web", "-o", "jsonpath={.status.replicas}"))
 	eventually("the StatusSummary of replicas by region", equals("replicas-by-region", "source.kubeconfig",
 		"get", "statussummaries", "-n", "web", "-o", "jsonpath={.items[*].metadata.name}"))
+	eventually("the StatusCollector evaluates every row (Ready True)", equals("True", "source.kubeconfig",
+		"get", "statuscollector", "replicas-by-region", "-n", "web", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`))
 	eventually("blog's application on one location, whole (the Placement selects its Deployment, the rest follows)", func() (bool, string) {
 		got, err := kubectl("source.kubeconfig", "get", "-n", "blog", "deployment/blog", "configmap/blog-config", "secret/blog-db",
 			"serviceaccount/blog", "service/blog", "-o", `jsonpath={range .items[*]}{.metadata.annotations.kcp\.io/assigned-locations} {end}`)
