@@ -94,7 +94,7 @@ func readFrames(r io.ReadCloser, size int) ([]string, error) {
 	}
 }
 
-// TestWatchFramerFramesAsApimachinery checks that watchFramer cuts a stream into the same
+// TestWatchFramerFramesAsApimachinery checks that Framer cuts a stream into the same
 // frames as apimachinery's JSON framer, whatever the chunks the stream arrives in and however
 // small the reader's buffer, and that it ends as the stream does.
 func TestWatchFramerFramesAsApimachinery(t *testing.T) {
