@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
-	"github.com/cluster-mapper/cluster-mapper/pkg/source"
+	"github.com/cluster-mapper/cluster-mapper/pkg/rawjson"
 )
 
 // An object version that arrives as bytes (a source.Object, from the source's object client) is
@@ -31,11 +31,11 @@ func (s *ResourceStore) buildFromJSON(id identity, prev *Object, locs []string, 
 		return nil
 	}
 	o := &Object{
-		key: id.key, cluster: id.cluster, namespace: s.intern.get(id.namespace), name: id.name, uid: id.uid,
+		key: id.key, cluster: id.cluster, namespace: s.intern.Get(id.namespace), name: id.name, uid: id.uid,
 		typeMeta:  id.raw.TypeMeta,
 		locations: id.marks.viewLocations(locs, locs), assigned: locs, marks: id.marks,
 		rv: rv, rvString: id.rvString, sourceRV: rv, generation: id.raw.Generation,
-		labels: newObjectLabels(id.raw.Labels, s.intern.get),
+		labels: newObjectLabels(id.raw.Labels, s.intern.Get),
 		edit:   id.edit,
 	}
 	if o.typeMeta == s.typeMeta {
@@ -43,11 +43,11 @@ func (s *ResourceStore) buildFromJSON(id identity, prev *Object, locs []string, 
 	}
 	o.jsonOnce.Do(func() { o.json = raw })
 	if len(locs) > 1 {
-		h, ok := findAssignmentHole(raw)
+		h, ok := findAssignmentHole(raw.Bytes())
 		if !ok {
 			return nil
 		}
-		more, ok := o.findMoreHoles(raw)
+		more, ok := o.findMoreHoles(raw.Bytes())
 		if !ok {
 			return nil
 		}
@@ -79,15 +79,15 @@ func (s *ResourceStore) buildFromJSON(id identity, prev *Object, locs []string, 
 // here). ok is false for a version that has its own kcp.io/cluster on a plain source (the
 // cache replaces it: the bytes are not what views show) and for one that did not arrive as
 // bytes.
-func sourceBytes(id identity) (raw []byte, ok bool) {
+func sourceBytes(id identity) (raw rawjson.Compact, ok bool) {
 	if id.raw == nil || (id.edit != nil && id.edit.had) {
-		return nil, false
+		return rawjson.Compact{}, false
 	}
 	raw = id.raw.JSON()
 	if id.edit != nil && !id.editedJSON {
 		var err error
 		if raw, err = id.raw.WithAnnotation(contract.ClusterAnnotation, id.cluster); err != nil {
-			return nil, false
+			return rawjson.Compact{}, false
 		}
 	}
 	return raw, true
@@ -151,14 +151,14 @@ var versionPaths = [][]string{{"metadata", "generation"}, {"status"}}
 // value, and bit i+1 when it has the value of versionPaths[i]. ok is false when a part cannot
 // be found exactly once.
 func piecesOutsideHoles(o *Object, versionParts bool) (pieces [][]byte, found uint8, ok bool) {
-	rv, ok := findValue(o.json, "metadata", "resourceVersion")
+	rv, ok := findValue(o.json.Bytes(), "metadata", "resourceVersion")
 	if !ok {
 		return nil, 0, false
 	}
 	cuts := make([]assignmentHole, 0, 2+len(versionPaths))
 	cuts = append(cuts, rv)
 	add := func(path []string, bit uint8) bool {
-		start, end, has, err := source.ValueRange(o.json, path...)
+		start, end, has, err := rawjson.ValueRange(o.json.Bytes(), path...)
 		if has {
 			cuts = append(cuts, assignmentHole{start: start, end: end})
 			found |= bit
@@ -181,15 +181,15 @@ func piecesOutsideHoles(o *Object, versionParts bool) (pieces [][]byte, found ui
 		}
 	}
 	slices.SortFunc(cuts, func(a, b assignmentHole) int { return a.start - b.start })
-	next := 0
+	raw, next := o.json.Bytes(), 0
 	for _, c := range cuts {
 		if c.start < next {
 			return nil, 0, false
 		}
-		pieces = append(pieces, o.json[next:c.start])
+		pieces = append(pieces, raw[next:c.start])
 		next = c.end
 	}
-	return append(pieces, o.json[next:]), found, true
+	return append(pieces, raw[next:]), found, true
 }
 
 // jsonSuffices reports whether id, a version that arrived as bytes and is assigned to locs, can

@@ -127,7 +127,7 @@ func TestJSONIngestMatchesDecodedIngest(t *testing.T) {
 					if _, _, added := src.Added(); !added {
 						want, _ = src.WithAnnotation(contract.ClusterAnnotation, "root")
 					}
-					if got, _ := stored.MarshalJSON(); !bytes.Equal(got, want) || stored.u != nil {
+					if got, _ := stored.MarshalJSON(); !bytes.Equal(got, want.Bytes()) || stored.u != nil {
 						t.Errorf("%s was not stored as the source's bytes:\n got %s\nwant %s", name, got, want)
 					}
 					// A write built from it changes nothing the source did not have.
@@ -329,7 +329,7 @@ func TestTemplateUpdatesStoredAsSourceBytes(t *testing.T) {
 		}
 		stored := s.objects[key]
 		got, _ := stored.MarshalJSON()
-		if want := step.version.JSON(); !stored.sourceJSON || !bytes.Equal(got, want) {
+		if want := step.version.JSON().Bytes(); !stored.sourceJSON || !bytes.Equal(got, want) {
 			t.Errorf("%s: not stored as the source's bytes:\n got %s\n src %s", step.name, got, want)
 		}
 		if stored.everyViewChanged != step.fromBytes {

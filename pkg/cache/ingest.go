@@ -198,7 +198,7 @@ func (id *identity) tree() (*unstructured.Unstructured, error) {
 		return id.u, nil
 	}
 	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(id.raw.JSON()); err != nil {
+	if err := u.UnmarshalJSON(id.raw.JSON().Bytes()); err != nil {
 		return nil, err
 	}
 	if id.edit != nil {

@@ -1,13 +1,14 @@
 package cache
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/rawjson"
 )
 
 // jsonObject is an Object as its encoders see it (Object.CacheEncode): the object's JSON
@@ -59,12 +60,13 @@ func (j *jsonObject) MarshalJSON() ([]byte, error) {
 // the view's JSON encoder writes it so, as it writes list items.
 func (j *jsonObject) WriteJSON(w io.Writer) error {
 	if j.u != nil {
-		raw, err := j.u.MarshalJSON()
+		// Valid and compact, without json.Encoder's newline, as an Object's own JSON
+		// (Object.MarshalJSON).
+		raw, err := rawjson.Marshal(j.u.Object)
 		if err != nil {
 			return err
 		}
-		// Without json.Encoder's newline, as an Object's own JSON (Object.MarshalJSON).
-		_, err = w.Write(bytes.TrimSuffix(raw, []byte{'\n'}))
+		_, err = w.Write(raw.Bytes())
 		return err
 	}
 	return j.o.WriteJSON(w)

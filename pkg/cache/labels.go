@@ -15,7 +15,7 @@ type objectLabels []string
 var _ labels.Labels = objectLabels(nil)
 
 // newObjectLabels returns m as objectLabels; intern, when not nil, returns the canonical copy
-// of each key and value (interner.get), so that the labels many objects share are held once.
+// of each key and value (rawjson.Interner.Get), so that the labels many objects share are held once.
 func newObjectLabels(m map[string]string, intern func(string) string) objectLabels {
 	if len(m) == 0 {
 		return nil

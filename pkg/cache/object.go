@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/rawjson"
 )
 
 // Object is one immutable cached object version.
@@ -113,7 +113,7 @@ type Object struct {
 	encodings encodeCache
 
 	jsonOnce sync.Once
-	json     []byte
+	json     rawjson.Compact
 	jsonErr  error
 
 	// variants, when not nil, holds the per-location copies of an object whose view differs
@@ -339,15 +339,14 @@ func (o *Object) viewToShare(location string) *Object {
 func (o *Object) shareVariant(location string, v *Object) {
 	var s *Object
 	if v.base != nil {
-		s = o.viewFromJSON(nil, v.rv, v.rvString, v.generation)
+		s = o.viewFromJSON(rawjson.Compact{}, v.rv, v.rvString, v.generation)
 		s.base, s.fill, s.more = v.base, v.fill, v.more
 	} else {
-		raw, err := v.MarshalJSON()
-		if err != nil {
+		if _, err := v.MarshalJSON(); err != nil {
 			o.ForLocation(location)
 			return
 		}
-		s = o.viewFromJSON(raw, v.rv, v.rvString, v.generation)
+		s = o.viewFromJSON(v.json, v.rv, v.rvString, v.generation)
 	}
 	s.labels = v.labels // what the view shows (a rendering may relabel it)
 	o.variants.mu.Lock()
@@ -600,12 +599,12 @@ func (o *Object) MarshalJSON() ([]byte, error) {
 		return raw, nil
 	}
 	o.jsonOnce.Do(func() {
-		o.json, o.jsonErr = o.u.MarshalJSON()
-		// Without the newline json.Encoder ends it with: the bytes are written as a list
-		// item, an object or a watch event's object as they are (pkg/registry/view).
-		o.json = bytes.TrimSuffix(o.json, []byte{'\n'})
+		// The bytes unstructured's encoder writes (encoding/json of the content) without the
+		// newline json.Encoder ends them with: they are written as a list item, an object or
+		// a watch event's object as they are (pkg/registry/view).
+		o.json, o.jsonErr = rawjson.Marshal(o.u.Object)
 	})
-	return o.json, o.jsonErr
+	return o.json.Bytes(), o.jsonErr
 }
 
 // WriteJSON writes the object's JSON (what MarshalJSON returns) to w without copying it: a view

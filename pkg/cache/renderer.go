@@ -376,8 +376,8 @@ func (o *Object) withRenderings(gvr schema.GroupVersionResource, from *Object, u
 func (o *Object) rebuilt(u *unstructured.Unstructured) *Object {
 	n := newObject(o.key, o.cluster, o.namespace, o.name, o.assigned, o.rv, u)
 	n.edit, n.sourceJSON = o.edit, o.sourceJSON
-	if raw, err := o.MarshalJSON(); err == nil && o.base == nil {
-		n.jsonOnce.Do(func() { n.json = raw })
+	if _, err := o.MarshalJSON(); err == nil && o.base == nil {
+		n.jsonOnce.Do(func() { n.json = o.json })
 	}
 	n.rendered = cloneMap(o.rendered)
 	n.lastGood = cloneMap(o.lastGood)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/rawjson"
 )
 
 // Defaults of StoreOptions.
@@ -196,7 +197,7 @@ type ResourceStore struct {
 	typeMeta metav1.TypeMeta
 	// intern holds the label keys and values and namespaces of the stored objects once
 	// (buildFromJSON). Guarded by writeMu.
-	intern interner
+	intern rawjson.Interner
 }
 
 // NewResourceStore returns an empty store for the resource gvr of kind gvk. namespaced says

@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/cluster-mapper/cluster-mapper/pkg/source"
+	"github.com/cluster-mapper/cluster-mapper/pkg/rawjson"
 )
 
 // An object assigned to several locations has one view per location, and most such views
@@ -60,7 +60,7 @@ func (o *Object) templatable(u *unstructured.Unstructured) bool {
 
 // findAssignmentHole returns where, in raw (an object's JSON), the value of its
 // metadata.annotations[kcp.io/assigned-locations] is. The value is found by walking the object
-// (source.ValueRange), whatever the spacing and escapes of the text: never by searching for
+// (rawjson.ValueRange), whatever the spacing and escapes of the text: never by searching for
 // its bytes, which a nested field holding the same key and value would match instead, so
 // that every location's view would show the real annotation, with every location's name. ok
 // is false when raw has no such annotation or is not an object that walks (a member on the
@@ -69,10 +69,10 @@ func findAssignmentHole(raw []byte) (assignmentHole, bool) {
 	return findValue(raw, assignmentPath...)
 }
 
-// findValue returns where, in raw, the string value at path is (source.ValueRange); ok is
+// findValue returns where, in raw, the string value at path is (rawjson.ValueRange); ok is
 // false when there is none or it is not a JSON string.
 func findValue(raw []byte, path ...string) (assignmentHole, bool) {
-	start, end, found, err := source.ValueRange(raw, path...)
+	start, end, found, err := rawjson.ValueRange(raw, path...)
 	if err != nil || !found || raw[start] != '"' {
 		return assignmentHole{}, false
 	}
@@ -91,7 +91,7 @@ func (o *Object) templateView(location string) *Object {
 	if rv != o.rv {
 		rvString = strconv.FormatUint(rv, 10)
 	}
-	v := o.viewFromJSON(nil, rv, rvString, o.generation)
+	v := o.viewFromJSON(rawjson.Compact{}, rv, rvString, o.generation)
 	v.base, v.fill = o, fill
 	if o.more != nil {
 		v.more = o.more.fillsFor(o, location, rvString)
@@ -103,7 +103,7 @@ func (o *Object) templateView(location string) *Object {
 // Object), or a template view's fills of them (on the view): each hole is set when end > 0.
 type templateHoles struct {
 	// finalizers is the metadata.finalizers member with one separating comma
-	// (source.MemberSpan's cut): a view leaves out other locations' finalizers, and the
+	// (rawjson.MemberSpan's cut): a view leaves out other locations' finalizers, and the
 	// member when none is left. finalizersValue is the member's value.
 	finalizers, finalizersValue assignmentHole
 	// resourceVersion is the value of metadata.resourceVersion: a view shows its visible
@@ -119,7 +119,7 @@ var finalizersKey = []byte(`"finalizers":`)
 // findMoreHoles returns the holes of o's template besides the assignment value (raw is o's
 // JSON): the finalizers member when some view leaves out a location's finalizer, the
 // resourceVersion value when some view shows an older one. Both are found by walking the
-// object (source.MemberRange), as the assignment value is. It returns nil when there is
+// object (rawjson.MemberRange), as the assignment value is. It returns nil when there is
 // neither, and ok false when a hole cannot be found (o then keeps rendered views).
 func (o *Object) findMoreHoles(raw []byte) (more *templateHoles, ok bool) {
 	needFinalizers := o.marks != nil && len(o.marks.finalized) > 0
@@ -128,7 +128,7 @@ func (o *Object) findMoreHoles(raw []byte) (more *templateHoles, ok bool) {
 	}
 	more = &templateHoles{}
 	if needFinalizers {
-		m, has, err := source.MemberRange(raw, "metadata", "finalizers")
+		m, has, err := rawjson.MemberRange(raw, "metadata", "finalizers")
 		if err != nil || !has || raw[m.ValueStart] != '[' {
 			return nil, false
 		}
@@ -149,12 +149,13 @@ func (h *templateHoles) fillsFor(o *Object, location, rvString string) *template
 	f := &templateHoles{}
 	if h.finalizers.end > 0 {
 		// The cut holds the comma before the member (lead), else the one after it (trail).
-		member := o.json[h.finalizers.start:h.finalizers.end]
+		raw := o.json.Bytes()
+		member := raw[h.finalizers.start:h.finalizers.end]
 		lead, trail := member[0] == ',', member[len(member)-1] == ','
 		var finalizers []string
 		// The value is the source's JSON array of strings: it decodes (ingest read it as
 		// metadata.finalizers of an object that decodes).
-		_ = json.Unmarshal(o.json[h.finalizersValue.start:h.finalizersValue.end], &finalizers)
+		_ = json.Unmarshal(raw[h.finalizersValue.start:h.finalizersValue.end], &finalizers)
 		if shown := viewFinalizers(finalizers, location); len(shown) > 0 {
 			list, _ := json.Marshal(shown)
 			if lead {
@@ -199,9 +200,9 @@ func (o *Object) templatePieces(write func([]byte) error) error {
 			cuts[j], cuts[j-1] = cuts[j-1], cuts[j]
 		}
 	}
-	next := 0
+	raw, next := b.json.Bytes(), 0
 	for _, c := range cuts[:n] {
-		if err := write(b.json[next:c.hole.start]); err != nil {
+		if err := write(raw[next:c.hole.start]); err != nil {
 			return err
 		}
 		if err := write(c.fill); err != nil {
@@ -209,7 +210,7 @@ func (o *Object) templatePieces(write func([]byte) error) error {
 		}
 		next = c.hole.end
 	}
-	return write(b.json[next:])
+	return write(raw[next:])
 }
 
 // templateSize returns the length of a template view's JSON (o.base must be set).
@@ -224,13 +225,13 @@ func (o *Object) templateSize() int {
 
 // viewFromJSON returns a view of o (ForLocation) whose JSON is raw, showing resourceVersion rv
 // (rvString) and metadata.generation generation, kept as bytes only.
-func (o *Object) viewFromJSON(raw []byte, rv uint64, rvString string, generation int64) *Object {
+func (o *Object) viewFromJSON(raw rawjson.Compact, rv uint64, rvString string, generation int64) *Object {
 	v := &Object{
 		key: o.key, cluster: o.cluster, namespace: o.namespace, name: o.name, uid: o.uid,
 		typeMeta: o.typeMeta, locations: o.locations, assigned: o.assigned, marks: o.marks,
 		rv: rv, rvString: rvString, sourceRV: o.rv, generation: generation, labels: o.labels,
 	}
-	if raw != nil {
+	if !raw.IsZero() {
 		v.jsonOnce.Do(func() { v.json = raw })
 	}
 	return v

@@ -84,7 +84,7 @@ func FuzzTemplateHole(f *testing.F) {
 		if err != nil {
 			return
 		}
-		raw := obj.JSON()
+		raw := obj.JSON().Bytes()
 		value, has := obj.Annotations[contract.AssignedLocationsAnnotation]
 		h, ok := findAssignmentHole(raw)
 		if ok != has {

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/rawjson"
 	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
 
@@ -83,10 +85,14 @@ func TestUndecodableVersionsAreSkipped(t *testing.T) {
 func TestContentThatDoesNotDecodeIsAnError(t *testing.T) {
 	o := &Object{key: "root|ns/a", namespace: "ns", name: "a", rvString: "5"}
 	o.typeMeta.APIVersion, o.typeMeta.Kind = "v1", "ConfigMap"
-	o.jsonOnce.Do(func() {
-		o.json = []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"n":1e400}}`)
-	})
-	_, err := o.Content()
+	// Valid, compact JSON that the decoder refuses (a number out of the range of a float64):
+	// ingest refuses it (rawjson.Normalize), so only a Compact written from raw text holds it.
+	bad, err := rawjson.Marshal(json.RawMessage(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"n":1e400}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.jsonOnce.Do(func() { o.json = bad })
+	_, err = o.Content()
 	var failure *DecodeFailure
 	if !errors.As(err, &failure) || !strings.Contains(err.Error(), "root|ns/a at resourceVersion 5 cannot be decoded") {
 		t.Fatalf("Content: %v, want a DecodeFailure naming the object", err)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/rawjson"
 )
 
 // A location sees an object through its view (Object.ForLocation), which hides what belongs to
@@ -226,7 +228,7 @@ func (s *ResourceStore) settleFirstListed(o *Object, listRV uint64) {
 				return
 			}
 		}
-		if err == nil && o.hole.end == 0 && o.viewFromOwnJSON(raw, listRV) {
+		if err == nil && o.hole.end == 0 && o.viewFromOwnJSON(o.json, listRV) {
 			return
 		}
 		o.u, o.hole, o.more = o.content(), assignmentHole{}, nil
@@ -239,15 +241,15 @@ func (s *ResourceStore) settleFirstListed(o *Object, listRV uint64) {
 // replaced by rv: one copy of the bytes, shared by o's locations, no decoding, rendering or
 // encoding (BenchmarkFirstListMovedGenerations). It reports false, doing nothing, when the
 // resourceVersion is not a string value at metadata.resourceVersion of raw (found structurally).
-func (o *Object) viewFromOwnJSON(raw []byte, rv uint64) bool {
-	at, ok := findValue(raw, "metadata", "resourceVersion")
+func (o *Object) viewFromOwnJSON(raw rawjson.Compact, rv uint64) bool {
+	at, ok := findValue(raw.Bytes(), "metadata", "resourceVersion")
 	if !ok {
 		return false
 	}
 	rvString := strconv.FormatUint(rv, 10)
 	value, _ := json.Marshal(rvString)
-	view := make([]byte, 0, len(raw)-(at.end-at.start)+len(value))
-	view = append(append(append(view, raw[:at.start]...), value...), raw[at.end:]...)
+	// A string value in place of a string value: the view is compact as raw is.
+	view := rawjson.Splice(raw, -1, -1, at.start, at.end-at.start, value)
 	v := o.viewFromJSON(view, rv, rvString, o.generation)
 	o.variants.m = make(map[string]*Object, len(o.locations))
 	for _, loc := range o.locations {

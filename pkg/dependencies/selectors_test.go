@@ -41,3 +41,32 @@ func TestSelectors(t *testing.T) {
 		t.Errorf("a template without labels: %s", got)
 	}
 }
+
+// TestSelectorCache: a SelectorCache parses an object once per resourceVersion (a change
+// without a new resourceVersion, which kube-apiserver never makes, is not seen), parses it
+// again at a new one, and forgets a deleted one.
+func TestSelectorCache(t *testing.T) {
+	svc := obj("Service", "web", map[string]interface{}{"selector": map[string]interface{}{"app": "web"}})
+	svc.SetUID("u1")
+	svc.SetResourceVersion("1")
+	c := NewSelectorCache()
+	deployment := schema.GroupKind{Group: "apps", Kind: "Deployment"}
+	references := func() string {
+		return refs(c.Selectors([]*unstructured.Unstructured{svc}, nil, nil).References(deployment, "web", map[string]string{"app": "web"}))
+	}
+	if got := references(); got != "services/web" {
+		t.Fatalf("first parse: %q", got)
+	}
+	_ = unstructured.SetNestedStringMap(svc.Object, map[string]string{"app": "api"}, "spec", "selector")
+	if got := references(); got != "services/web" {
+		t.Errorf("same resourceVersion: parsed again (%q), the cache keeps nothing", got)
+	}
+	svc.SetResourceVersion("2")
+	if got := references(); got != "" {
+		t.Errorf("new resourceVersion: still %q, the cache kept an old version", got)
+	}
+	c.Forget("u1")
+	if len(c.parsed) != 0 {
+		t.Errorf("Forget kept %d entries", len(c.parsed))
+	}
+}

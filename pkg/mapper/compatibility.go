@@ -63,7 +63,9 @@ func customGroup(group string) bool {
 func (m *Mapper) checkSchemas(ctx context.Context, resources []*resource) {
 	byGV := map[schema.GroupVersion][]*resource{}
 	for _, r := range resources {
-		if customGroup(r.gvr.Group) && !r.halted.Load() {
+		// A projected resource (ResourceMapping) is written as another resource: there is no
+		// schema of the same group version on the target to compare with.
+		if customGroup(r.gvr.Group) && !r.halted.Load() && r.projection.Target.Resource == "" {
 			byGV[r.gvr.GroupVersion()] = append(byGV[r.gvr.GroupVersion()], r)
 		}
 	}

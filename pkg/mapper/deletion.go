@@ -110,7 +110,7 @@ func (m *Mapper) writeFinalizer(ctx context.Context, r *resource, key itemKey, o
 // own finalizers run): the target informer's deletion event, or the backoff, brings it back.
 func (m *Mapper) release(ctx context.Context, r *resource, key itemKey, obj *unstructured.Unstructured, ns string) error {
 	logger := klog.FromContext(ctx)
-	live, err := m.targetMetadata.Resource(r.gvr).Namespace(ns).Get(ctx, key.Name, metav1.GetOptions{})
+	live, err := m.targetMetadata.Resource(r.targetGVR()).Namespace(ns).Get(ctx, key.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		live = nil
@@ -174,7 +174,7 @@ var errWaitingForTarget = fmt.Errorf("waiting for the target copy to be gone")
 // copyGone reports whether the target object ns/name with UID uid is gone (NotFound, or another
 // object of that name).
 func (m *Mapper) copyGone(ctx context.Context, r *resource, ns, name string, uid types.UID) (bool, error) {
-	live, err := m.targetMetadata.Resource(r.gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	live, err := m.targetMetadata.Resource(r.targetGVR()).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return true, nil
 	}
@@ -201,7 +201,7 @@ func (m *Mapper) unmark(ctx context.Context, r *resource, ns, name string, uid t
 	if err != nil {
 		return err
 	}
-	_, err = m.target.Resource(r.gvr).Namespace(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: m.cfg.FieldManager})
+	_, err = m.target.Resource(r.targetGVR()).Namespace(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: m.cfg.FieldManager})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("removing the mapper's marks from %s %s/%s: %w", r.name(), ns, name, err)
 	}

@@ -74,18 +74,25 @@ func TargetServes(d discovery.DiscoveryInterface, gvrs []schema.GroupVersionReso
 // the target does not serve, resuming those it serves again).
 func (m *Mapper) refreshResources(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	wanted, complete, err := ViewResources(m.viewDiscovery, m.cfg.Resources)
+	only := m.cfg.Resources
+	if len(only) > 0 {
+		only = append(append([]schema.GroupResource{}, only...), MappingResource.GroupResource())
+	}
+	wanted, complete, err := ViewResources(m.viewDiscovery, only)
 	if err != nil {
 		logger.Error(err, "Reading the view's discovery failed; keeping the resources mapped so far")
 		if wanted == nil {
 			return
 		}
 	}
+	if !m.applyMappings(ctx, wanted) {
+		return
+	}
 	for gvr, namespaced := range wanted {
 		if m.resource(gvr) != nil {
 			continue
 		}
-		r := m.startResource(ctx, gvr, namespaced)
+		r := m.startResource(ctx, gvr, namespaced, m.mappings.projection(gvr.GroupResource()))
 		m.mu.Lock()
 		m.resources[gvr] = r
 		m.mu.Unlock()
@@ -121,12 +128,13 @@ func (m *Mapper) refreshResources(ctx context.Context) {
 	resources := m.resourceList()
 	gvrs := make([]schema.GroupVersionResource, 0, len(resources))
 	for _, r := range resources {
-		gvrs = append(gvrs, r.gvr)
+		gvrs = append(gvrs, r.targetGVR())
 	}
 	served := TargetServes(m.targetDiscovery, gvrs)
 	for _, r := range resources {
-		if s, known := served[r.gvr]; known {
-			m.setServed(ctx, r, s)
+		if s, known := served[r.targetGVR()]; known {
+			// A resource two ResourceMappings name is mapped by neither: halted.
+			m.setServed(ctx, r, s && r.projection.Blocked == "")
 		}
 	}
 	m.checkSchemas(ctx, resources)

@@ -55,6 +55,8 @@ type Mapper struct {
 	// NamespaceMappingSame has been logged.
 	warnedSameMapping atomic.Bool
 
+	// mappings are the ResourceMappings of the view and the projections they decide.
+	mappings   *resourceMappings
 	namespaces *namespaces
 	places     *places
 	pause      *pauseState
@@ -122,6 +124,7 @@ func New(cfg Config) (*Mapper, error) {
 		mappingResolved: make(chan struct{}),
 		places:          newPlaces(),
 		pause:           newPauseState(cfg.AwaitPause),
+		mappings:        newResourceMappings(),
 	}
 	if cfg.NamespaceMapping != NamespaceMappingAuto {
 		m.setMapping(cfg.NamespaceMapping)
@@ -162,7 +165,7 @@ func (m *Mapper) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		wait.UntilWithContext(ctx, m.refreshResources, m.cfg.DiscoveryInterval)
+		m.runRefresh(ctx)
 	}()
 	resolveErr := make(chan error, 1)
 	wg.Add(1)

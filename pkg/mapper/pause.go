@@ -130,8 +130,11 @@ func (m *Mapper) held(r *resource) (reason, message string, held bool) {
 		switch {
 		case !known:
 			return "", "", true
+		case halted && r.projection.Blocked != "":
+			return contract.OutcomeResourceNotServed, r.projection.Blocked + ".", true
 		case halted:
-			return contract.OutcomeResourceNotServed, "The target does not serve " + r.gvr.GroupVersion().String() + " " + r.name() + " (is its CRD missing?): its objects wait until it does.", true
+			t := r.targetGVR()
+			return contract.OutcomeResourceNotServed, "The target does not serve " + t.GroupVersion().String() + " " + t.GroupResource().String() + " (is its CRD missing?): its objects wait until it does.", true
 		}
 	}
 	return "", "", false

@@ -24,6 +24,10 @@ import (
 type resource struct {
 	gvr        schema.GroupVersionResource
 	namespaced bool
+	// projection is how its objects are written on the target (a ResourceMapping, or the
+	// zero Projection); fixed for the resource's life (applyMappings restarts a resource
+	// whose projection changes).
+	projection Projection
 
 	view       *clusterinformer.Informer
 	viewCancel context.CancelFunc
@@ -40,6 +44,11 @@ type resource struct {
 
 // name returns the GroupResource string used in logs and metric labels.
 func (r *resource) name() string { return r.gvr.GroupResource().String() }
+
+// targetGVR returns the resource the copies are written as on the target (Projection).
+func (r *resource) targetGVR() schema.GroupVersionResource {
+	return r.projection.TargetResource(r.gvr)
+}
 
 // servedState returns whether r is halted (the target does not serve it) and whether that is
 // known yet (the target's discovery has been read for it).
@@ -105,10 +114,11 @@ func (r *resource) targetObject(namespace, name string) *unstructured.Unstructur
 	return u
 }
 
-// startResource starts mapping gvr: a view informer whose events enqueue sync and status
-// work. The target side starts when setServed reports the target serves the resource.
-func (m *Mapper) startResource(ctx context.Context, gvr schema.GroupVersionResource, namespaced bool) *resource {
-	r := &resource{gvr: gvr, namespaced: namespaced}
+// startResource starts mapping gvr, projected by p: a view informer whose events enqueue sync
+// and status work. The target side starts when setServed reports the target serves the
+// resource (p's target resource).
+func (m *Mapper) startResource(ctx context.Context, gvr schema.GroupVersionResource, namespaced bool, p Projection) *resource {
+	r := &resource{gvr: gvr, namespaced: namespaced, projection: p}
 	r.halted.Store(true)
 	r.view = newViewInformer(m.view, gvr, m.cfg.ClusterName, cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { m.viewChanged(r, nil, obj) },
@@ -211,10 +221,14 @@ func (m *Mapper) setServed(ctx context.Context, r *resource, served bool) {
 		r.halted.Store(true)
 		m.metrics.resourceHalted(r.name()).Set(1)
 		logger.Info("Halting the resource: the target does not serve it (is its CRD missing?); its objects wait until it does",
-			"resource", r.name(), "groupVersion", r.gvr.GroupVersion().String())
+			"resource", r.name(), "groupVersion", r.gvr.GroupVersion().String(), "targetResource", r.targetGVR().String(), "blocked", r.projection.Blocked)
+		// Objects synced before this first check were held without a reason (not known
+		// yet): synced again, each is held with its outcome record (ResourceNotServed).
+		// Nothing is written on the target (held).
+		m.enqueueView(r)
 		return
 	}
-	r.target = dynamicinformer.NewFilteredDynamicInformer(m.target, r.gvr, metav1.NamespaceAll, 0, cache.Indexers{},
+	r.target = dynamicinformer.NewFilteredDynamicInformer(m.target, r.targetGVR(), metav1.NamespaceAll, 0, cache.Indexers{},
 		func(o *metav1.ListOptions) { o.LabelSelector = listOptionsForLocation(m.cfg.Location).LabelSelector }).Informer()
 	_, _ = r.target.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { m.targetChanged(r, nil, obj) },

@@ -67,7 +67,7 @@ func (m *Mapper) sweep(ctx context.Context) {
 // sweepResource deletes the orphans of one resource and returns how many it deleted.
 func (m *Mapper) sweepResource(ctx context.Context, r *resource) (int, error) {
 	logger := klog.FromContext(ctx)
-	client := m.targetMetadata.Resource(r.gvr)
+	client := m.targetMetadata.Resource(r.targetGVR())
 	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		return client.List(ctx, opts)
 	})

@@ -83,7 +83,7 @@ func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstr
 	live := r.targetObject(ns, key.Name)
 	if live == nil || m.syncQueue.NumRequeues(key) > 0 {
 		var err error
-		live, err = m.target.Resource(r.gvr).Namespace(ns).Get(ctx, key.Name, metav1.GetOptions{})
+		live, err = m.target.Resource(r.targetGVR()).Namespace(ns).Get(ctx, key.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			live = nil
 		} else if err != nil {
@@ -125,7 +125,7 @@ func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstr
 		m.metrics.errors(r.name(), "finalizer").Inc()
 		return m.applyFailed(ctx, r, key, obj, fmt.Errorf("adding the location's finalizer through the view: %w", err))
 	}
-	desired := Transform(obj, TargetObject{Location: m.cfg.Location, Namespace: ns, Source: src})
+	desired := Transform(obj, TargetObject{Location: m.cfg.Location, Namespace: ns, Source: src, Kind: r.projection.TargetKind()})
 	if live != nil {
 		foreign, err := ForeignFields(live, m.cfg.FieldManager)
 		if err != nil {
@@ -154,7 +154,7 @@ func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstr
 // (appliedCopies). It returns the sync's error when the target refuses or fails it
 // (applyFailed).
 func (m *Mapper) applyCopy(ctx context.Context, r *resource, key itemKey, obj *unstructured.Unstructured, ns string, desired *unstructured.Unstructured, config uint64, hashed bool) error {
-	applied, err := m.target.Resource(r.gvr).Namespace(ns).Apply(ctx, key.Name, desired, metav1.ApplyOptions{FieldManager: m.cfg.FieldManager})
+	applied, err := m.target.Resource(r.targetGVR()).Namespace(ns).Apply(ctx, key.Name, desired, metav1.ApplyOptions{FieldManager: m.cfg.FieldManager})
 	if err != nil {
 		m.metrics.applies(r.name(), "error").Inc()
 		m.metrics.errors(r.name(), "apply").Inc()
@@ -163,8 +163,8 @@ func (m *Mapper) applyCopy(ctx context.Context, r *resource, key itemKey, obj *u
 		if apierrors.IsNotFound(err) {
 			// The namespace, or the resource itself, is gone from the target (a CRD deleted):
 			// re-check discovery now rather than at the next refresh.
-			served := TargetServes(m.targetDiscovery, []schema.GroupVersionResource{r.gvr})
-			if s, known := served[r.gvr]; known && !s {
+			served := TargetServes(m.targetDiscovery, []schema.GroupVersionResource{r.targetGVR()})
+			if s, known := served[r.targetGVR()]; known && !s {
 				m.setServed(ctx, r, false)
 			}
 		}
@@ -207,7 +207,7 @@ func (m *Mapper) applyFailed(ctx context.Context, r *resource, key itemKey, obj 
 // confirms that the object is gone from the view: a view that is stale, restarting or
 // unreachable never causes a deletion.
 func (m *Mapper) deleteCopy(ctx context.Context, r *resource, key itemKey, ns string) error {
-	live, err := m.targetMetadata.Resource(r.gvr).Namespace(ns).Get(ctx, key.Name, metav1.GetOptions{})
+	live, err := m.targetMetadata.Resource(r.targetGVR()).Namespace(ns).Get(ctx, key.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		m.states.set(key, outcomeNone)
 		return nil
@@ -253,7 +253,7 @@ func (m *Mapper) goneFromView(ctx context.Context, r *resource, key itemKey) (bo
 // re-created meanwhile is not hit. NotFound counts as deleted.
 func (m *Mapper) deleteTarget(ctx context.Context, r *resource, ns, name string, uid types.UID) error {
 	policy := metav1.DeletePropagationBackground
-	err := m.target.Resource(r.gvr).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{
+	err := m.target.Resource(r.targetGVR()).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{
 		Preconditions:     &metav1.Preconditions{UID: &uid},
 		PropagationPolicy: &policy,
 	})

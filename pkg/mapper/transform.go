@@ -30,12 +30,15 @@ type TargetObject struct {
 	Namespace string
 	// Source names the source object.
 	Source SourceRef
+	// Kind, when not zero, is the copy's apiVersion and kind (a ResourceMapping's projection,
+	// Projection.TargetKind); the zero value keeps the object's own.
+	Kind schema.GroupVersionKind
 }
 
 // Transform returns the apply configuration of source object obj (as read from the location
 // view) for the target cluster. obj is not changed.
 //
-// The result has apiVersion, kind, and metadata with only name, namespace (target.Namespace),
+// The result has apiVersion, kind (target.Kind when set: a ResourceMapping's projection), and metadata with only name, namespace (target.Namespace),
 // labels and annotations, plus every other top-level field of obj except status. Everything
 // the source server populated or that only makes sense on the source is gone: uid,
 // resourceVersion, generation, creationTimestamp, deletion fields, managedFields,
@@ -55,6 +58,9 @@ func Transform(obj *unstructured.Unstructured, target TargetObject) *unstructure
 		out[k] = runtime.DeepCopyJSONValue(v)
 	}
 	u := &unstructured.Unstructured{Object: out}
+	if !target.Kind.Empty() {
+		u.SetGroupVersionKind(target.Kind)
+	}
 	u.SetName(obj.GetName())
 	if target.Namespace != "" {
 		u.SetNamespace(target.Namespace)

@@ -49,26 +49,26 @@ func checkReadAsDecoderReads(t *testing.T, data []byte) error {
 		t.Fatalf("DecodeObject accepted %q, which is not an object", data)
 	}
 	var got map[string]interface{}
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(o.JSON(), &got); err != nil {
-		t.Fatalf("the kept bytes %q of %q do not decode: %v", o.JSON(), data, err)
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(o.JSON().Bytes(), &got); err != nil {
+		t.Fatalf("the kept bytes %q of %q do not decode: %v", o.JSON().Bytes(), data, err)
 	}
 	meta, _ := wantObj["metadata"].(map[string]interface{})
 	delete(meta, "managedFields")
 	if !reflect.DeepEqual(got, wantObj) {
 		t.Fatalf("the kept bytes of %q decode to\n%v\nwant\n%v", data, got, wantObj)
 	}
-	if !utf8.Valid(o.JSON()) {
-		t.Fatalf("the kept bytes %q hold invalid UTF-8", o.JSON())
+	if !utf8.Valid(o.JSON().Bytes()) {
+		t.Fatalf("the kept bytes %q hold invalid UTF-8", o.JSON().Bytes())
 	}
 	var strict interface{}
-	if errs, err := kjson.UnmarshalStrict(o.JSON(), &strict, kjson.DisallowDuplicateFields); err != nil || len(errs) > 0 {
-		t.Fatalf("the kept bytes %q have a member name twice: %v %v", o.JSON(), errs, err)
+	if errs, err := kjson.UnmarshalStrict(o.JSON().Bytes(), &strict, kjson.DisallowDuplicateFields); err != nil || len(errs) > 0 {
+		t.Fatalf("the kept bytes %q have a member name twice: %v %v", o.JSON().Bytes(), errs, err)
 	}
 	var typed struct {
 		metav1.TypeMeta   `json:",inline"`
 		metav1.ObjectMeta `json:"metadata"`
 	}
-	if kjson.UnmarshalCaseSensitivePreserveInts(o.JSON(), &typed) == nil {
+	if kjson.UnmarshalCaseSensitivePreserveInts(o.JSON().Bytes(), &typed) == nil {
 		if o.Name != typed.Name || o.Namespace != typed.Namespace || o.UID != typed.UID || o.ResourceVersion != typed.ResourceVersion ||
 			o.Generation != typed.Generation || o.APIVersion != typed.APIVersion || o.Kind != typed.Kind {
 			t.Fatalf("metadata of %q: %+v %+v, the decoder reads %+v %+v", data, o.TypeMeta, o.ObjectMeta, typed.TypeMeta, typed.ObjectMeta)
@@ -117,7 +117,7 @@ func TestDecodeListSkipsItemsThatDoNotDecode(t *testing.T) {
 	for _, o := range l.Items {
 		if o.DecodeError() != nil {
 			bad = append(bad, o.Name)
-			if o.JSON() != nil {
+			if o.JSON().Bytes() != nil {
 				t.Errorf("%s: an object that does not decode has JSON", o.Name)
 			}
 			continue

@@ -3,19 +3,20 @@ package source
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"reflect"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	apijson "k8s.io/apimachinery/pkg/runtime/serializer/json"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/rawjson"
 )
 
-// The hand-written JSON readers of this package, each held to encoding/json or
-// sigs.k8s.io/json on the same input. `go test` runs each Fuzz function on its seeds (the
-// texts of the unit tests: objectDocs, decoderCases, validSamples); `go test -fuzz FuzzX
-// ./pkg/source` explores further.
+// The hand-written JSON readers (pkg/rawjson's walker and value lookup, this package's object
+// decoder), each held to encoding/json or sigs.k8s.io/json on the same input, seeded with the
+// objects this package decodes. `go test` runs each Fuzz function on its seeds (the texts of
+// the unit tests: objectDocs, decoderCases); `go test -fuzz FuzzX ./pkg/source` explores
+// further. pkg/rawjson holds its validator and framer to encoding/json and apimachinery the
+// same way (FuzzValidJSON, FuzzFramer).
 
 // fuzzSeeds adds every JSON text of the unit tests to f.
 func fuzzSeeds(f *testing.F) {
@@ -23,9 +24,6 @@ func fuzzSeeds(f *testing.F) {
 		f.Add([]byte(doc))
 	}
 	for _, doc := range decoderCases {
-		f.Add([]byte(doc))
-	}
-	for _, doc := range validSamples {
 		f.Add([]byte(doc))
 	}
 }
@@ -40,42 +38,42 @@ func lastMembers(data []byte) (map[string]json.RawMessage, bool) {
 	return m, true
 }
 
-// FuzzWalker holds walkObject and walkArray to encoding/json: on valid text they find the
+// FuzzWalker holds WalkObject and WalkArray to encoding/json: on valid text they find the
 // members (names as encoding/json unquotes them, values as written) and elements
 // encoding/json finds, and on any text they never panic or read out of bounds.
 func FuzzWalker(f *testing.F) {
 	fuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got := map[string]json.RawMessage{}
-		_, end, err := walkObject(data, 0, func(m member) error {
-			name, err := unquote(m.key)
+		_, end, err := rawjson.WalkObject(data, 0, func(m rawjson.Member) error {
+			name, err := rawjson.Unquote(m.Key)
 			if err != nil {
 				return err
 			}
-			got[name] = json.RawMessage(data[m.valueStart:m.end])
+			got[name] = json.RawMessage(data[m.ValueStart:m.End])
 			return nil
 		})
 		if want, ok := lastMembers(data); ok {
-			if err != nil || skipSpace(data, end) != len(data) {
-				t.Fatalf("walkObject(%q): %v, end %d; encoding/json reads an object", data, err, end)
+			if err != nil || rawjson.SkipSpace(data, end) != len(data) {
+				t.Fatalf("rawjson.WalkObject(%q): %v, end %d; encoding/json reads an object", data, err, end)
 			}
 			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("walkObject(%q) = %q, encoding/json reads %q", data, got, want)
+				t.Fatalf("rawjson.WalkObject(%q) = %q, encoding/json reads %q", data, got, want)
 			}
 		}
 		var elements []json.RawMessage
-		_, aerr := walkArray(data, 0, func(start, end int) error {
+		_, aerr := rawjson.WalkArray(data, 0, func(start, end int) error {
 			elements = append(elements, json.RawMessage(data[start:end]))
 			return nil
 		})
 		var want []json.RawMessage
 		if json.Unmarshal(data, &want) == nil && want != nil {
 			if aerr != nil || len(elements) != len(want) {
-				t.Fatalf("walkArray(%q): %q, %v; encoding/json reads %q", data, elements, aerr, want)
+				t.Fatalf("rawjson.WalkArray(%q): %q, %v; encoding/json reads %q", data, elements, aerr, want)
 			}
 			for i := range want {
 				if !bytes.Equal(elements[i], want[i]) {
-					t.Fatalf("walkArray(%q) element %d = %q, encoding/json reads %q", data, i, elements[i], want[i])
+					t.Fatalf("rawjson.WalkArray(%q) element %d = %q, encoding/json reads %q", data, i, elements[i], want[i])
 				}
 			}
 		}
@@ -100,7 +98,7 @@ func FuzzValueRange(f *testing.F) {
 		if second != "" {
 			path = append(path, second)
 		}
-		span, found, err := MemberRange(data, path...)
+		span, found, err := rawjson.MemberRange(data, path...)
 		if !json.Valid(data) || !utf8Clean(data) {
 			return // any result, but no panic
 		}
@@ -123,15 +121,15 @@ func FuzzValueRange(f *testing.F) {
 		switch {
 		case duplicate:
 			if err == nil && found {
-				t.Fatalf("MemberRange(%q, %q) found a member on a path with a name twice", data, path)
+				t.Fatalf("rawjson.MemberRange(%q, %q) found a member on a path with a name twice", data, path)
 			}
 		case err != nil:
-			t.Fatalf("MemberRange(%q, %q): %v", data, path, err)
+			t.Fatalf("rawjson.MemberRange(%q, %q): %v", data, path, err)
 		case found != (want != nil):
-			t.Fatalf("MemberRange(%q, %q): found %v, encoding/json: %q", data, path, found, want)
+			t.Fatalf("rawjson.MemberRange(%q, %q): found %v, encoding/json: %q", data, path, found, want)
 		case found:
 			if got := data[span.ValueStart:span.End]; !bytes.Equal(got, want) {
-				t.Fatalf("MemberRange(%q, %q) = %q, encoding/json reads %q", data, path, got, want)
+				t.Fatalf("rawjson.MemberRange(%q, %q) = %q, encoding/json reads %q", data, path, got, want)
 			}
 			cut := append(append([]byte(nil), data[:span.CutStart]...), data[span.CutEnd:]...)
 			var gotObj, wantObj interface{}
@@ -163,8 +161,8 @@ func raw0(raw json.RawMessage) []byte {
 // unquoting); 0 for text that is not an object.
 func countName(data []byte, name string) int {
 	n := 0
-	_, _, _ = walkObject(data, 0, func(m member) error {
-		if s, err := unquote(m.key); err == nil && s == name {
+	_, _, _ = rawjson.WalkObject(data, 0, func(m rawjson.Member) error {
+		if s, err := rawjson.Unquote(m.Key); err == nil && s == name {
 			n++
 		}
 		return nil
@@ -172,43 +170,11 @@ func countName(data []byte, name string) int {
 	return n
 }
 
-// utf8Clean reports whether data needs no normalizing (checkJSON): ValueRange compares names
+// utf8Clean reports whether data needs no normalizing (rawjson.Check): ValueRange compares names
 // as encoding/json does only on such text, which DecodeObject keeps.
 func utf8Clean(data []byte) bool {
-	r, err := checkJSON(data)
-	return err == nil && !r.normalize
-}
-
-// FuzzFramer holds watchFramer to apimachinery's JSON framer: a stream of JSON objects is cut
-// into the same frames, and any stream ends without a panic.
-func FuzzFramer(f *testing.F) {
-	fuzzSeeds(f)
-	f.Add([]byte(`{"type":"ADDED","object":{"a":"}"}} {"type":"DELETED"}` + "\n" + `{"x":[{}]}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		got, gotErr := readFrames(watchFramer{}.NewFrameReader(io.NopCloser(bytes.NewReader(data))), 16)
-		if !objectStream(data) {
-			return
-		}
-		want, wantErr := readFrames(apijson.Framer.NewFrameReader(io.NopCloser(bytes.NewReader(data))), 16)
-		if !errors.Is(gotErr, io.EOF) || !errors.Is(wantErr, io.EOF) || !reflect.DeepEqual(got, want) {
-			t.Fatalf("frames of %q: %q (%v), apimachinery's: %q (%v)", data, got, gotErr, want, wantErr)
-		}
-	})
-}
-
-// objectStream reports whether data is a sequence of JSON objects separated by whitespace.
-func objectStream(data []byte) bool {
-	d := json.NewDecoder(bytes.NewReader(data))
-	for {
-		var m map[string]json.RawMessage
-		err := d.Decode(&m)
-		if err == io.EOF {
-			return true
-		}
-		if err != nil || m == nil {
-			return false
-		}
-	}
+	r, err := rawjson.Check(data)
+	return err == nil && !r.Normalize
 }
 
 // FuzzDecodeObject holds DecodeObject to kube-apiserver's decoder (sigs.k8s.io/json,
@@ -227,8 +193,8 @@ func FuzzDecodeObject(f *testing.F) {
 			return
 		}
 		var u unstructured.Unstructured
-		if err := u.UnmarshalJSON(o.JSON()); err != nil {
-			t.Fatalf("the kept bytes %q of %q do not decode as an unstructured object: %v", o.JSON(), data, err)
+		if err := u.UnmarshalJSON(o.JSON().Bytes()); err != nil {
+			t.Fatalf("the kept bytes %q of %q do not decode as an unstructured object: %v", o.JSON().Bytes(), data, err)
 		}
 		if o.Annotations["kcp.io/cluster"] != u.GetAnnotations()["kcp.io/cluster"] {
 			t.Fatalf("the added annotation of %q: %v, decoded %v", data, o.Annotations, u.GetAnnotations())

@@ -1,7 +1,6 @@
 package source
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -11,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	kjson "sigs.k8s.io/json"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/rawjson"
 )
 
 // Annotation is an annotation the object client adds to every object that lacks it
@@ -44,7 +45,7 @@ type Object struct {
 	metav1.ObjectMeta
 
 	// raw is the object's JSON without metadata.managedFields, with the added annotation.
-	raw []byte
+	raw rawjson.Compact
 	// added says the decoder added the annotation addedKey (Annotations has it too), and
 	// hadAnnotations whether the object had a metadata.annotations object before.
 	added          bool
@@ -61,9 +62,10 @@ var (
 	_ json.Unmarshaler          = &Object{}
 )
 
-// JSON returns the object's JSON as the source sent it, without metadata.managedFields and with
-// the annotation the client added. The slice is shared: do not change it.
-func (o *Object) JSON() []byte { return o.raw }
+// JSON returns the object's JSON as the source sent it (normalized: DecodeObject), without
+// metadata.managedFields and with the annotation the client added. Its bytes are shared: do not
+// change them. It is the zero Compact for an Object that does not decode (DecodeError).
+func (o *Object) JSON() rawjson.Compact { return o.raw }
 
 // Added returns the key of the annotation the object client added to this object
 // (Annotation), and whether the object had a metadata.annotations object before; ok is false
@@ -103,42 +105,24 @@ func (o *Object) UnmarshalJSON(data []byte) error {
 // as the source wrote them, in a new slice (data is not kept), without metadata.managedFields
 // and with add (when its Key is set) added to an object that lacks it and has metadata.
 //
-// data is validated first (checkJSON) and read as kube-apiserver's decoder reads it
+// data is validated and normalized first (rawjson.Normalize) and read as kube-apiserver's decoder reads it
 // (sigs.k8s.io/json, non-strict, which client-go also uses on the responses of the view), so
 // that what the cache indexes (names, labels, annotations) is what a client of the view
 // decodes from the kept bytes:
 //   - text with a string of invalid UTF-8 or an object with a member name twice is normalized:
 //     the kept bytes are the decoder's reading encoded again (encoding/json, as kube-apiserver
 //     writes objects), where invalid UTF-8 is U+FFFD and the last of duplicate members counts;
+//   - text with whitespace between tokens is compacted (the kept bytes are rawjson.Compact);
 //   - a number outside the range of a float64 is an error (the decoder refuses the object).
 //
 // Errors name what is malformed (text that is not a JSON object, a number out of range, a
 // metadata field of the wrong type).
 func DecodeObject(data []byte, add Annotation) (*Object, error) {
-	report, err := checkJSON(data)
+	c, _, err := rawjson.Normalize(data)
 	if err != nil {
 		return nil, fmt.Errorf("cannot decode an object of the source: %w", err)
 	}
-	if report.badNumber != nil {
-		return nil, fmt.Errorf("cannot decode an object of the source: %w", report.badNumber)
-	}
-	if report.normalize {
-		if data, err = normalized(data); err != nil {
-			return nil, fmt.Errorf("cannot decode an object of the source: %w", err)
-		}
-	}
-	return decodeChecked(data, add)
-}
-
-// normalized returns data, valid JSON text, as kube-apiserver's decoder reads it and its
-// encoder writes it: decoded by sigs.k8s.io/json (invalid UTF-8 read as U+FFFD, the last of
-// duplicate members kept, integers kept as integers) and encoded by encoding/json.
-func normalized(data []byte) ([]byte, error) {
-	var v interface{}
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &v); err != nil {
-		return nil, err
-	}
-	return json.Marshal(v)
+	return decodeChecked(c, add)
 }
 
 // DecodeItem returns the Object of data, an item of a list or the object of a watch event, as
@@ -153,33 +137,34 @@ func DecodeItem(data []byte, add Annotation) *Object {
 	}
 	o = &Object{decodeErr: err}
 	str := func(field string) string {
-		start, end, found, err := ValueRange(data, "metadata", field)
+		start, end, found, err := rawjson.ValueRange(data, "metadata", field)
 		if err != nil || !found {
 			return ""
 		}
-		s, _ := unquote(data[start:end])
+		s, _ := rawjson.Unquote(data[start:end])
 		return s
 	}
 	o.Name, o.Namespace, o.UID, o.ResourceVersion = str("name"), str("namespace"), types.UID(str("uid")), str("resourceVersion")
-	if start, end, found, err := ValueRange(data, "metadata", "annotations"); err == nil && found {
-		o.Annotations, _ = stringMap(data[start:end])
+	if start, end, found, err := rawjson.ValueRange(data, "metadata", "annotations"); err == nil && found {
+		o.Annotations, _ = rawjson.StringMap(data[start:end])
 	}
 	for field, dst := range map[string]*string{"apiVersion": &o.APIVersion, "kind": &o.Kind} {
-		if start, end, found, err := ValueRange(data, field); err == nil && found {
-			*dst, _ = unquote(data[start:end])
+		if start, end, found, err := rawjson.ValueRange(data, field); err == nil && found {
+			*dst, _ = rawjson.Unquote(data[start:end])
 		}
 	}
 	return o
 }
 
-// decodeChecked is DecodeObject on data that checkJSON found valid and as a decoder reads it.
-func decodeChecked(data []byte, add Annotation) (*Object, error) {
+// decodeChecked is DecodeObject on text that rawjson.Normalize returned.
+func decodeChecked(c rawjson.Compact, add Annotation) (*Object, error) {
+	data := c.Bytes()
 	o := &Object{}
 	var meta metaLayout
 	cutStart, cutEnd := -1, -1
-	_, _, err := walkObject(data, 0, func(m member) error {
-		v := data[m.valueStart:m.end]
-		switch string(memberName(m.key)) {
+	_, _, err := rawjson.WalkObject(data, 0, func(m rawjson.Member) error {
+		v := data[m.ValueStart:m.End]
+		switch string(rawjson.MemberName(m.Key)) {
 		case "apiVersion":
 			return decodeString(v, &o.APIVersion, "apiVersion")
 		case "kind":
@@ -189,7 +174,7 @@ func decodeChecked(data []byte, add Annotation) (*Object, error) {
 				return nil
 			}
 			var err error
-			meta, err = o.decodeMetadata(data, m.valueStart)
+			meta, err = o.decodeMetadata(data, m.ValueStart)
 			cutStart, cutEnd = meta.cutStart, meta.cutEnd
 			return err
 		}
@@ -208,7 +193,7 @@ func decodeChecked(data []byte, add Annotation) (*Object, error) {
 		}
 		o.Annotations[add.Key] = add.Value
 	}
-	o.raw = splice(data, cutStart, cutEnd, at, replace, insert)
+	o.raw = rawjson.Splice(c, cutStart, cutEnd, at, replace, insert)
 	return o, nil
 }
 
@@ -252,53 +237,22 @@ func (l metaLayout) insertion(key, value string) (at, replace int, insert []byte
 	}
 }
 
-// splice returns src without src[cutStart:cutEnd] (cutStart < 0: nothing cut) and with
-// src[at:at+replace] replaced by insert (at < 0: no replacement), in one allocation of the
-// exact size. The two ranges never overlap.
-func splice(src []byte, cutStart, cutEnd, at, replace int, insert []byte) []byte {
-	n := len(src) + len(insert) - replace
-	if cutStart >= 0 {
-		n -= cutEnd - cutStart
-	}
-	out := make([]byte, 0, n)
-	pos := 0
-	copyTo := func(end int) {
-		out = append(out, src[pos:end]...)
-		pos = end
-	}
-	if cutStart >= 0 && (at < 0 || cutStart < at) {
-		copyTo(cutStart)
-		pos = cutEnd
-	}
-	if at >= 0 {
-		copyTo(at)
-		out = append(out, insert...)
-		pos += replace
-	}
-	if cutStart >= pos {
-		copyTo(cutStart)
-		pos = cutEnd
-	}
-	copyTo(len(src))
-	return out
-}
-
 // WithAnnotation returns a new copy of the object's JSON with metadata.annotations[key] set to
 // value. The object must not have the annotation already (the caller checks Annotations); an
 // error is returned when it does, or when the object has no metadata object.
-func (o *Object) WithAnnotation(key, value string) ([]byte, error) {
+func (o *Object) WithAnnotation(key, value string) (rawjson.Compact, error) {
 	if _, ok := o.Annotations[key]; ok {
-		return nil, fmt.Errorf("the object has the annotation %q already", key)
+		return rawjson.Compact{}, fmt.Errorf("the object has the annotation %q already", key)
 	}
 	if o.decodeErr != nil {
-		return nil, o.decodeErr
+		return rawjson.Compact{}, o.decodeErr
 	}
 	d, err := decodeChecked(o.raw, Annotation{Key: key, Value: value})
 	if err != nil {
-		return nil, err
+		return rawjson.Compact{}, err
 	}
 	if !d.added {
-		return nil, fmt.Errorf("the object has no metadata")
+		return rawjson.Compact{}, fmt.Errorf("the object has no metadata")
 	}
 	return d.raw, nil
 }
@@ -310,17 +264,17 @@ func (o *Object) decodeMetadata(data []byte, i int) (metaLayout, error) {
 	// The cut of managedFields needs only its member and its neighbours: the member before it
 	// and the one after it. They are kept as they pass, not in a slice of every member, which
 	// would be garbage of every object decoded (and, as it grows, of several sizes).
-	var managed, before, after, prev member
+	var managed, before, after, prev rawjson.Member
 	var members int
 	hasManaged, hasBefore, hasAfter := false, false, false
-	open, _, err := walkObject(data, i, func(m member) error {
-		v := data[m.valueStart:m.end]
+	open, _, err := rawjson.WalkObject(data, i, func(m rawjson.Member) error {
+		v := data[m.ValueStart:m.End]
 		if hasManaged && !hasAfter {
 			after, hasAfter = m, true
 		}
 		previous := prev
 		prev, members = m, members+1
-		switch string(memberName(m.key)) {
+		switch string(rawjson.MemberName(m.Key)) {
 		case "name":
 			return decodeString(v, &o.Name, "metadata.name")
 		case "namespace":
@@ -342,18 +296,18 @@ func (o *Object) decodeMetadata(data []byte, i int) (metaLayout, error) {
 			}
 			o.Generation = g
 		case "labels":
-			l, err := stringMap(v)
+			l, err := rawjson.StringMap(v)
 			if err != nil {
 				return fmt.Errorf("metadata.labels: %w", err)
 			}
 			o.Labels = l
 		case "annotations":
-			a, err := stringMap(v)
+			a, err := rawjson.StringMap(v)
 			if err != nil {
 				return fmt.Errorf("metadata.annotations: %w", err)
 			}
 			o.Annotations = a
-			l.annOpen, l.annEmpty, l.annNull = m.valueStart, len(a) == 0, a == nil
+			l.annOpen, l.annEmpty, l.annNull = m.ValueStart, len(a) == 0, a == nil
 		case "finalizers":
 			// The deletion protocol's marks (docs/views.md, "Deletion"): rare, so decoded
 			// whenever present.
@@ -362,8 +316,8 @@ func (o *Object) decodeMetadata(data []byte, i int) (metaLayout, error) {
 				return nil
 			}
 			o.Finalizers = o.Finalizers[:0]
-			_, err := walkArray(data, m.valueStart, func(start, end int) error {
-				f, err := unquote(data[start:end])
+			_, err := rawjson.WalkArray(data, m.ValueStart, func(start, end int) error {
+				f, err := rawjson.Unquote(data[start:end])
 				if err != nil {
 					return fmt.Errorf("metadata.finalizers holds a value that is not a string")
 				}
@@ -400,26 +354,13 @@ func (o *Object) decodeMetadata(data []byte, i int) (metaLayout, error) {
 	}
 	switch {
 	case hasAfter: // the member and the comma after it
-		l.cutStart, l.cutEnd = managed.start, after.start
+		l.cutStart, l.cutEnd = managed.Start, after.Start
 	case hasBefore: // the last member and the comma before it
-		l.cutStart, l.cutEnd = before.end, managed.end
+		l.cutStart, l.cutEnd = before.End, managed.End
 	default: // the only member
-		l.cutStart, l.cutEnd = managed.start, managed.end
+		l.cutStart, l.cutEnd = managed.Start, managed.End
 	}
 	return l, nil
-}
-
-// memberName returns the name a member's key token denotes, as bytes: the key without its
-// quotes when it has no escapes (every key a Kubernetes API server writes), else the unquoted
-// name (empty when the key is not a string). Callers compare it as string(memberName(key)), in
-// a switch or with ==, which Go does without allocating (a string returned here would be
-// allocated for every member of every object decoded).
-func memberName(key []byte) []byte {
-	if len(key) >= 2 && bytes.IndexByte(key, '\\') < 0 {
-		return key[1 : len(key)-1]
-	}
-	s, _ := unquote(key)
-	return []byte(s)
 }
 
 // decodeString decodes the JSON string v into *dst; null leaves it empty. field names the
@@ -428,7 +369,7 @@ func decodeString(v []byte, dst *string, field string) error {
 	if string(v) == "null" {
 		return nil
 	}
-	s, err := unquote(v)
+	s, err := rawjson.Unquote(v)
 	if err != nil {
 		return fmt.Errorf("%s is not a string", field)
 	}
@@ -466,9 +407,9 @@ func (l *List) DeepCopyObject() runtime.Object {
 // is validated once, by DecodeObject; text the walker cannot split into items is an error.
 func decodeList(data []byte, l *List, add Annotation) error {
 	*l = List{}
-	_, end, err := walkObject(data, 0, func(m member) error {
-		v := data[m.valueStart:m.end]
-		switch string(memberName(m.key)) {
+	_, end, err := rawjson.WalkObject(data, 0, func(m rawjson.Member) error {
+		v := data[m.ValueStart:m.End]
+		switch string(rawjson.MemberName(m.Key)) {
 		case "apiVersion":
 			return decodeString(v, &l.APIVersion, "apiVersion")
 		case "kind":
@@ -481,7 +422,7 @@ func decodeList(data []byte, l *List, add Annotation) error {
 			if string(v) == "null" {
 				return nil
 			}
-			_, err := walkArray(data, m.valueStart, func(start, end int) error {
+			_, err := rawjson.WalkArray(data, m.ValueStart, func(start, end int) error {
 				l.Items = append(l.Items, DecodeItem(data[start:end], add))
 				return nil
 			})
@@ -492,7 +433,7 @@ func decodeList(data []byte, l *List, add Annotation) error {
 	if err != nil {
 		return fmt.Errorf("cannot decode a list of the source: %w", err)
 	}
-	if i := skipSpace(data, end); i != len(data) {
+	if i := rawjson.SkipSpace(data, end); i != len(data) {
 		return fmt.Errorf("cannot decode a list of the source: unexpected data after the list at offset %d", i)
 	}
 	itemKind := strings.TrimSuffix(l.Kind, "List")
@@ -515,17 +456,18 @@ func (o *Object) setTypeMeta(apiVersion, kind string) {
 	if o.APIVersion != "" || o.Kind != "" || apiVersion == "" || kind == "" {
 		return
 	}
-	open := skipSpace(o.raw, 0)
-	if open >= len(o.raw) || o.raw[open] != '{' {
+	raw := o.raw.Bytes()
+	open := rawjson.SkipSpace(raw, 0)
+	if open >= len(raw) || raw[open] != '{' {
 		return
 	}
 	av, _ := json.Marshal(apiVersion)
 	k, _ := json.Marshal(kind)
 	insert := make([]byte, 0, len(av)+len(k)+len(`"apiVersion":,"kind":,`))
 	insert = append(append(append(append(insert, `"apiVersion":`...), av...), `,"kind":`...), k...)
-	if next := skipSpace(o.raw, open+1); next < len(o.raw) && o.raw[next] != '}' {
+	if next := rawjson.SkipSpace(raw, open+1); next < len(raw) && raw[next] != '}' {
 		insert = append(insert, ',')
 	}
-	o.raw = splice(o.raw, -1, -1, open+1, 0, insert)
+	o.raw = rawjson.Splice(o.raw, -1, -1, open+1, 0, insert)
 	o.APIVersion, o.Kind = apiVersion, kind
 }

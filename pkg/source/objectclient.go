@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	kjson "sigs.k8s.io/json"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/rawjson"
 )
 
 // The object client lists and watches the source like client-go's dynamic client does (the
@@ -65,7 +67,7 @@ func resourcePath(gvr schema.GroupVersionResource) []string {
 }
 
 // objectSerializer is the object client's runtime.NegotiatedSerializer: JSON, with objects
-// decoded by objectCodec and watch frames (framed by watchFramer) by watchEventCodec.
+// decoded by objectCodec and watch frames (framed by rawjson.Framer) by watchEventCodec.
 type objectSerializer struct {
 	// add is the annotation added to every object that lacks it.
 	add Annotation
@@ -82,7 +84,7 @@ func (s objectSerializer) SupportedMediaTypes() []runtime.SerializerInfo {
 		StreamSerializer: &runtime.StreamSerializerInfo{
 			EncodesAsText: true,
 			Serializer:    watchEventCodec{},
-			Framer:        watchFramer{},
+			Framer:        rawjson.Framer,
 		},
 	}}
 }
@@ -169,17 +171,17 @@ func (watchEventCodec) Decode(data []byte, _ *schema.GroupVersionKind, into runt
 		return nil, nil, fmt.Errorf("the source's object client cannot decode a watch event into %T", into)
 	}
 	*ev = metav1.WatchEvent{}
-	_, end, err := walkObject(data, 0, func(m member) error {
-		switch string(memberName(m.key)) {
+	_, end, err := rawjson.WalkObject(data, 0, func(m rawjson.Member) error {
+		switch string(rawjson.MemberName(m.Key)) {
 		case "type":
-			return decodeString(data[m.valueStart:m.end], &ev.Type, "type")
+			return decodeString(data[m.ValueStart:m.End], &ev.Type, "type")
 		case "object":
-			ev.Object.Raw = data[m.valueStart:m.end]
+			ev.Object.Raw = data[m.ValueStart:m.End]
 		}
 		return nil
 	})
 	if err == nil {
-		if i := skipSpace(data, end); i != len(data) {
+		if i := rawjson.SkipSpace(data, end); i != len(data) {
 			err = fmt.Errorf("unexpected data after the event at offset %d", i)
 		}
 	}

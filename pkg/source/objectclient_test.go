@@ -87,11 +87,11 @@ func TestObjectClientListsAndWatches(t *testing.T) {
 	}
 	for i, name := range []string{"a", "b"} {
 		o := list.Items[i]
-		if o.Name != name || o.Namespace != "ns" || o.Labels["app"] != "web" || o.Kind != "ConfigMap" || strings.Contains(string(o.JSON()), "managedFields") {
-			t.Errorf("item %d: %+v %s", i, o.ObjectMeta, o.JSON())
+		if o.Name != name || o.Namespace != "ns" || o.Labels["app"] != "web" || o.Kind != "ConfigMap" || strings.Contains(string(o.JSON().Bytes()), "managedFields") {
+			t.Errorf("item %d: %+v %s", i, o.ObjectMeta, o.JSON().Bytes())
 		}
-		if _, _, added := o.Added(); !added || !strings.Contains(string(o.JSON()), `"kcp.io/cluster":"root"`) {
-			t.Errorf("item %d lacks the annotation the client adds: %s", i, o.JSON())
+		if _, _, added := o.Added(); !added || !strings.Contains(string(o.JSON().Bytes()), `"kcp.io/cluster":"root"`) {
+			t.Errorf("item %d lacks the annotation the client adds: %s", i, o.JSON().Bytes())
 		}
 	}
 	if q := (*queries)[0]; q.Get("resourceVersion") != "0" || q.Get("limit") != "500" {

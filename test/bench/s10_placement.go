@@ -183,6 +183,12 @@ func (e *env) scenarioPlacement(ctx context.Context) *Scenario {
 		}
 	}
 	hb.stop(gone)
+	// The move: the grace period, the tolerance and the re-placement, when mapper-controller's
+	// work is its reaction to one location leaving (every Placement re-ranks, the moved
+	// groups' dependencies follow).
+	moveSeconds := int((grace + placementTolerance + 20*time.Second).Seconds())
+	waitMove := e.startCPUProfile(ctx, ctrlTarget, "s10-move-mapper-controller",
+		"scenario 10, from the stop of one location's heartbeat until 20 s after its tolerance ran out", moveSeconds)
 	var unknownSince time.Time
 	var movedAt time.Time
 	moveDeadline := time.Now().Add(grace + placementTolerance + 2*time.Minute)
@@ -200,6 +206,9 @@ func (e *env) scenarioPlacement(ctx context.Context) *Scenario {
 		time.Sleep(500 * time.Millisecond)
 	}
 	cpuEnd := sampleCPU(e.tb, pids)
+	if prof := waitMove(); prof != nil {
+		s.Profiles = append(s.Profiles, *prof)
+	}
 	last, err := sampleProc(ctrl.PID)
 	if err != nil {
 		e.tb.Fatal(err)

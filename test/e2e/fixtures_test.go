@@ -8,14 +8,12 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -135,20 +133,10 @@ func crd(plural, kind string) *unstructured.Unstructured {
 	}}
 }
 
-// createCRD creates the CRD and waits until the source serves it.
+// createCRD creates the CRD of crd(plural, kind) and waits until dyn serves it.
 func createCRD(t *testing.T, ctx context.Context, dyn dynamic.Interface, plural, kind string) {
 	t.Helper()
-	if _, err := dyn.Resource(crdGVR).Create(ctx, crd(plural, kind), metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating CRD %s: %v", plural, err)
-	}
-	gvr := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: plural}
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
-		return err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("CRD %s not served: %v", plural, err)
-	}
+	createCRDIn(t, ctx, dyn, "example.com", plural, kind)
 }
 
 // randomLocations picks 0 to all of locations (about a quarter of objects get none).

@@ -287,9 +287,12 @@ func waitForData(t *testing.T, ctx context.Context, w watch.Interface, want stri
 	}
 }
 
-// TestBoundedHistoryMemory (finding F3): 1,000 writes of one 900 KB ConfigMap (about 860 MiB,
-// thirteen times the budget below). A mapper-apiserver that keeps every version in its
-// history up to a memory budget of 64 MiB (--watch-history-max-object-size=0) and one with
+// TestBoundedHistoryMemory (finding F3): 300 writes of one 900 KB ConfigMap (about 257 MiB,
+// four times the budget below). A mapper-apiserver that keeps every version in its
+// history up to a memory budget of 64 MiB (--watch-history-max-object-size=0, and an age
+// bound of an hour, so that only the memory budget can drop what the writes superseded:
+// with the default 75 s, the writes outlast the age bound, which alone kept the heap near
+// 90 MiB with no memory budget at all) and one with
 // the defaults (a superseded version over 256 KiB is not kept) both end with a live heap (HeapAlloc right after forced garbage
 // collections, heapAfterGC; the runtime's last own collection may have run mid-write and
 // counted what was in flight) within the budget of what they had before the writes (and
@@ -302,7 +305,7 @@ func TestBoundedHistoryMemory(t *testing.T) {
 	source := framework.StartControlPlane(t, framework.ControlPlaneOptions{Name: "source"})
 	framework.InstallControlCRDs(t, ctx, source)
 	servers := map[string]*framework.MapperAPIServer{
-		"budget":   framework.StartMapperAPIServer(t, source, "--resources=configmaps", fmt.Sprintf("--watch-history-memory=%d", budget), "--watch-history-max-object-size=0"),
+		"budget":   framework.StartMapperAPIServer(t, source, "--resources=configmaps", fmt.Sprintf("--watch-history-memory=%d", budget), "--watch-history-max-object-size=0", "--watch-history-age=1h"),
 		"defaults": framework.StartMapperAPIServer(t, source, "--resources=configmaps"),
 	}
 	a := newFairnessTenant(t, ctx, source, "tenant-a")
@@ -319,7 +322,7 @@ func TestBoundedHistoryMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	rvs := []string{created.GetResourceVersion()}
-	const writes = 1000
+	const writes = 300
 	for i := 1; i < writes; i++ {
 		created.Object["data"] = map[string]interface{}{"v": fmt.Sprint(i), "big": big}
 		if created, err = a.configMaps().Update(ctx, created, metav1.UpdateOptions{}); err != nil {
@@ -334,7 +337,7 @@ func TestBoundedHistoryMemory(t *testing.T) {
 			t.Fatal(err)
 		}
 		views := view.Resource(configMapsGVR).Namespace(a.namespace)
-		// The server takes its time for 900 MB of events: each read waits up to its
+		// The server takes its time for 257 MiB of events: each read waits up to its
 		// --freshness-timeout, then answers 504 until it caught up.
 		mapperEventually(t, ctx, 10*time.Minute, name+": the last write in the view", func() (bool, string) {
 			_, err := views.Get(ctx, "large", metav1.GetOptions{ResourceVersion: last})

@@ -2,12 +2,14 @@ package dependencies
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -27,6 +29,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/served"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/worker"
 	"github.com/cluster-mapper/cluster-mapper/pkg/dependencies"
+	"github.com/cluster-mapper/cluster-mapper/pkg/placement"
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
 )
 
@@ -85,6 +88,8 @@ type Controller struct {
 	pending *pending.Writes
 
 	placements, targets, rules toolscache.SharedIndexInformer
+	// locations are the SyncTargets as placement reads them: what their views mirror.
+	locations *ctrlplacement.Locations
 
 	mu sync.Mutex
 	// handled are the informers that have this controller's event handler.
@@ -97,6 +102,8 @@ type Controller struct {
 	compiled map[string]compiledRule
 	// memo are the references of referencing objects, by uid (see references).
 	memo map[types.UID]*memoEntry
+	// parsed are the selectors and targets of Services, HPAs and PDBs, by uid.
+	parsed *dependencies.SelectorCache
 	// reported are the missing references already recorded as Events, by namespace key
 	// ("<uid>/<resource>/<name>").
 	reported map[string]sets.Set[string]
@@ -105,11 +112,25 @@ type Controller struct {
 	ruleFailures map[string]map[string]map[string]string
 }
 
-// informerKey names an informer: whole objects or metadata.
+// informerKey names an informer: whole objects, trimmed objects (full and trimmed) or
+// metadata.
 type informerKey struct {
-	gvr  schema.GroupVersionResource
-	full bool
+	gvr           schema.GroupVersionResource
+	full, trimmed bool
 }
+
+// content is what an informer of this controller holds of each object.
+type content int
+
+const (
+	// metadataOnly: the metadata (PartialObjectMetadata), of a referenced object.
+	metadataOnly content = iota
+	// trimmed: the metadata and the fields dependencies.Trim keeps, of a workload, Service,
+	// HPA or PDB.
+	trimmed
+	// whole: the whole object, of a resource a DependencyRule's expression reads.
+	whole
+)
 
 // watched is an informer of one resource, with the resource's kind.
 type watched struct {
@@ -161,11 +182,20 @@ func New(cfg Config) *Controller {
 		extra:        map[schema.GroupResource]watched{},
 		compiled:     map[string]compiledRule{},
 		memo:         map[types.UID]*memoEntry{},
+		parsed:       dependencies.NewSelectorCache(),
 		reported:     map[string]sets.Set[string]{},
 		ruleFailures: map[string]map[string]map[string]string{},
 	}
 	c.applyWrite = c.apply
-	_, _ = c.placements.AddEventHandler(c.namespaceEvents())
+	// The placement controller writes a Placement's status as its objects are placed; of a
+	// Placement a round reads only what placementRead returns.
+	placementEvents := c.namespaceEvents()
+	placementEvents.UpdateFunc = func(old, obj interface{}) {
+		if placementRead(old) != placementRead(obj) {
+			c.enqueueObject(obj, false)
+		}
+	}
+	_, _ = c.placements.AddEventHandler(placementEvents)
 	// A rule's change changes the references of every object of its resource.
 	_, _ = c.rules.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueRuleObjects,
@@ -174,13 +204,10 @@ func New(cfg Config) *Controller {
 	})
 	// What the views mirror (a SyncTarget's status.resources) changes the Placements'
 	// reports only.
-	_, _ = c.targets.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(interface{}) { c.enqueuePlacementNamespaces() },
-		UpdateFunc: func(old, obj interface{}) {
-			if viewResources(old) != viewResources(obj) {
-				c.enqueuePlacementNamespaces()
-			}
-		},
+	c.locations = ctrlplacement.NewLocations(c.targets, func(old, new *placement.Location) {
+		if new != nil && (old == nil || !old.Resources.Equal(new.Resources)) {
+			c.enqueuePlacementNamespaces()
+		}
 	})
 	return c
 }
@@ -211,7 +238,7 @@ func (c *Controller) Run(ctx context.Context) {
 func (c *Controller) resolveFixed() error {
 	f := &fixedInformers{deps: map[schema.GroupResource]watched{}}
 	// resolve returns the informer of gvr, or false when the source does not serve it.
-	resolve := func(gvr schema.GroupVersionResource, full bool) (watched, bool, error) {
+	resolve := func(gvr schema.GroupVersionResource, want content) (watched, bool, error) {
 		gvk, err := c.resolver.Kind(gvr)
 		if served.IsNotServed(err) {
 			return watched{}, false, nil
@@ -219,10 +246,10 @@ func (c *Controller) resolveFixed() error {
 		if err != nil {
 			return watched{}, false, err
 		}
-		return watched{gvr, gvk, c.watch(gvr, full)}, true, nil
+		return watched{gvr, gvk, c.watch(gvr, want)}, true, nil
 	}
 	for _, gvr := range dependencies.TemplateResources() {
-		w, ok, err := resolve(gvr, true)
+		w, ok, err := resolve(gvr, trimmed)
 		if err != nil {
 			return err
 		}
@@ -234,7 +261,7 @@ func (c *Controller) resolveFixed() error {
 		gvr schema.GroupVersionResource
 		to  **watched
 	}{{dependencies.ServicesV1, &f.services}, {dependencies.HorizontalPodAutoscalersV2, &f.hpas}, {dependencies.PodDisruptionBudgetsV1, &f.pdbs}} {
-		w, ok, err := resolve(s.gvr, true)
+		w, ok, err := resolve(s.gvr, trimmed)
 		if err != nil {
 			return err
 		}
@@ -244,7 +271,7 @@ func (c *Controller) resolveFixed() error {
 		}
 	}
 	for _, gr := range []schema.GroupResource{dependencies.ConfigMaps, dependencies.Secrets, dependencies.ServiceAccounts, dependencies.PersistentVolumeClaims} {
-		w, ok, err := resolve(gr.WithVersion("v1"), false)
+		w, ok, err := resolve(gr.WithVersion("v1"), metadataOnly)
 		if err != nil {
 			return err
 		}
@@ -265,20 +292,28 @@ func (c *Controller) fixedInformers() *fixedInformers {
 	return c.fixed
 }
 
-// watch returns the informer of gvr (whole objects when full, its metadata otherwise, or the
-// whole objects when another controller watches them already), with this controller's event
-// handler added once.
-func (c *Controller) watch(gvr schema.GroupVersionResource, full bool) toolscache.SharedIndexInformer {
-	full = full || c.informers.Watches(gvr)
+// watch returns the informer of gvr holding want of each object, with this controller's
+// event handler added once: the whole objects when another controller watches them whole
+// already (one watch of the source instead of two), whatever want is; else the trimmed
+// objects (dependencies.Trim: a Deployment's Pod template without its images, commands and
+// probes, a Service without its ports; a fraction of the memory of the whole objects) or the
+// metadata.
+func (c *Controller) watch(gvr schema.GroupVersionResource, want content) toolscache.SharedIndexInformer {
+	if c.informers.Watches(gvr) {
+		want = whole
+	}
 	var informer toolscache.SharedIndexInformer
-	if full {
+	switch want {
+	case whole:
 		informer = c.informers.Informer(gvr)
-	} else {
+	case trimmed:
+		informer = c.informers.TrimmedInformer(gvr, FieldManager, dependencies.Trim(gvr))
+	default:
 		informer = c.informers.MetadataInformer(gvr)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if k := (informerKey{gvr, full}); !c.handled.Has(k) {
+	if k := (informerKey{gvr, want != metadataOnly, want == trimmed}); !c.handled.Has(k) {
 		c.handled.Insert(k)
 		_, _ = informer.AddEventHandler(c.namespaceEvents())
 	}
@@ -306,7 +341,7 @@ func (c *Controller) dependencyInformer(f *fixedInformers, gr schema.GroupResour
 	if err != nil {
 		return watched{}, err
 	}
-	w = watched{gvr, gvk, c.watch(gvr, false)}
+	w = watched{gvr, gvk, c.watch(gvr, metadataOnly)}
 	c.mu.Lock()
 	c.extra[gr] = w
 	c.mu.Unlock()
@@ -350,6 +385,7 @@ func (c *Controller) enqueueObject(obj interface{}, deleted bool) {
 		c.mu.Lock()
 		delete(c.memo, o.GetUID())
 		c.mu.Unlock()
+		c.parsed.Forget(o.GetUID())
 		c.pending.Forget(o.GetUID())
 	}
 	c.queue.Add(key(o.GetAnnotations()[contract.ClusterAnnotation], o.GetNamespace()))
@@ -363,6 +399,23 @@ func (c *Controller) namespaceEvents() toolscache.ResourceEventHandlerFuncs {
 		UpdateFunc: func(_, obj interface{}) { c.enqueueObject(obj, false) },
 		DeleteFunc: func(obj interface{}) { c.enqueueObject(obj, true) },
 	}
+}
+
+// placementRead returns what a round reads of a Placement (placementsOf, decide, writeReports)
+// as a comparable string: its generation (the spec: selection, spec.dependencies), whether it
+// is being deleted, its annotations (the logical cluster) and the two status fields this
+// controller writes (status.missingDependencies, status.unmirroredDependencies). The rest of
+// the status is the placement controller's, which writes it as the objects are placed: each
+// such write queued a round of the namespace for nothing (100 Placements, bench scenario 10).
+// "" when obj is not an object.
+func placementRead(obj interface{}) string {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return ""
+	}
+	missing, _, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "missingDependencies")
+	unmirrored, _, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "unmirroredDependencies")
+	return fmt.Sprint(u.GetGeneration(), u.GetDeletionTimestamp() != nil, u.GetAnnotations(), missing, unmirrored)
 }
 
 // enqueueRuleObjects queues the namespace of every object of a DependencyRule's resource.

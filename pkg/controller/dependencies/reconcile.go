@@ -24,7 +24,6 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/served"
 	"github.com/cluster-mapper/cluster-mapper/pkg/dependencies"
 	"github.com/cluster-mapper/cluster-mapper/pkg/placement"
-	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
 )
 
 // errNotSynced ends a round that found an informer it needs not synced yet.
@@ -125,7 +124,7 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 		return err
 	}
 	r.placements = c.placementsOf(cluster, namespace)
-	r.locations = c.locationsByName()
+	r.locations = c.locations.ByName()
 	selectors, err := c.selectors(f, r)
 	if err != nil {
 		return err
@@ -270,6 +269,10 @@ func (c *Controller) referencingResources(f *fixedInformers, r *round) ([]refere
 				rr = &referencing{gvr: rs.gvr, watched: watched{gvr: rs.gvr, informer: rs.informer}}
 				byGVR[rs.gvr] = rr
 				out = append(out, rr)
+			} else {
+				// A rule's expression reads the whole object, which the trimmed informer of
+				// a Pod template kind does not hold.
+				rr.informer = rs.informer
 			}
 			rr.rules = append(rr.rules, rs)
 		}
@@ -319,7 +322,7 @@ func (c *Controller) selectors(f *fixedInformers, r *round) (*dependencies.Selec
 			}
 		}
 	}
-	return dependencies.NewSelectors(lists[0], lists[1], lists[2]), nil
+	return c.parsed.Selectors(lists[0], lists[1], lists[2]), nil
 }
 
 // addReferrer adds what u, an object of rr, references to r's needs, unless u is assigned
@@ -390,35 +393,6 @@ func (c *Controller) placementsOf(cluster, namespace string) map[string]*placeme
 		out[u.GetName()] = p
 	}
 	return out
-}
-
-// locationsByName returns the registered locations by name.
-func (c *Controller) locationsByName() map[string]placement.Location {
-	out := map[string]placement.Location{}
-	for _, obj := range c.targets.GetStore().List() {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			continue
-		}
-		if st, err := synctarget.FromUnstructured(u); err == nil {
-			out[st.Name] = placement.LocationOf(st)
-		}
-	}
-	return out
-}
-
-// viewResources returns the resources of a SyncTarget's view as a comparable string; "" when
-// obj is not one.
-func viewResources(obj interface{}) string {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return ""
-	}
-	st, err := synctarget.FromUnstructured(u)
-	if err != nil {
-		return ""
-	}
-	return fmt.Sprint(sets.List(placement.LocationOf(st).Resources))
 }
 
 // placedBy returns the Placement that places o, of resource gvr: the one its

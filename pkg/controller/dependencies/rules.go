@@ -75,7 +75,7 @@ func (c *Controller) currentRules(cluster string) ([]*ruleState, error) {
 		} else if err != nil {
 			return nil, fmt.Errorf("finding the kind of %s, the resource of DependencyRule %s: %w", rs.gvr, r.Name, err)
 		} else {
-			rs.informer = c.watch(rs.gvr, true)
+			rs.informer = c.watch(rs.gvr, whole)
 		}
 		out = append(out, rs)
 	}

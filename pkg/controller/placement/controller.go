@@ -2,14 +2,11 @@ package placement
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
@@ -89,20 +86,12 @@ type Controller struct {
 
 	placements, targets toolscache.SharedIndexInformer
 
-	// targetsChanged counts the SyncTarget events that can change what placement reads of
-	// the locations (added, deleted, placementInput changed); locations converts again only
-	// when it moved.
-	targetsChanged atomic.Uint64
+	// locations are the SyncTargets as placement reads them.
+	locations *Locations
 
 	mu sync.Mutex
 	// watched are the informers that have this controller's event handler.
 	watched sets.Set[watchedInformer]
-	// converted are the SyncTargets as placement reads them, by name (see locations).
-	converted map[string]convertedLocation
-	// locs are the locations as of targetsChanged == locsAt (see locations); nil before the
-	// first call.
-	locs   []placement.Location
-	locsAt uint64
 }
 
 // watchedInformer names an informer of one resource: the whole objects (full) or their
@@ -110,12 +99,6 @@ type Controller struct {
 type watchedInformer struct {
 	gvr  schema.GroupVersionResource
 	full bool
-}
-
-// convertedLocation is a SyncTarget converted at one resourceVersion.
-type convertedLocation struct {
-	resourceVersion string
-	location        placement.Location
 }
 
 // New returns a Controller; Run starts it.
@@ -148,20 +131,7 @@ func New(cfg Config) *Controller {
 	}
 	// A location's labels, readiness, schedulability or capacity can change any Placement's
 	// choices; its other status (object counts, every minute per location) cannot.
-	// The informer stores an object before it calls the handlers, so a reader that loads
-	// targetsChanged before listing the store never keeps a list older than the count.
-	all := func(interface{}) {
-		c.targetsChanged.Add(1)
-		c.enqueueAll()
-	}
-	_, _ = c.targets.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: all, DeleteFunc: all,
-		UpdateFunc: func(old, obj interface{}) {
-			if placementInput(old) != placementInput(obj) {
-				all(obj)
-			}
-		},
-	})
+	c.locations = NewLocations(c.targets, func(_, _ *placement.Location) { c.enqueueAll() })
 	return c
 }
 
@@ -221,31 +191,22 @@ func (c *Controller) enqueueAll() {
 	}
 }
 
-// placementInput returns what placement reads of a SyncTarget (pkg/placement.Location:
-// capacity and the view's resources too), as a comparable string; "" when obj is not one.
-func placementInput(obj interface{}) string {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return ""
-	}
-	st, err := synctarget.FromUnstructured(u)
-	if err != nil {
-		return ""
-	}
-	l := placement.LocationOf(st)
-	return fmt.Sprint(l.Name, l.Labels, l.Unschedulable, l.Ready, l.Since.Unix(), st.Status.Capacity, sets.List(l.Resources))
-}
-
 // watch returns the informer of gvr, with this controller's event handler added once: the
 // whole objects when full or when another controller of the process watches them whole
-// already (one watch of the source instead of two), their metadata otherwise.
+// already (one watch of the source instead of two), else the trimmed objects another
+// controller watches (informers.Set.ObjectInformer), their metadata otherwise.
 func (c *Controller) watch(gvr schema.GroupVersionResource, full bool) toolscache.SharedIndexInformer {
 	full = full || c.informers.Watches(gvr)
-	inf := c.informers.MetadataInformer
-	if full {
-		inf = c.informers.Informer
+	var informer toolscache.SharedIndexInformer
+	switch shared, ok := c.informers.ObjectInformer(gvr); {
+	case full:
+		informer = c.informers.Informer(gvr)
+	case ok:
+		// The dependency controller's trimmed objects carry the metadata whole.
+		informer = shared
+	default:
+		informer = c.informers.MetadataInformer(gvr)
 	}
-	informer := inf(gvr)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if w := (watchedInformer{gvr, full}); !c.watched.Has(w) {

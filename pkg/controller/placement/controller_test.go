@@ -18,7 +18,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
 )
 
-// TestLocationsKeptUntilPlacementInputChanges checks that locations converts the SyncTargets
+// TestLocationsKeptUntilPlacementInputChanges checks that Locations.List converts the SyncTargets
 // again only after an event that changes what placement reads: a status write that only
 // changes object counts (what every heartbeat writes each minute) keeps the slice, a label
 // change replaces it. The informers run over a fake dynamic client: this is the cache's
@@ -74,31 +74,37 @@ func TestLocationsKeptUntilPlacementInputChanges(t *testing.T) {
 			t.Fatalf("the informer never stored %s: %v", what, err)
 		}
 	}
+	// changes is the count of events that changed what placement reads.
+	changes := func() uint64 {
+		c.locations.mu.Lock()
+		defer c.locations.mu.Unlock()
+		return c.locations.changes
+	}
 	waitStored("the SyncTarget", func(*controlv1alpha1.SyncTarget) bool { return true })
 	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return c.targetsChanged.Load() > 0, nil
+		return changes() > 0, nil
 	}); err != nil {
 		t.Fatal("the SyncTarget's add event never reached the handler")
 	}
-	first := c.locations()
+	first := c.locations.List()
 	if len(first) != 1 || first[0].Labels["region"] != "eu" {
 		t.Fatalf("locations: %+v", first)
 	}
 
 	write(func(st *controlv1alpha1.SyncTarget) { st.Status.Objects = &controlv1alpha1.ObjectCounts{Assigned: 7} })
 	waitStored("the object counts", func(got *controlv1alpha1.SyncTarget) bool { return got.Status.Objects != nil })
-	if again := c.locations(); len(again) != 1 || &again[0] != &first[0] {
+	if again := c.locations.List(); len(again) != 1 || &again[0] != &first[0] {
 		t.Errorf("a status write of object counts converted the locations again")
 	}
 
-	at := c.targetsChanged.Load()
+	at := changes()
 	write(func(st *controlv1alpha1.SyncTarget) { st.Labels["region"] = "us" })
 	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return c.targetsChanged.Load() > at, nil
+		return changes() > at, nil
 	}); err != nil {
 		t.Fatal("the label change never reached the handler")
 	}
-	if got := c.locations(); len(got) != 1 || got[0].Labels["region"] != "us" {
+	if got := c.locations.List(); len(got) != 1 || got[0].Labels["region"] != "us" {
 		t.Errorf("after a label change, locations: %+v", got)
 	}
 }

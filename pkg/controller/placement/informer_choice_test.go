@@ -127,3 +127,24 @@ func TestPlacementReadsMetadataUnlessDividing(t *testing.T) {
 		t.Errorf("the Deployment's 4 replicas divided as %v", web.decision.Replicas)
 	}
 }
+
+// TestPlacementSharesTrimmedInformer: for a resource it reads only the metadata of, the
+// placement controller reads another controller's trimmed objects (the dependency
+// controller's workloads) instead of a metadata watch of its own, and a Placement that
+// divides still gets the whole objects.
+func TestPlacementSharesTrimmedInformer(t *testing.T) {
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		synctarget.Resource: "SyncTargetList", Resource: "PlacementList", deployments: "DeploymentList",
+	})
+	metaScheme := metadatafake.NewTestScheme()
+	metav1.AddMetaToScheme(metaScheme)
+	set := informers.NewSet(dyn, metadatafake.NewSimpleMetadataClient(metaScheme), nil)
+	c := New(Config{Dynamic: dyn, Informers: set})
+	trimmed := set.TrimmedInformer(deployments, "test", func(obj interface{}) (interface{}, error) { return obj, nil })
+	if got := c.watch(deployments, false); got != trimmed {
+		t.Errorf("reading metadata, the controller did not use the trimmed informer")
+	}
+	if got := c.watch(deployments, true); got == trimmed || got != set.Informer(deployments) {
+		t.Errorf("dividing, the controller did not use the whole objects' informer")
+	}
+}

@@ -21,7 +21,6 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/pending"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/served"
 	"github.com/cluster-mapper/cluster-mapper/pkg/placement"
-	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
 )
 
 // entry is one Placement of the namespace being reconciled, with what this round found.
@@ -285,45 +284,7 @@ func (c *Controller) entries(cluster, namespace string, now time.Time) []*entry 
 // Placement selecting them only reports. This is the one place that narrows them for a
 // namespace; callers must not modify the slices.
 func (c *Controller) candidates(cluster, namespace string) (bound, unbound []placement.Location) {
-	return c.boundOnly(cluster, namespace, c.locations())
-}
-
-// locations returns every SyncTarget as a placement.Location; callers must not modify the
-// slice. Every namespace's reconcile reads all locations, so the slice is kept until a
-// SyncTarget event changes what placement reads (targetsChanged): the heartbeats' status
-// writes (1,000 locations, every minute each) do not. Conversions are also kept per SyncTarget
-// and resourceVersion: converting 1,000 SyncTargets each time cost more than deciding, and
-// listing and re-keying them every round cost 9% of mapper-controller's CPU in the initial
-// placement (bench scenario 10).
-func (c *Controller) locations() []placement.Location {
-	at := c.targetsChanged.Load()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.locs != nil && c.locsAt == at {
-		return c.locs
-	}
-	objs := c.targets.GetStore().List()
-	out := make([]placement.Location, 0, len(objs))
-	next := make(map[string]convertedLocation, len(objs))
-	for _, obj := range objs {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			continue
-		}
-		cached, ok := c.converted[u.GetName()]
-		if !ok || cached.resourceVersion != u.GetResourceVersion() {
-			st, err := synctarget.FromUnstructured(u)
-			if err != nil {
-				continue
-			}
-			cached = convertedLocation{resourceVersion: u.GetResourceVersion(), location: placement.LocationOf(st)}
-		}
-		next[u.GetName()] = cached
-		out = append(out, cached.location)
-	}
-	c.converted = next
-	c.locs, c.locsAt = out, at
-	return out
+	return c.boundOnly(cluster, namespace, c.locations.List())
 }
 
 // selectObject finds the Placement that places obj, of resource r: the oldest that selects it,

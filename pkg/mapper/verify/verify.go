@@ -84,12 +84,23 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the view's discovery: %w", err)
 	}
+	// The ResourceMappings of the view decide where each resource's copies are (the mapper's
+	// rule, mapper.Projections).
+	projections, err := mapper.ListProjections(ctx, view)
+	if err != nil {
+		return nil, err
+	}
+	mapper.FitResources(resources, projections)
 	gvrs := make([]schema.GroupVersionResource, 0, len(resources))
 	for gvr := range resources {
 		gvrs = append(gvrs, gvr)
 	}
 	sort.Slice(gvrs, func(i, j int) bool { return gvrs[i].String() < gvrs[j].String() })
-	served := mapper.TargetServes(targetDiscovery, gvrs)
+	targets := make([]schema.GroupVersionResource, 0, len(gvrs))
+	for _, gvr := range gvrs {
+		targets = append(targets, projections[gvr.GroupResource()].TargetResource(gvr))
+	}
+	served := mapper.TargetServes(targetDiscovery, targets)
 
 	report := &Report{Location: cfg.Location, Resources: []string{}}
 	clusterViews, err := mapper.NewClusterViews(cfg.View, cfg.Part.Shard)
@@ -101,7 +112,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// mapper resolves it over all its informers.
 	lists := make([]*resourceLists, 0, len(gvrs))
 	for _, gvr := range gvrs {
-		l, err := c.list(ctx, gvr, resources[gvr], served[gvr])
+		p := projections[gvr.GroupResource()]
+		l, err := c.list(ctx, gvr, p, resources[gvr], served[p.TargetResource(gvr)] && p.Blocked == "")
 		if err != nil {
 			return nil, err
 		}
@@ -135,21 +147,23 @@ type checker struct {
 // resourceLists are both sides of one resource: the view's objects and the target's managed
 // objects (none when the target does not serve the resource).
 type resourceLists struct {
-	gvr                schema.GroupVersionResource
+	gvr schema.GroupVersionResource
+	// projection is how the copies are written (a ResourceMapping's, or the zero Projection).
+	projection         mapper.Projection
 	namespaced, served bool
 	view, managed      []*unstructured.Unstructured
 }
 
-// list reads both sides of gvr.
-func (c *checker) list(ctx context.Context, gvr schema.GroupVersionResource, namespaced, served bool) (*resourceLists, error) {
+// list reads both sides of gvr, whose copies are written as p says.
+func (c *checker) list(ctx context.Context, gvr schema.GroupVersionResource, p mapper.Projection, namespaced, served bool) (*resourceLists, error) {
 	name := gvr.GroupResource().String()
-	l := &resourceLists{gvr: gvr, namespaced: namespaced, served: served}
+	l := &resourceLists{gvr: gvr, projection: p, namespaced: namespaced, served: served}
 	var err error
 	if l.view, err = listAll(ctx, c.view.Resource(gvr), metav1.ListOptions{}); err != nil {
 		return nil, fmt.Errorf("listing %s through the view: %w", name, err)
 	}
 	if served {
-		if l.managed, err = listAll(ctx, c.target.Resource(gvr), metav1.ListOptions{LabelSelector: contract.LocationLabel + "=" + c.cfg.Location}); err != nil {
+		if l.managed, err = listAll(ctx, c.target.Resource(p.TargetResource(gvr)), metav1.ListOptions{LabelSelector: contract.LocationLabel + "=" + c.cfg.Location}); err != nil {
 			return nil, fmt.Errorf("listing managed %s on the target: %w", name, err)
 		}
 		if part := c.cfg.Part; !part.Whole() {
@@ -245,7 +259,7 @@ func objectKey(ns, name string) string {
 // resource checks one resource: every view object against its target copy (invariants 1–3),
 // then every managed target object against the view (invariants 2 and 4).
 func (c *checker) resource(ctx context.Context, l *resourceLists) error {
-	gvr, namespaced, served := l.gvr, l.namespaced, l.served
+	gvr, namespaced := l.gvr, l.namespaced
 	name := gvr.GroupResource().String()
 	managed := map[string]*unstructured.Unstructured{}
 	for _, item := range l.managed {
@@ -265,7 +279,7 @@ func (c *checker) resource(ctx context.Context, l *resourceLists) error {
 		cr := c.cluster(src.Cluster)
 		cr.Assigned++
 		before := len(c.report.Violations)
-		if err := c.object(ctx, gvr, namespaced, served, obj, src, managed, expected); err != nil {
+		if err := c.object(ctx, l, obj, src, managed, expected); err != nil {
 			return err
 		}
 		if len(c.report.Violations) == before {
@@ -365,9 +379,11 @@ func (c *checker) goneFromView(ctx context.Context, gvr schema.GroupVersionResou
 // 1 and 3) and records its target place in expected. When two sources share a place (two
 // logical clusters under NamespaceMappingSame), the one whose copy is there owns it and the
 // other is a conflict under invariant 1.
-func (c *checker) object(ctx context.Context, gvr schema.GroupVersionResource, namespaced, served bool, obj *unstructured.Unstructured,
+func (c *checker) object(ctx context.Context, l *resourceLists, obj *unstructured.Unstructured,
 	src mapper.SourceRef, managed map[string]*unstructured.Unstructured, expected map[string]mapper.SourceRef) error {
-	name := gvr.GroupResource().String()
+	namespaced, served := l.namespaced, l.served
+	name := l.gvr.GroupResource().String()
+	gvr := l.projection.TargetResource(l.gvr) // the target resource of the copies
 	ns := c.targetNamespace(namespaced, src)
 	tkey := objectKey(ns, obj.GetName())
 	v := Violation{Invariant: 1, Resource: name, Cluster: src.Cluster, Source: src.String(), Target: tkey}
@@ -384,7 +400,7 @@ func (c *checker) object(ctx context.Context, gvr schema.GroupVersionResource, n
 		switch {
 		case apierrors.IsNotFound(err) && !c.cfg.SkipContent:
 			v.Message = "missing on the target"
-			if msg, err := c.outOfDate(ctx, gvr, obj, nil, ns, src); err != nil {
+			if msg, err := c.outOfDate(ctx, l, obj, nil, ns, src); err != nil {
 				return err
 			} else if msg != "" {
 				v.Message += "; " + msg
@@ -417,7 +433,7 @@ func (c *checker) object(ctx context.Context, gvr schema.GroupVersionResource, n
 			Message: fmt.Sprintf("the copy names source uid %q, the view's object has uid %q: the copy was made from another object under this identity, or its source was re-created since", uid, obj.GetUID())})
 	}
 	if !c.cfg.SkipContent {
-		if msg, err := c.outOfDate(ctx, gvr, obj, live, ns, src); err != nil {
+		if msg, err := c.outOfDate(ctx, l, obj, live, ns, src); err != nil {
 			return err
 		} else if msg != "" {
 			v.Message = msg
@@ -438,8 +454,9 @@ func (c *checker) object(ctx context.Context, gvr schema.GroupVersionResource, n
 // outOfDate dry-runs the apply the mapper would make and returns a message naming the fields
 // where the result differs from the live copy, or "" when the copy is up to date. live is nil
 // for a missing copy: then only a failing apply gives a message.
-func (c *checker) outOfDate(ctx context.Context, gvr schema.GroupVersionResource, obj, live *unstructured.Unstructured, ns string, src mapper.SourceRef) (string, error) {
-	desired := mapper.Transform(obj, mapper.TargetObject{Location: c.cfg.Location, Namespace: ns, Source: src})
+func (c *checker) outOfDate(ctx context.Context, l *resourceLists, obj, live *unstructured.Unstructured, ns string, src mapper.SourceRef) (string, error) {
+	gvr := l.projection.TargetResource(l.gvr)
+	desired := mapper.Transform(obj, mapper.TargetObject{Location: c.cfg.Location, Namespace: ns, Source: src, Kind: l.projection.TargetKind()})
 	if live != nil {
 		if foreign, err := mapper.ForeignFields(live, c.cfg.FieldManager); err == nil {
 			mapper.DropFields(desired, foreign)

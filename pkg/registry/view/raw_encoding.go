@@ -18,12 +18,15 @@ import (
 // a RawExtension returns), which was nearly all of a LIST's CPU (BenchmarkEncodeList) and, on
 // the watch path, 12% of mapper-apiserver's CPU while 1,000 view watches followed the source
 // (bench scenario 2's profile: encoding/json.appendCompact under CacheEncode). The bytes are
-// valid and compact: the source wrote them with encoding/json, and they were validated when
-// they were framed (the object client's list body and watch frames), or encoding/json wrote
-// them here (a decoded or rendered view).
+// valid and compact because the cache keeps each version's JSON as a rawjson.Compact, which
+// only pkg/rawjson makes: normalized and compacted at ingest (rawjson.Normalize, by the
+// source's object client), or written by encoding/json (rawjson.Marshal: a decoded or rendered
+// view). A template view is written in pieces: its Compact with holes filled by encoding/json's
+// text (pkg/cache template.go).
 
-// jsonWriter is an object that writes its own JSON (cache.Object's views, and the objects the
-// apiserver's encoders get from its CacheEncode).
+// jsonWriter is an object that writes its own JSON, valid and compact (cache.Object's views,
+// from their rawjson.Compact, and the objects the apiserver's encoders get from its
+// CacheEncode).
 type jsonWriter interface {
 	WriteJSON(w io.Writer) error
 }

@@ -36,7 +36,7 @@ func Resource(resource string) schema.GroupResource {
 var (
 	// SchemeBuilder collects the functions that add the v1alpha1 types to a scheme.
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
-	// AddToScheme adds the v1alpha1 types (SyncTarget, Customization, StatusCollector, StatusSummary, Placement, LocationBinding, DependencyRule and their lists) to a scheme.
+	// AddToScheme adds the v1alpha1 types (SyncTarget, Customization, StatusCollector, StatusSummary, Placement, LocationBinding, DependencyRule, ResourceMapping and their lists) to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
@@ -57,6 +57,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&LocationBindingList{},
 		&DependencyRule{},
 		&DependencyRuleList{},
+		&ResourceMapping{},
+		&ResourceMappingList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

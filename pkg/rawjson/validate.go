@@ -1,4 +1,4 @@
-package source
+package rawjson
 
 import (
 	"bytes"
@@ -8,37 +8,41 @@ import (
 	"strconv"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
-// maxNesting is the deepest nesting validJSON accepts, encoding/json's limit.
+// maxNesting is the deepest nesting Valid accepts, encoding/json's limit.
 const maxNesting = 10000
 
-// errTooDeep is validJSON's error for text nested deeper than maxNesting.
+// errTooDeep is Valid's error for text nested deeper than maxNesting.
 var errTooDeep = errors.New("exceeded max depth")
 
-// validJSON returns nil when b is exactly one JSON value (surrounding whitespace allowed), and
+// Valid returns nil when b is exactly one JSON value (surrounding whitespace allowed), and
 // otherwise an error naming the offset, as encoding/json.Valid decides: it does not check
-// that strings are valid UTF-8 (neither does encoding/json). checkJSON also says how a
+// that strings are valid UTF-8 (neither does encoding/json). Check also says how a
 // decoder would see the text.
-func validJSON(b []byte) error {
-	_, err := checkJSON(b)
+func Valid(b []byte) error {
+	_, err := Check(b)
 	return err
 }
 
-// textReport says how kube-apiserver's decoder (sigs.k8s.io/json, non-strict, which client-go
-// uses on responses too) would read JSON text that is valid (checkJSON).
-type textReport struct {
-	// normalize says the decoder would not see the text as written: a string holds invalid
+// Report says how kube-apiserver's decoder (sigs.k8s.io/json, non-strict, which client-go
+// uses on responses too) would read JSON text that is valid (Check).
+type Report struct {
+	// Normalize says the decoder would not see the text as written: a string holds invalid
 	// UTF-8 (read as U+FFFD) or an object has a member name twice (the last member counts).
-	normalize bool
-	// badNumber, when not nil, is the error of a number outside the range of a float64, which
+	Normalize bool
+	// BadNumber, when not nil, is the error of a number outside the range of a float64, which
 	// the decoder refuses (an integer that does not fit an int64 is read as a float64).
-	badNumber error
+	BadNumber error
+	// Spaced says the text has whitespace outside strings: it is not compact.
+	Spaced bool
 }
 
-// checkJSON validates b as validJSON does, in one pass, and reports how a decoder would read
-// it (textReport).
-func checkJSON(b []byte) (textReport, error) {
+// Check validates b as Valid does, in one pass, and reports how a decoder would read
+// it (Report).
+func Check(b []byte) (Report, error) {
 	names := namesPool.Get().(*[][]byte)
 	v := validator{b: b, names: (*names)[:0]}
 	defer func() {
@@ -47,10 +51,10 @@ func checkJSON(b []byte) (textReport, error) {
 		namesPool.Put(names)
 	}()
 	if err := v.value(); err != nil {
-		return textReport{}, err
+		return Report{}, err
 	}
-	if i := skipSpace(b, v.i); i != len(b) {
-		return textReport{}, v.invalid(i, "after top-level value")
+	if i := v.skipSpace(v.i); i != len(b) {
+		return Report{}, v.invalid(i, "after top-level value")
 	}
 	return v.report, nil
 }
@@ -71,22 +75,31 @@ type validator struct {
 	// innermost object's last, so that each object's names can be compared when it closes.
 	names [][]byte
 	// report is what the text holds that a decoder reads its own way.
-	report textReport
+	report Report
 }
 
 // invalid returns the error for the byte at i, or for the end of the text.
 func (v *validator) invalid(i int, context string) error {
 	if i >= len(v.b) {
-		return errTruncated
+		return ErrTruncated
 	}
 	return fmt.Errorf("invalid character %q %s at offset %d", v.b[i], context, i)
 }
 
+// skipSpace is SkipSpace on v.b, noting whitespace (Report.Spaced).
+func (v *validator) skipSpace(i int) int {
+	j := SkipSpace(v.b, i)
+	if j != i {
+		v.report.Spaced = true
+	}
+	return j
+}
+
 // value checks the value at or after v.i and moves v.i past it.
 func (v *validator) value() error {
-	v.i = skipSpace(v.b, v.i)
+	v.i = v.skipSpace(v.i)
 	if v.i >= len(v.b) {
-		return errTruncated
+		return ErrTruncated
 	}
 	switch c := v.b[v.i]; {
 	case c == '{':
@@ -113,7 +126,7 @@ func (v *validator) container(closing byte) error {
 	if v.depth++; v.depth > maxNesting {
 		return errTooDeep
 	}
-	v.i = skipSpace(v.b, v.i+1)
+	v.i = v.skipSpace(v.i + 1)
 	if v.i < len(v.b) && v.b[v.i] == closing {
 		v.i++
 		v.depth--
@@ -122,7 +135,7 @@ func (v *validator) container(closing byte) error {
 	base := len(v.names)
 	for {
 		if closing == '}' {
-			v.i = skipSpace(v.b, v.i)
+			v.i = v.skipSpace(v.i)
 			if v.i >= len(v.b) || v.b[v.i] != '"' {
 				return v.invalid(v.i, "looking for beginning of object key string")
 			}
@@ -131,7 +144,7 @@ func (v *validator) container(closing byte) error {
 				return err
 			}
 			v.names = append(v.names, v.b[start:v.i])
-			v.i = skipSpace(v.b, v.i)
+			v.i = v.skipSpace(v.i)
 			if v.i >= len(v.b) || v.b[v.i] != ':' {
 				return v.invalid(v.i, "after object key")
 			}
@@ -140,18 +153,18 @@ func (v *validator) container(closing byte) error {
 		if err := v.value(); err != nil {
 			return err
 		}
-		v.i = skipSpace(v.b, v.i)
+		v.i = v.skipSpace(v.i)
 		switch {
 		case v.i >= len(v.b):
-			return errTruncated
+			return ErrTruncated
 		case v.b[v.i] == ',':
 			v.i++
 		case v.b[v.i] == closing:
 			v.i++
 			v.depth--
 			if closing == '}' {
-				if !v.report.normalize && duplicateNames(v.names[base:]) {
-					v.report.normalize = true
+				if !v.report.Normalize && duplicateNames(v.names[base:]) {
+					v.report.Normalize = true
 				}
 				v.names = v.names[:base]
 			}
@@ -210,20 +223,20 @@ func (v *validator) str() error {
 		case c >= utf8.RuneSelf:
 			r, size := utf8.DecodeRune(b[i:])
 			if r == utf8.RuneError && size == 1 {
-				v.report.normalize = true
+				v.report.Normalize = true
 			}
 			i += size - 1
 		case c == '\\':
 			i++
 			if i >= len(b) {
-				return errTruncated
+				return ErrTruncated
 			}
 			switch b[i] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			case 'u':
 				for k := 1; k <= 4; k++ {
 					if i+k >= len(b) {
-						return errTruncated
+						return ErrTruncated
 					}
 					if !isHex(b[i+k]) {
 						return v.invalid(i+k, "in \\u hexadecimal character escape")
@@ -235,7 +248,7 @@ func (v *validator) str() error {
 			}
 		}
 	}
-	return errTruncated
+	return ErrTruncated
 }
 
 // maxPlainDigits is how many digits a number without an exponent may have and still be
@@ -243,7 +256,7 @@ func (v *validator) str() error {
 const maxPlainDigits = 300
 
 // number checks the number at v.i: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?, and notes
-// one outside the range of a float64 (textReport.badNumber).
+// one outside the range of a float64 (Report.BadNumber).
 func (v *validator) number() error {
 	b, i := v.b, v.i
 	if b[i] == '-' {
@@ -251,7 +264,7 @@ func (v *validator) number() error {
 	}
 	switch {
 	case i >= len(b):
-		return errTruncated
+		return ErrTruncated
 	case b[i] == '0':
 		i++
 	case b[i] >= '1' && b[i] <= '9':
@@ -277,29 +290,21 @@ func (v *validator) number() error {
 		i = digits(b, i)
 		exponent = true
 	}
-	if (exponent || i-v.i > maxPlainDigits) && v.report.badNumber == nil {
+	if (exponent || i-v.i > maxPlainDigits) && v.report.BadNumber == nil {
 		// As encoding/json and sigs.k8s.io/json decide: strconv.ParseFloat's range error.
 		if _, err := strconv.ParseFloat(string(b[v.i:i]), 64); err != nil {
-			v.report.badNumber = fmt.Errorf("the number %s at offset %d is out of the range of a 64-bit float", truncateText(b[v.i:i], 40), v.i)
+			v.report.BadNumber = fmt.Errorf("the number %s at offset %d is out of the range of a 64-bit float", contract.Truncate(string(b[v.i:i]), 40), v.i)
 		}
 	}
 	v.i = i
 	return nil
 }
 
-// truncateText returns b as a string, cut to at most n bytes with "..." after a cut.
-func truncateText(b []byte, n int) string {
-	if len(b) <= n {
-		return string(b)
-	}
-	return string(b[:n]) + "..."
-}
-
 // literal checks that the literal word (true, false or null) is at v.i.
 func (v *validator) literal(word string) error {
 	for k := 0; k < len(word); k++ {
 		if v.i+k >= len(v.b) {
-			return errTruncated
+			return ErrTruncated
 		}
 		if v.b[v.i+k] != word[k] {
 			return v.invalid(v.i+k, "in literal "+word)

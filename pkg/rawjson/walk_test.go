@@ -1,4 +1,4 @@
-package source
+package rawjson
 
 import (
 	"encoding/json"
@@ -49,7 +49,7 @@ func TestValueRange(t *testing.T) {
 		}
 	}
 
-	if _, _, _, err := ValueRange([]byte(`{"status":{},"metadata":{},"status":{"a":1}}`), "status"); !errors.Is(err, errDuplicateMember) {
+	if _, _, _, err := ValueRange([]byte(`{"status":{},"metadata":{},"status":{"a":1}}`), "status"); !errors.Is(err, ErrDuplicateMember) {
 		t.Errorf("a member twice: %v", err)
 	}
 	if _, _, found, err := ValueRange([]byte(`{"status":{},"metadata":{"a":1,"a":2}}`), "status"); err != nil || !found {

@@ -1,4 +1,4 @@
-package source
+package rawjson
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -22,7 +23,7 @@ var validSamples = []string{
 	"{\"raw\":\"\xff\xfe not UTF-8\"}",
 }
 
-// TestValidJSONAgreesWithEncodingJSON checks validJSON against encoding/json.Valid on the
+// TestValidJSONAgreesWithEncodingJSON checks Valid against encoding/json.Valid on the
 // samples, on known-bad texts, and on thousands of random one-byte mutations and truncations
 // of the samples.
 func TestValidJSONAgreesWithEncodingJSON(t *testing.T) {
@@ -32,9 +33,9 @@ func TestValidJSONAgreesWithEncodingJSON(t *testing.T) {
 	}
 	check := func(text string) {
 		t.Helper()
-		got, want := validJSON([]byte(text)) == nil, json.Valid([]byte(text))
+		got, want := Valid([]byte(text)) == nil, json.Valid([]byte(text))
 		if got != want {
-			t.Fatalf("validJSON(%q) valid=%v, encoding/json says %v", text, got, want)
+			t.Fatalf("Valid(%q) valid=%v, encoding/json says %v", text, got, want)
 		}
 	}
 	for _, s := range append(append([]string{}, validSamples...), bad...) {
@@ -51,19 +52,19 @@ func TestValidJSONAgreesWithEncodingJSON(t *testing.T) {
 		}
 	}
 	deep := strings.Repeat("[", maxNesting+1) + strings.Repeat("]", maxNesting+1)
-	if err := validJSON([]byte(deep)); !errors.Is(err, errTooDeep) {
+	if err := Valid([]byte(deep)); !errors.Is(err, errTooDeep) {
 		t.Errorf("text nested %d deep: %v, want %v", maxNesting+1, err, errTooDeep)
 	}
 }
 
-// FuzzValidJSON checks validJSON against encoding/json.Valid on any input.
+// FuzzValidJSON checks Valid against encoding/json.Valid on any input.
 func FuzzValidJSON(f *testing.F) {
 	for _, s := range validSamples {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if got, want := validJSON(b) == nil, json.Valid(b); got != want {
-			t.Fatalf("validJSON(%q) valid=%v, encoding/json says %v", b, got, want)
+		if got, want := Valid(b) == nil, json.Valid(b); got != want {
+			t.Fatalf("Valid(%q) valid=%v, encoding/json says %v", b, got, want)
 		}
 	})
 }
@@ -93,7 +94,7 @@ func readFrames(r io.ReadCloser, size int) ([]string, error) {
 	}
 }
 
-// TestWatchFramerFramesAsApimachinery checks that watchFramer cuts a stream into the same
+// TestWatchFramerFramesAsApimachinery checks that Framer cuts a stream into the same
 // frames as apimachinery's JSON framer, whatever the chunks the stream arrives in and however
 // small the reader's buffer, and that it ends as the stream does.
 func TestWatchFramerFramesAsApimachinery(t *testing.T) {
@@ -115,7 +116,7 @@ func TestWatchFramerFramesAsApimachinery(t *testing.T) {
 		{"one byte at a time", iotest.OneByteReader(strings.NewReader(stream.String())), 16},
 		{"half reads", iotest.HalfReader(strings.NewReader(stream.String())), 1},
 	} {
-		got, err := readFrames(watchFramer{}.NewFrameReader(io.NopCloser(c.r)), c.size)
+		got, err := readFrames(Framer.NewFrameReader(io.NopCloser(c.r)), c.size)
 		if err != io.EOF {
 			t.Errorf("%s: the stream ended with %v, want io.EOF", c.name, err)
 		}
@@ -137,14 +138,14 @@ func TestWatchFramerRejectsBadStreams(t *testing.T) {
 		{`{"type":"ADDED"} {"type":"ADD`, io.ErrUnexpectedEOF.Error()},
 		{`{"type":"ADDED"} ["not","an","object"]`, "expected a JSON object"},
 	} {
-		frames, err := readFrames(watchFramer{}.NewFrameReader(io.NopCloser(strings.NewReader(c.stream))), 8)
+		frames, err := readFrames(Framer.NewFrameReader(io.NopCloser(strings.NewReader(c.stream))), 8)
 		if len(frames) != 1 || err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %d frames, error %v; want 1 frame and an error containing %q", c.stream, len(frames), err, c.want)
 		}
 	}
 }
 
-// BenchmarkWatchFramer reads a watch stream of 1,000 ConfigMap events with watchFramer and with
+// BenchmarkWatchFramer reads a watch stream of 1,000 ConfigMap events with Framer and with
 // apimachinery's JSON framer, per event: "plain" events of about 1.5 KiB, and "escaped" ones
 // of about 8 KiB whose data is a script with an escaped newline every 40 bytes.
 func BenchmarkWatchFramer(b *testing.B) {
@@ -169,7 +170,7 @@ func benchmarkWatchFramer(b *testing.B, payload string) {
 		framer interface {
 			NewFrameReader(io.ReadCloser) io.ReadCloser
 		}
-	}{{"watchFramer", watchFramer{}}, {"apimachinery", kjson.Framer}} {
+	}{{"rawjson", Framer}, {"apimachinery", kjson.Framer}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(int64(stream.Len()) / 1000)
 			b.ReportAllocs()
@@ -186,5 +187,39 @@ func benchmarkWatchFramer(b *testing.B, payload string) {
 				}
 			}
 		})
+	}
+}
+
+// FuzzFramer holds Framer to apimachinery's JSON framer: a stream of JSON objects is cut
+// into the same frames, and any stream ends without a panic.
+func FuzzFramer(f *testing.F) {
+	for _, s := range validSamples {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(`{"type":"ADDED","object":{"a":"}"}} {"type":"DELETED"}` + "\n" + `{"x":[{}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, gotErr := readFrames(Framer.NewFrameReader(io.NopCloser(bytes.NewReader(data))), 16)
+		if !objectStream(data) {
+			return
+		}
+		want, wantErr := readFrames(kjson.Framer.NewFrameReader(io.NopCloser(bytes.NewReader(data))), 16)
+		if !errors.Is(gotErr, io.EOF) || !errors.Is(wantErr, io.EOF) || !reflect.DeepEqual(got, want) {
+			t.Fatalf("frames of %q: %q (%v), apimachinery's: %q (%v)", data, got, gotErr, want, wantErr)
+		}
+	})
+}
+
+// objectStream reports whether data is a sequence of JSON objects separated by whitespace.
+func objectStream(data []byte) bool {
+	d := json.NewDecoder(bytes.NewReader(data))
+	for {
+		var m map[string]json.RawMessage
+		err := d.Decode(&m)
+		if err == io.EOF {
+			return true
+		}
+		if err != nil || m == nil {
+			return false
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package source
+package rawjson
 
 import (
 	"bytes"
@@ -8,22 +8,25 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// watchFramer is the object client's runtime.Framer for watch streams (objectSerializer): it
-// cuts the stream into JSON objects, one watch event each, as apimachinery's JSON framer
-// (k8s.io/apimachinery/pkg/util/framer.NewJSONFramedReader) does.
+// Framer is the runtime.Framer of a stream of JSON objects (the object client's watch streams,
+// pkg/source objectSerializer): it cuts the stream into JSON objects, one watch event each, as
+// apimachinery's JSON framer (k8s.io/apimachinery/pkg/util/framer.NewJSONFramedReader, the
+// json serializer's Framer) does. A frame is not validated: the caller validates what it keeps
+// (Check). A stream that holds something other than objects between them is an error.
+var Framer runtime.Framer = watchFramer{}
+
+// watchFramer is Framer.
 //
 // apimachinery's framer reads each frame with encoding/json's Decoder, whose scanner calls a
 // state function per byte: 5% of mapper-apiserver's CPU while it followed the source's
 // writes to 10 resources (bench scenario 2, `jsonFrameReader.Read`), for frames that the
 // JSON walker then reads again. This framer finds a frame's end by tracking strings and
 // nesting only. It does not validate the frame: what the object client keeps of it, the
-// event's object, is validated once by DecodeObject (checkJSON, what encoding/json's scanner
+// event's object, is validated once by pkg/source's DecodeObject (Check, what encoding/json's scanner
 // checks), so that one object that does not decode is skipped (Object.DecodeError) instead
 // of failing the stream, which the reflector would then restart at the same event forever.
 // The envelope around the object is read by the walker, which reports malformed text.
 type watchFramer struct{}
-
-var _ runtime.Framer = watchFramer{}
 
 // NewFrameReader returns a reader whose every Read returns one JSON object of r, or the next
 // part of it with io.ErrShortBuffer when data is too small, as the streaming decoder of
@@ -81,7 +84,7 @@ func (f *frameReader) next() ([]byte, error) {
 	for {
 		if f.state.depth == 0 && !f.state.started {
 			// Before a frame: skip whitespace, and the frame begins at the first other byte.
-			f.start = skipSpace(f.buf, f.start)
+			f.start = SkipSpace(f.buf, f.start)
 			f.scan = f.start
 			if f.start < len(f.buf) && f.buf[f.start] != '{' {
 				return nil, fmt.Errorf("cannot frame the watch stream: expected a JSON object, found %q", f.buf[f.start])
@@ -138,7 +141,7 @@ type endState struct {
 // find continues the search for the end of the object that starts at the first byte it is
 // given, from b[i]; it returns the index just after the object's closing brace, or false when
 // b ends first (s then holds where it stopped). Only strings and nesting are tracked: the
-// event's object is validated when it is decoded (DecodeObject).
+// event's object is validated when it is decoded (pkg/source's DecodeObject).
 func (s *endState) find(b []byte, i int) (int, bool) {
 	for ; i < len(b); i++ {
 		c := b[i]

@@ -1,0 +1,160 @@
+package mapper
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+)
+
+// MappingResource is the resource of ResourceMappings (docs/resourcemapping.md). A mapper
+// reads them from its view and never copies them onto its target.
+var MappingResource = controlv1alpha1.SchemeGroupVersion.WithResource("resourcemappings")
+
+// Projection says how the objects of one view resource are written on the target. The zero
+// Projection writes them as they are (under their own resource and kind).
+type Projection struct {
+	// Mapping is the contract.Key of the ResourceMapping in force ("" when none).
+	Mapping string
+	// SourceVersion is the version the view objects are read at (spec.source.version).
+	SourceVersion string
+	// Target is the target resource and Kind the copies' kind; both zero keep the objects'
+	// own.
+	Target schema.GroupVersionResource
+	Kind   string
+	// Blocked, when not empty, says why the resource is not mapped at all (two ResourceMappings
+	// name it): it is halted as a resource the target does not serve.
+	Blocked string
+}
+
+// TargetResource returns the resource the copies of view resource gvr are written as.
+func (p Projection) TargetResource(gvr schema.GroupVersionResource) schema.GroupVersionResource {
+	if p.Target.Resource == "" {
+		return gvr
+	}
+	return p.Target
+}
+
+// TargetKind returns the apiVersion and kind of the copies under p, or the zero
+// GroupVersionKind when they keep their own.
+func (p Projection) TargetKind() schema.GroupVersionKind {
+	if p.Kind == "" {
+		return schema.GroupVersionKind{}
+	}
+	return p.Target.GroupVersion().WithKind(p.Kind)
+}
+
+// MappingVerdict is what the mapper decided about one ResourceMapping: accepted (in force) or
+// not, with the reason and message of its Accepted condition (controlv1alpha1).
+type MappingVerdict struct {
+	Accepted        bool
+	Reason, Message string
+}
+
+// Projections decides, from the ResourceMappings of a location's view (objects in the JSON
+// form the view serves; keys are their contract.Key), the Projection of each source
+// GroupResource that a mapping names, and the verdict on every mapping. The rules
+// (docs/resourcemapping.md):
+//   - a mapping that cannot be decoded is rejected (reason Invalid) and names nothing;
+//   - a mapping whose source is named by no other mapping is accepted; without spec.target
+//     its source is read at spec.source.version and written as it is;
+//   - two or more mappings naming the same source group and resource are all rejected
+//     (reason Conflict), and that resource is Blocked: neither mapping wins, and the resource
+//     is not written under a guess.
+//
+// The result depends only on the mappings, not on their order.
+func Projections(mappings map[string]*unstructured.Unstructured) (map[schema.GroupResource]Projection, map[string]MappingVerdict) {
+	verdicts := make(map[string]MappingVerdict, len(mappings))
+	bySource := map[schema.GroupResource][]string{}
+	specs := map[string]controlv1alpha1.ResourceMappingSpec{}
+	for key, obj := range mappings {
+		var rm controlv1alpha1.ResourceMapping
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &rm); err != nil {
+			verdicts[key] = MappingVerdict{Reason: "Invalid", Message: "The mapping cannot be read: " + err.Error()}
+			continue
+		}
+		src := schema.GroupResource{Group: rm.Spec.Source.Group, Resource: rm.Spec.Source.Resource}
+		bySource[src] = append(bySource[src], key)
+		specs[key] = rm.Spec
+	}
+	out := make(map[schema.GroupResource]Projection, len(bySource))
+	for src, keys := range bySource {
+		sort.Strings(keys)
+		if len(keys) > 1 {
+			msg := fmt.Sprintf("%d ResourceMappings of the location name the source resource %s (%s): none is used, and the resource is not mapped until only one names it", len(keys), src, mappingNames(keys))
+			for _, k := range keys {
+				verdicts[k] = MappingVerdict{Reason: controlv1alpha1.ReasonConflict, Message: msg}
+			}
+			out[src] = Projection{Blocked: msg}
+			continue
+		}
+		spec := specs[keys[0]]
+		p := Projection{Mapping: keys[0], SourceVersion: spec.Source.Version}
+		msg := fmt.Sprintf("The objects of %s are written as they are", src.WithVersion(spec.Source.Version))
+		if t := spec.Target; t != nil {
+			p.Target = schema.GroupVersionResource{Group: t.Group, Version: t.Version, Resource: t.Resource}
+			p.Kind = t.Kind
+			msg = fmt.Sprintf("The objects of %s are written as %s (kind %s)", src.WithVersion(spec.Source.Version), p.Target, t.Kind)
+		}
+		out[src] = p
+		verdicts[keys[0]] = MappingVerdict{Accepted: true, Reason: controlv1alpha1.ReasonAccepted, Message: msg}
+	}
+	return out, verdicts
+}
+
+// mappingNames returns the names of the mappings of keys (contract.Key values), for a message.
+func mappingNames(keys []string) string {
+	names := make([]string, 0, len(keys))
+	for _, k := range keys {
+		cluster, _, name, ok := contract.Key(k).Split()
+		if !ok {
+			names = append(names, k)
+			continue
+		}
+		names = append(names, cluster+"/"+name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// FitResources fits wanted, the view resources to map (ViewResources), to projections: the
+// ResourceMappings themselves are removed (they are read, never copied), and each resource a
+// mapping names is read at its spec.source.version.
+func FitResources(wanted map[schema.GroupVersionResource]bool, projections map[schema.GroupResource]Projection) {
+	delete(wanted, MappingResource)
+	for gvr, namespaced := range wanted {
+		if p := projections[gvr.GroupResource()]; p.SourceVersion != "" && p.SourceVersion != gvr.Version {
+			delete(wanted, gvr)
+			wanted[gvr.GroupResource().WithVersion(p.SourceVersion)] = namespaced
+		}
+	}
+}
+
+// ListProjections lists the ResourceMappings of a view (view is the client of the location's
+// view, or of a part of it) and returns the Projections they decide (Projections). A view
+// that does not serve ResourceMappings (404) decides none; any other error is returned.
+func ListProjections(ctx context.Context, view dynamic.Interface) (map[schema.GroupResource]Projection, error) {
+	list, err := view.Resource(MappingResource).List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing the ResourceMappings of the view: %w", err)
+	}
+	objs := make(map[string]*unstructured.Unstructured, len(list.Items))
+	for i := range list.Items {
+		u := &list.Items[i]
+		objs[string(contract.NewKey(SourceOf(u, DefaultClusterName).Cluster, "", u.GetName()))] = u
+	}
+	projections, _ := Projections(objs)
+	return projections, nil
+}
