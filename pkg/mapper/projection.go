@@ -128,8 +128,13 @@ func mappingNames(keys []string) string {
 
 // FitResources fits wanted, the view resources to map (ViewResources), to projections: the
 // ResourceMappings themselves are removed (they are read, never copied), and each resource a
-// mapping names is read at its spec.source.version.
-func FitResources(wanted map[schema.GroupVersionResource]bool, projections map[schema.GroupResource]Projection) {
+// mapping names is read at its spec.source.version. Resources that would be written as one
+// target resource (a projection onto a resource the view also serves, or two projections onto
+// one target resource) are removed too, and returned as messages for the caller to log: their
+// copies would carry the same location label on the target, and each resource's orphan sweep
+// would take the other's copies for orphans of its own and delete them. A resource left out is
+// not mapped at all (nothing is written or deleted) until the mappings no longer collide.
+func FitResources(wanted map[schema.GroupVersionResource]bool, projections map[schema.GroupResource]Projection) (collisions []string) {
 	delete(wanted, MappingResource)
 	for gvr, namespaced := range wanted {
 		if p := projections[gvr.GroupResource()]; p.SourceVersion != "" && p.SourceVersion != gvr.Version {
@@ -137,11 +142,27 @@ func FitResources(wanted map[schema.GroupVersionResource]bool, projections map[s
 			wanted[gvr.GroupResource().WithVersion(p.SourceVersion)] = namespaced
 		}
 	}
+	byTarget := map[schema.GroupResource][]schema.GroupVersionResource{}
+	for gvr := range wanted {
+		t := projections[gvr.GroupResource()].TargetResource(gvr).GroupResource()
+		byTarget[t] = append(byTarget[t], gvr)
+	}
+	for t, sources := range byTarget {
+		if len(sources) < 2 {
+			continue
+		}
+		names := make([]string, 0, len(sources))
+		for _, gvr := range sources {
+			names = append(names, gvr.GroupResource().String())
+			delete(wanted, gvr)
+		}
+		sort.Strings(names)
+		collisions = append(collisions, fmt.Sprintf("the source resources %s would all be written as %s: none of them is mapped until a ResourceMapping is changed so that only one is", strings.Join(names, ", "), t))
+	}
+	sort.Strings(collisions)
+	return collisions
 }
 
-// ListProjections lists the ResourceMappings of a view (view is the client of the location's
-// view, or of a part of it) and returns the Projections they decide (Projections). A view
-// that does not serve ResourceMappings (404) decides none; any other error is returned.
 func ListProjections(ctx context.Context, view dynamic.Interface) (map[schema.GroupResource]Projection, error) {
 	list, err := view.Resource(MappingResource).List(ctx, metav1.ListOptions{})
 	if apierrors.IsNotFound(err) {

@@ -99,3 +99,30 @@ func TestTransformProjects(t *testing.T) {
 		t.Errorf("the source object was changed")
 	}
 }
+
+// TestFitResourcesLeavesOutSharedTargets: resources whose copies would be written as one target
+// resource are not mapped at all, since each one's orphan sweep would delete the other's copies
+// (same location label, sources not in its own view); the others are mapped as before.
+func TestFitResourcesLeavesOutSharedTargets(t *testing.T) {
+	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	gizmos := schema.GroupVersionResource{Group: "other.example", Version: "v1", Resource: "gizmos"}
+	cogs := schema.GroupVersionResource{Group: "other.example", Version: "v1", Resource: "cogs"}
+	sprockets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "sprockets"}
+	configmaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	key := func(name string) string { return string(contract.NewKey("root", "", name)) }
+	projections, _ := Projections(map[string]*unstructured.Unstructured{
+		key("onto-a-served-resource"): mappingObject("onto-a-served-resource", widgets, &gizmos, "Gizmo"),
+		key("two-onto-cogs-1"):        mappingObject("two-onto-cogs-1", sprockets, &cogs, "Cog"),
+		key("two-onto-cogs-2"):        mappingObject("two-onto-cogs-2", configmaps, &cogs, "Cog"),
+	})
+	wanted := map[schema.GroupVersionResource]bool{widgets: true, gizmos: true, sprockets: true, configmaps: true, MappingResource: false,
+		{Group: "apps", Version: "v1", Resource: "deployments"}: true}
+	collisions := FitResources(wanted, projections)
+	if len(wanted) != 1 || !wanted[schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}] {
+		t.Errorf("mapped %v, want only deployments", wanted)
+	}
+	if len(collisions) != 2 || !strings.Contains(collisions[0], "configmaps, sprockets.example.com would all be written as cogs.other.example") ||
+		!strings.Contains(collisions[1], "gizmos.other.example, widgets.example.com would all be written as gizmos.other.example") {
+		t.Errorf("collisions %q", collisions)
+	}
+}

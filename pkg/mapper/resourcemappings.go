@@ -128,8 +128,11 @@ func (m *Mapper) applyMappings(ctx context.Context, wanted map[schema.GroupVersi
 		return false
 	}
 	m.mappings.mu.RLock()
-	FitResources(wanted, m.mappings.projections)
+	collisions := FitResources(wanted, m.mappings.projections)
 	m.mappings.mu.RUnlock()
+	for _, c := range collisions {
+		klog.FromContext(ctx).Info("Not mapping resources whose copies would share one target resource: " + c)
+	}
 	for _, r := range m.resourceList() {
 		if p := m.mappings.projection(r.gvr.GroupResource()); p != r.projection {
 			klog.FromContext(ctx).Info("The ResourceMapping of a resource changed; restarting it, its copies under the former mapping stay on the target",
