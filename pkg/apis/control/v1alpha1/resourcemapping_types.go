@@ -60,6 +60,103 @@ type ResourceMappingSpec struct {
 	// resource as (the target refuses the copies otherwise, and says so in their outcome records).
 	// +optional
 	Target *ResourceMappingTarget `json:"target,omitempty"`
+	// naming gives the copies' target namespace and name by CEL expressions; without it the
+	// copies keep their source name and the mapper's --namespace-mapping decides their
+	// namespace.
+	// +optional
+	Naming *ResourceMappingNaming `json:"naming,omitempty"`
+	// related lists the objects that belong with each object of the source resource: objects
+	// of the source that follow it to its locations (origin Source), and objects that the
+	// target creates for its copy, copied up into the source (origin Target).
+	// +optional
+	// +listType=map
+	// +listMapKey=identifier
+	// +kubebuilder:validation:MaxItems=16
+	Related []RelatedResource `json:"related,omitempty"`
+}
+
+// ResourceMappingNaming gives the target namespace and name of each copy as CEL expressions.
+// Each is evaluated per source object with the string variables `location` (the mapper's
+// location), `cluster` (the object's logical cluster), `namespace` and `name` (the source
+// object's), and must return a string. A result that is not a valid name is made one: cut
+// and suffixed with a hash of the whole result, within 63 characters (docs/resourcemapping.md,
+// "Names"). Two source objects whose copies would get one target namespace and name are a
+// conflict: neither overwrites the other's copy.
+type ResourceMappingNaming struct {
+	// namespace returns the copy's target namespace, for example
+	// `"tenant-" + cluster + "-" + namespace`. Namespaced resources only; without it the
+	// mapper's --namespace-mapping decides.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Namespace string `json:"namespace,omitempty"`
+	// name returns the copy's name, for example `name + "-" + location`. Without it the copy
+	// keeps the source object's name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Name string `json:"name,omitempty"`
+}
+
+// RelatedOrigin says on which side a related object is created.
+//
+// +kubebuilder:validation:Enum=Source;Target
+type RelatedOrigin string
+
+const (
+	// RelatedOriginSource: the related object is a source object; it follows the main object
+	// to the main object's locations and leaves with it.
+	RelatedOriginSource RelatedOrigin = "Source"
+	// RelatedOriginTarget: the related object is created on the target (by an operator, for
+	// the main object's copy); the mapper copies it up into the source, through its view.
+	RelatedOriginTarget RelatedOrigin = "Target"
+)
+
+// RelatedResource is one kind of object that belongs with each object of a mapping's source
+// resource.
+//
+// +kubebuilder:validation:XValidation:rule="self.origin == 'Target' || !has(self.name)",message="name is the name of a copy brought up from the target: only for origin Target"
+type RelatedResource struct {
+	// identifier names the entry within its mapping (a DNS-1123 label); it is part of the
+	// default name and of the labels of the copies brought up from the target.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Identifier string `json:"identifier"`
+	// origin is Source or Target.
+	Origin RelatedOrigin `json:"origin"`
+	// resource is the namespaced resource of the related objects, as the side they are
+	// created on serves it (origin Source: the source; origin Target: the target, and the
+	// copies brought up are written in the source as the same resource). Related objects are
+	// in the main object's namespace (origin Target: its copy's target namespace).
+	Resource GroupVersionResource `json:"resource"`
+	// object says how to find the related objects from the main object (origin Source: the
+	// source object; origin Target: its copy on the target).
+	Object RelatedObjectReference `json:"object"`
+	// name is, for origin Target, a CEL expression returning the name of the copy brought up
+	// into the source, with the variables `object` (the main source object), `related` (the
+	// target's related object), `location` and `identifier`. Without it:
+	// "<main object's name>-<identifier>-<location>", cut and hashed to fit 63 characters.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Name string `json:"name,omitempty"`
+}
+
+// RelatedObjectReference finds related objects from a main object, by a name or by labels.
+// CEL expressions see the main object as `object` and are compiled and evaluated with
+// Kubernetes' CEL libraries and the per-expression cost limit of admission policies.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.name) != has(self.labelSelector)",message="set exactly one of name and labelSelector"
+type RelatedObjectReference struct {
+	// name is a CEL expression returning the related object's name, for example
+	// `object.spec.configMapName` or `object.metadata.name + "-credentials"`.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Name string `json:"name,omitempty"`
+	// labelSelector maps label keys to CEL expressions returning their values: the related
+	// objects are those carrying every label, for example
+	// {"app.kubernetes.io/instance": "object.metadata.name"}.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=8
+	LabelSelector map[string]string `json:"labelSelector,omitempty"`
 }
 
 // ResourceMappingTarget names a resource of the target cluster and its kind.
