@@ -51,3 +51,19 @@ func FinalizerLocation(f string) (string, bool) {
 
 // OutcomeAnnotation returns the key of location's apply outcome record, outcome.kcp.io/<location>.
 func OutcomeAnnotation(location string) string { return OutcomeAnnotationPrefix + location }
+
+// The marks of a related copy: an object that a location's mapper brings up from its target
+// into the source, through its view, for a ResourceMapping's related entry of origin Target
+// (docs/resourcemapping.md, "Related objects"). Every related copy carries all three labels
+// and an ownerReference to its main object; a view accepts create, update and delete only of
+// the related copies marked with its own location (docs/views.md, "Writes").
+const (
+	// RelatedLocationLabel is the location whose mapper brought the copy up.
+	RelatedLocationLabel = "related.kcp.io/location"
+	// RelatedOwnerUIDLabel is the metadata.uid of the main source object the copy belongs to.
+	RelatedOwnerUIDLabel = "related.kcp.io/owner-uid"
+	// RelatedIdentifierLabel is the identifier of the ResourceMapping's related entry.
+	RelatedIdentifierLabel = "related.kcp.io/identifier"
+	// RelatedMappingAnnotation is the name of the ResourceMapping whose entry made the copy.
+	RelatedMappingAnnotation = "related.kcp.io/mapping"
+)
