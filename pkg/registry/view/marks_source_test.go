@@ -49,13 +49,20 @@ func (s liveSource) Resource(gvr schema.GroupVersionResource, namespace string) 
 // "VERB code".
 func configMapRequests(t *testing.T, ctx context.Context, kube kubernetes.Interface) map[string]float64 {
 	t.Helper()
+	return sourceRequests(t, ctx, kube, "configmaps")
+}
+
+// sourceRequests returns the source's apiserver_request_total on resource by "VERB" and
+// "VERB code".
+func sourceRequests(t *testing.T, ctx context.Context, kube kubernetes.Interface, resource string) map[string]float64 {
+	t.Helper()
 	raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		t.Fatalf("reading the source's metrics: %v", err)
 	}
 	out := map[string]float64{}
 	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="configmaps"`) {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="`+resource+`"`) {
 			continue
 		}
 		label := func(name string) string {

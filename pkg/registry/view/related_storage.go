@@ -146,8 +146,8 @@ func (w *objectWrites) create(ctx context.Context, obj runtime.Object, createVal
 // Update writes the object name: as a related copy of the request's location when the source
 // object is one (updateCopy), else as a write of the location's marks (marksStorage.Update,
 // today's answer). A server-side apply of an object that does not exist (forceAllowCreate) is
-// a create (Create's rules) when the applied object carries related.kcp.io/location. It returns
-// the location's view of the written object and whether it was created. Errors: those of
+// 405 when the applied object carries related.kcp.io/location (applyCreate). It returns the
+// location's view of the written object. Errors: those of
 // marksStorage.Update and Create; for a related copy 403 when a rule does not hold or the
 // update changes one of its three labels, 409 on a stale resourceVersion, the source's 400 and
 // 422 for an object it refuses.
@@ -168,7 +168,7 @@ func (w *objectWrites) Update(ctx context.Context, name string, objInfo rest.Upd
 		if current == nil {
 			current, err = client.Get(ctx, name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) && forceAllowCreate {
-				return w.applyCreate(ctx, name, objInfo, createValidation, options, marks)
+				return w.applyCreate(ctx, name, objInfo, marks)
 			}
 			if err != nil {
 				return marks()
@@ -195,9 +195,12 @@ func (w *objectWrites) Update(ctx context.Context, name string, objInfo rest.Upd
 	}
 }
 
-// applyCreate is a server-side apply of name, which does not exist: the applied object is
-// created when it carries related.kcp.io/location (Create), else the answer is marks' (404).
-func (w *objectWrites) applyCreate(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, options *metav1.UpdateOptions, marks func() (runtime.Object, bool, error)) (runtime.Object, bool, error) {
+// applyCreate is a server-side apply of name, which does not exist. An applied object that
+// carries related.kcp.io/location is refused with 405: a related copy is created by a create
+// (POST), which the outer request's authorization names as such (verb create of
+// locations/proxy), while an apply is authorized as a patch. Otherwise the answer is marks'
+// (404), as before related copies.
+func (w *objectWrites) applyCreate(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, marks func() (runtime.Object, bool, error)) (runtime.Object, bool, error) {
 	// An object without a uid: the apply patcher creates the object from the configuration.
 	obj, err := objInfo.UpdatedObject(ctx, w.New())
 	if err != nil {
@@ -210,14 +213,11 @@ func (w *objectWrites) applyCreate(ctx context.Context, name string, objInfo res
 	if _, has := u.GetLabels()[contract.RelatedLocationLabel]; !has {
 		return marks()
 	}
-	if u.GetName() != name {
-		return nil, false, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%q) does not match the name in the URL (%q)", contract.Truncate(u.GetName(), maxQuoted), name))
-	}
-	result, err := w.Create(ctx, u, createValidation, &metav1.CreateOptions{DryRun: options.DryRun, FieldValidation: options.FieldValidation})
-	if err != nil {
-		return nil, false, err
-	}
-	return result, true, nil
+	location, _ := LocationFrom(ctx)
+	err = apierrors.NewMethodNotSupported(w.gr(), "apply")
+	err.(*apierrors.StatusError).ErrStatus.Message = fmt.Sprintf("%s %q does not exist: a related copy is created through the view of location %q with a create (POST); server-side apply updates one that exists", w.gr(), name, location)
+	observeRelatedWrite(w.gr(), "create", err)
+	return nil, false, err
 }
 
 // updateCopy is one attempt of an update of current, a related copy of location (the source
