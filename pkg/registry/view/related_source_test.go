@@ -241,6 +241,7 @@ const secretsPath = "/api/v1/namespaces/ns/secrets"
 //     the ownerReference are 403; a create whose name is taken by a Secret that is no related
 //     copy is 409 and leaves that Secret as it was; east's delete of db itself (in its view, no
 //     related copy) is 405;
+//   - a delete whose resourceVersion precondition does not hold is 409;
 //   - once db is unassigned from east, an update of the copy is 403 but its delete succeeds.
 func TestRelatedCopiesThroughViews(t *testing.T) {
 	e, db := newRelatedEnv(t)
@@ -358,6 +359,8 @@ func TestRelatedCopiesThroughViews(t *testing.T) {
 		fmt.Sprintf(`{"metadata":{"labels":{%q:"other"}}}`, contract.RelatedOwnerUIDLabel))
 	e.expect("west's update of east's copy", http.StatusNotFound, "west", "PATCH", secretsPath+"/db-creds-east", "application/merge-patch+json", `{"data":{"password":"d2VzdA=="}}`)
 	e.expect("west's delete of east's copy", http.StatusNotFound, "west", "DELETE", secretsPath+"/db-creds-east", "", "")
+	e.expect("east's delete with a stale resourceVersion precondition", http.StatusConflict, "east", "DELETE", secretsPath+"/db-creds-east", "application/json",
+		`{"apiVersion":"v1","kind":"DeleteOptions","preconditions":{"resourceVersion":"1"}}`)
 	if after := e.secret("db-creds-east"); after.GetResourceVersion() != before.GetResourceVersion() {
 		t.Errorf("refused writes changed east's copy: %v", after.Object)
 	}

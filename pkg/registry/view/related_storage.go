@@ -378,16 +378,16 @@ func (w *objectWrites) delete(ctx context.Context, name string, deleteValidation
 			return nil, apierrors.NewNotFound(gr, name)
 		}
 		viewed := withClusterAnnotation(st.store.LocationView(current, cluster, st.store.Assignment(current, cluster), location), cluster)
-		err := w.deleteCopy(ctx, client, location, cluster, current, viewed, deleteValidation, options)
-		retry := apierrors.IsConflict(err) && (cached || attempt < maxWriteAttempts)
-		if retry {
-			if !cached {
-				attempt++
-			}
-			current, cached = nil, false
+		lost, err := w.deleteCopy(ctx, client, location, cluster, current, viewed, deleteValidation, options)
+		switch {
+		case err != nil && cached:
+			current, cached = nil, false // decide again on the source's object
 			continue
-		}
-		if err != nil {
+		case lost && attempt < maxWriteAttempts:
+			current = nil
+			attempt++
+			continue
+		case err != nil:
 			return nil, err
 		}
 		return viewed, nil
@@ -396,28 +396,29 @@ func (w *objectWrites) delete(ctx context.Context, name string, deleteValidation
 
 // deleteCopy is one attempt of Delete on current, a related copy of location, whose view is
 // viewed: the request's preconditions and deleteValidation are checked, then the source object
-// is deleted with current's uid and resourceVersion as preconditions. A 409 says to decide
-// again on a fresh read.
-func (w *objectWrites) deleteCopy(ctx context.Context, client dynamic.ResourceInterface, location, cluster string, current, viewed *unstructured.Unstructured, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions) error {
+// is deleted with current's uid and resourceVersion as preconditions. lost says that the source
+// answered 409 (the object changed since current was read): the delete is to be decided again
+// on a fresh read.
+func (w *objectWrites) deleteCopy(ctx context.Context, client dynamic.ResourceInterface, location, cluster string, current, viewed *unstructured.Unstructured, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions) (lost bool, err error) {
 	st := w.marks.st
 	gr := w.gr()
 	name := current.GetName()
 	stale := apierrors.NewConflict(gr, name, errors.New("the object has been modified; please apply your changes to the latest version and try again"))
 	if p := options.Preconditions; p != nil {
 		if p.UID != nil && *p.UID != current.GetUID() {
-			return apierrors.NewConflict(gr, name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, current.GetUID()))
+			return false, apierrors.NewConflict(gr, name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, current.GetUID()))
 		}
 		if p.ResourceVersion != nil && !st.preconditionHolds(ctx, location, cluster, current, *p.ResourceVersion) {
-			return stale
+			return false, stale
 		}
 	}
 	if deleteValidation != nil {
 		if err := deleteValidation(ctx, viewed); err != nil {
-			return err
+			return false, err
 		}
 	}
 	uid, rv := current.GetUID(), current.GetResourceVersion()
-	err := client.Delete(ctx, name, metav1.DeleteOptions{
+	err = client.Delete(ctx, name, metav1.DeleteOptions{
 		Preconditions:      &metav1.Preconditions{UID: &uid, ResourceVersion: &rv},
 		PropagationPolicy:  options.PropagationPolicy,
 		GracePeriodSeconds: options.GracePeriodSeconds,
@@ -425,13 +426,13 @@ func (w *objectWrites) deleteCopy(ctx context.Context, client dynamic.ResourceIn
 	})
 	switch {
 	case err == nil:
-		return nil
+		return false, nil
 	case apierrors.IsConflict(err):
-		return stale
+		return true, stale
 	case apierrors.IsNotFound(err):
-		return apierrors.NewNotFound(gr, name)
+		return false, apierrors.NewNotFound(gr, name)
 	}
-	return relatedWriteError(err)
+	return false, relatedWriteError(err)
 }
 
 // gr is the resource written.
