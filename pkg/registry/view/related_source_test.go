@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -133,17 +132,7 @@ func newRelatedEnv(t *testing.T) (*relatedEnv, *unstructured.Unstructured) {
 	t.Cleanup(cancel)
 	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Name: "source"})
 	framework.InstallControlCRD(t, ctx, cp, mappingsGVR)
-	dyn, err := dynamic.NewForConfig(cp.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube, err := kubernetes.NewForConfig(cp.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	dyn, kube := sourceWithNamespace(t, ctx, cp)
 	var db *unstructured.Unstructured
 	for _, o := range []*unstructured.Unstructured{cm("ns", "db", 0, "x", "east"), cm("ns", "elsewhere", 0, "x", "west")} {
 		unstructured.RemoveNestedField(o.Object, "metadata", "resourceVersion")
