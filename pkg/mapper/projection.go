@@ -32,8 +32,12 @@ type Projection struct {
 	// own.
 	Target schema.GroupVersionResource
 	Kind   string
+	// Naming, when not nil, gives each copy's target namespace and name (spec.naming); the
+	// same spec yields the same *Naming, so that Projections stay comparable.
+	Naming *Naming
 	// Blocked, when not empty, says why the resource is not mapped at all (two ResourceMappings
-	// name it): it is halted as a resource the target does not serve.
+	// name it, or its mapping's naming does not compile): it is halted as a resource the
+	// target does not serve.
 	Blocked string
 }
 
@@ -70,10 +74,19 @@ type MappingVerdict struct {
 //     its source is read at spec.source.version and written as it is;
 //   - two or more mappings naming the same source group and resource are all rejected
 //     (reason Conflict), and that resource is Blocked: neither mapping wins, and the resource
-//     is not written under a guess.
+//     is not written under a guess;
+//   - a mapping whose spec.naming does not compile (CompileNaming) is rejected (reason
+//     InvalidNaming), and its resource is Blocked: its objects are not written at places
+//     guessed without it.
 //
 // The result depends only on the mappings, not on their order.
 func Projections(mappings map[string]*unstructured.Unstructured) (map[schema.GroupResource]Projection, map[string]MappingVerdict) {
+	return projectionsWith(mappings, CompileNaming)
+}
+
+// projectionsWith is Projections with compile compiling each spec.naming (a namingCache's
+// compile, so that an unchanged naming is compiled once).
+func projectionsWith(mappings map[string]*unstructured.Unstructured, compile func(*controlv1alpha1.ResourceMappingNaming) (*Naming, error)) (map[schema.GroupResource]Projection, map[string]MappingVerdict) {
 	verdicts := make(map[string]MappingVerdict, len(mappings))
 	bySource := map[schema.GroupResource][]string{}
 	specs := map[string]controlv1alpha1.ResourceMappingSpec{}
@@ -105,6 +118,16 @@ func Projections(mappings map[string]*unstructured.Unstructured) (map[schema.Gro
 			p.Target = schema.GroupVersionResource{Group: t.Group, Version: t.Version, Resource: t.Resource}
 			p.Kind = t.Kind
 			msg = fmt.Sprintf("The objects of %s are written as %s (kind %s)", src.WithVersion(spec.Source.Version), p.Target, t.Kind)
+		}
+		naming, err := compile(spec.Naming)
+		if err != nil {
+			msg := fmt.Sprintf("The naming of ResourceMapping %s does not compile, and the source resource %s is not mapped until it does: %v", mappingNames(keys), src, err)
+			verdicts[keys[0]] = MappingVerdict{Reason: controlv1alpha1.ReasonInvalidNaming, Message: msg}
+			out[src] = Projection{Mapping: keys[0], SourceVersion: spec.Source.Version, Blocked: msg}
+			continue
+		}
+		if p.Naming = naming; naming != nil {
+			msg += fmt.Sprintf("; copies are named by spec.naming (namespace %q, name %q)", naming.spec.Namespace, naming.spec.Name)
 		}
 		out[src] = p
 		verdicts[keys[0]] = MappingVerdict{Accepted: true, Reason: controlv1alpha1.ReasonAccepted, Message: msg}

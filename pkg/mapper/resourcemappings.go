@@ -32,6 +32,9 @@ type resourceMappings struct {
 	informer    *clusterinformer.Informer // nil until the view serves ResourceMappings
 	projections map[schema.GroupResource]Projection
 	verdicts    map[string]MappingVerdict
+	// namings compiles each spec.naming once (and keeps its *Naming, so that an unchanged
+	// projection compares equal).
+	namings namingCache
 }
 
 func newResourceMappings() *resourceMappings {
@@ -75,7 +78,14 @@ func (rm *resourceMappings) decide() {
 			}
 		}
 	}
-	rm.projections, rm.verdicts = Projections(objs)
+	rm.projections, rm.verdicts = projectionsWith(objs, rm.namings.compile)
+	used := map[controlv1alpha1.ResourceMappingNaming]bool{}
+	for _, p := range rm.projections {
+		if p.Naming != nil {
+			used[p.Naming.Spec()] = true
+		}
+	}
+	rm.namings.keep(used)
 	rm.mu.Unlock()
 	select {
 	case rm.changed <- struct{}{}:
@@ -138,6 +148,7 @@ func (m *Mapper) applyMappings(ctx context.Context, wanted map[schema.GroupVersi
 			klog.FromContext(ctx).Info("The ResourceMapping of a resource changed; restarting it, its copies under the former mapping stay on the target",
 				"resource", r.name(), "mapping", p.Mapping, "target", p.TargetResource(r.gvr).String())
 			r.stop(m.metrics)
+			m.places.dropClaims(r.gvr)
 			m.mu.Lock()
 			delete(m.resources, r.gvr)
 			m.mu.Unlock()

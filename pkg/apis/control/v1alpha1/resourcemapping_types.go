@@ -182,6 +182,11 @@ const (
 	ReasonAccepted = "Accepted"
 	// ReasonConflict: another mapping of the location names the same source resource.
 	ReasonConflict = "Conflict"
+	// ReasonInvalidNaming: spec.naming does not compile; the source resource is not mapped.
+	ReasonInvalidNaming = "InvalidNaming"
+	// ReasonSharedTarget: the source resource and another would be written as one target
+	// resource; neither is mapped (docs/resourcemapping.md, "Shared target resources").
+	ReasonSharedTarget = "SharedTargetResource"
 )
 
 // ResourceMappingStatus is what a location's mapper found.
