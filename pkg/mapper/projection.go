@@ -153,11 +153,12 @@ func mappingNames(keys []string) string {
 // ResourceMappings themselves are removed (they are read, never copied), and each resource a
 // mapping names is read at its spec.source.version. Resources that would be written as one
 // target resource (a projection onto a resource the view also serves, or two projections onto
-// one target resource) are removed too, and returned as messages for the caller to log: their
-// copies would carry the same location label on the target, and each resource's orphan sweep
-// would take the other's copies for orphans of its own and delete them. A resource left out is
-// not mapped at all (nothing is written or deleted) until the mappings no longer collide.
-func FitResources(wanted map[schema.GroupVersionResource]bool, projections map[schema.GroupResource]Projection) (collisions []string) {
+// one target resource) are removed too, and returned as Collisions for the caller to log and
+// report: their copies would carry the same location label on the target, and each resource's
+// orphan sweep would take the other's copies for orphans of its own and delete them. A resource
+// left out is not mapped at all (nothing is written or deleted) until the mappings no longer
+// collide. The collisions are sorted by message.
+func FitResources(wanted map[schema.GroupVersionResource]bool, projections map[schema.GroupResource]Projection) (collisions []Collision) {
 	delete(wanted, MappingResource)
 	for gvr, namespaced := range wanted {
 		if p := projections[gvr.GroupResource()]; p.SourceVersion != "" && p.SourceVersion != gvr.Version {
@@ -175,15 +176,31 @@ func FitResources(wanted map[schema.GroupVersionResource]bool, projections map[s
 			continue
 		}
 		names := make([]string, 0, len(sources))
+		var mappings []string
 		for _, gvr := range sources {
 			names = append(names, gvr.GroupResource().String())
+			if k := projections[gvr.GroupResource()].Mapping; k != "" {
+				mappings = append(mappings, k)
+			}
 			delete(wanted, gvr)
 		}
 		sort.Strings(names)
-		collisions = append(collisions, fmt.Sprintf("the source resources %s would all be written as %s: none of them is mapped until a ResourceMapping is changed so that only one is", strings.Join(names, ", "), t))
+		sort.Strings(mappings)
+		collisions = append(collisions, Collision{Mappings: mappings,
+			Message: fmt.Sprintf("the source resources %s would all be written as %s: none of them is mapped until a ResourceMapping is changed so that only one is", strings.Join(names, ", "), t)})
 	}
-	sort.Strings(collisions)
+	sort.Slice(collisions, func(i, j int) bool { return collisions[i].Message < collisions[j].Message })
 	return collisions
+}
+
+// Collision is a set of source resources whose copies would be written as one target
+// resource (FitResources): none of them is mapped.
+type Collision struct {
+	// Message says which resources and which target resource, for logs and status.
+	Message string
+	// Mappings are the contract.Keys of the ResourceMappings involved (sorted; a resource
+	// written as itself has none).
+	Mappings []string
 }
 
 func ListProjections(ctx context.Context, view dynamic.Interface) (map[schema.GroupResource]Projection, error) {
