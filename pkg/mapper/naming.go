@@ -18,11 +18,15 @@ import (
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 )
 
-// The CEL variables of a ResourceMapping's spec.naming (docs/resourcemapping.md, "Names").
+// The CEL variables of a ResourceMapping's spec.naming (docs/resourcemapping.md, "Names"):
+// strings holding the mapper's location and the source object's logical cluster, namespace
+// and name. `namespace` is a reserved word of CEL (no expression may use it as a variable),
+// so the namespace is `__namespace__`, the escape Kubernetes uses for CEL's reserved words in
+// property names (`self.__namespace__` in CRD validation rules).
 const (
 	NamingLocationVar  = "location"
 	NamingClusterVar   = "cluster"
-	NamingNamespaceVar = "namespace"
+	NamingNamespaceVar = "__namespace__"
 	NamingNameVar      = "name"
 )
 
@@ -59,7 +63,7 @@ type Naming struct {
 
 // CompileNaming compiles spec (nil, or both fields empty: nil, no error). The error names the
 // field ("spec.naming.name: ...") and says why: a syntax or type error, an undeclared variable
-// (only location, cluster, namespace and name are declared), or a result that is not a
+// (only location, cluster, __namespace__ and name are declared), or a result that is not a
 // string. Evaluations are limited to celconfig.PerCallLimit, the cost limit of one admission
 // policy expression, checked every celconfig.CheckFrequency comprehension iterations.
 func CompileNaming(spec *controlv1alpha1.ResourceMappingNaming) (*Naming, error) {
@@ -76,7 +80,11 @@ func CompileNaming(spec *controlv1alpha1.ResourceMappingNaming) (*Naming, error)
 		}
 		ast, iss := namingEnv.Compile(f.expr)
 		if iss.Err() != nil {
-			return nil, fmt.Errorf("%s: %v", f.field, iss.Err())
+			hint := ""
+			if strings.Contains(iss.Err().Error(), "reserved identifier: namespace") {
+				hint = " (namespace is a reserved word of CEL: write the source namespace as " + NamingNamespaceVar + ")"
+			}
+			return nil, fmt.Errorf("%s: %v%s", f.field, iss.Err(), hint)
 		}
 		if out := ast.OutputType(); out.Kind() != types.StringKind && out.Kind() != types.DynKind && out.Kind() != types.AnyKind {
 			return nil, fmt.Errorf("%s: must return a string, but returns %s", f.field, out)
