@@ -49,7 +49,7 @@ func newNamingMapping(name string, source schema.GroupVersionResource, namespace
 //     key (g1) takes the place, g2 carries the outcome record Conflict, a Warning Event
 //     MappingConflict is on the target namespace, the SyncTarget's status.resources entry of
 //     gadgets says ObjectsInConflict, and g2 never overwrites g1's copy; once g1 is deleted,
-//     g2 is mapped there;
+//     g2 is mapped there, and g0, created then, does not take it although its key is lower;
 //   - sprockets with a naming that does not compile: the mapping says Accepted=False
 //     (InvalidNaming), the SyncTarget's ResourcesCompatible is False naming it, and no
 //     sprocket is written anywhere.
@@ -199,4 +199,20 @@ func TestResourceMappingNaming(t *testing.T) {
 		}
 		return g.GetAnnotations()[contract.SourceNameAnnotation] == "g2", fmt.Sprintf("annotations %v", g.GetAnnotations())
 	})
+
+	// A lower key arriving later does not take a place whose copy is there: g2 keeps it.
+	if _, err := src.Resource(gadgetsGVR).Namespace("apps").Create(ctx, reflect(newWidget(gadgetsGVR, "Gadget", "apps", "g0", "east")), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mapperEventually(t, ctx, time.Minute, "g0 carries the outcome record Conflict naming g2", func() (bool, string) {
+		g, err := src.Resource(gadgetsGVR).Namespace("apps").Get(ctx, "g0", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		record := g.GetAnnotations()[contract.OutcomeAnnotation("east")]
+		return strings.Contains(record, `"reason":"`+contract.OutcomeConflict+`"`) && strings.Contains(record, "g2"), "outcome record " + record
+	})
+	if g := env.targetObject(t, ctx, "east", gadgetsGVR, "apps", "shared-east"); g.GetAnnotations()[contract.SourceNameAnnotation] != "g2" {
+		t.Fatalf("g0 took g2's place: %v", g.GetAnnotations())
+	}
 }
