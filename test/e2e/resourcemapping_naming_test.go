@@ -43,8 +43,8 @@ func newNamingMapping(name string, source schema.GroupVersionResource, namespace
 // mapper with three ResourceMappings assigned to the location (docs/resourcemapping.md,
 // "Names"):
 //   - widgets named into `"tenant-" + cluster + "-" + __namespace__`: the copy lands there (a
-//     namespace the mapper creates), its status comes back to the widget, and deleting the
-//     widget deletes the copy there;
+//     namespace the mapper creates), its status comes back to the widget, `mapper verify`
+//     finds it in place, and deleting the widget deletes the copy there;
 //   - gadgets all named `"shared-" + location`: two gadgets of one namespace collide; the lower
 //     key (g1) takes the place, g2 carries the outcome record Conflict, a Warning Event
 //     MappingConflict is on the target namespace, the SyncTarget's status.resources entry of
@@ -117,6 +117,17 @@ func TestResourceMappingNaming(t *testing.T) {
 		}
 		phase, _, _ := unstructured.NestedString(w.Object, "status", "phase")
 		return phase == "Ready", fmt.Sprintf("widget status %v", w.Object["status"])
+	})
+
+	// mapper verify places the widget's copy by the same naming: nothing to report on widgets.
+	mapperEventually(t, ctx, time.Minute, "mapper verify finds the widget's copy at its named place", func() (bool, string) {
+		report := env.verifyOnce(t, "east", "--namespace-mapping=same")
+		for _, v := range report.Violations {
+			if v.Resource == "widgets.example.com" {
+				return false, mapperReportText(report)
+			}
+		}
+		return report.ViewObjects >= 4, mapperReportText(report)
 	})
 
 	// Gadgets: one place for two; the lower key has it, the other waits in conflict.
