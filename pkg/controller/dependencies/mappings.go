@@ -10,8 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -70,15 +68,7 @@ type compiledMapping struct {
 
 // mappingOf converts an informer object into a ResourceMapping.
 func mappingOf(obj interface{}) (*controlv1alpha1.ResourceMapping, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return nil, fmt.Errorf("not an object: %T", obj)
-	}
-	m := &controlv1alpha1.ResourceMapping{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, m); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return controlObjectOf[controlv1alpha1.ResourceMapping](obj)
 }
 
 // sourceEntries reports whether m has entries of origin Source.
@@ -217,10 +207,7 @@ func (c *Controller) relatedCondition(m *controlv1alpha1.ResourceMapping) metav1
 		LastTransitionTime: metav1.Now()}
 	gvr := sourceGVR(m)
 	_, compileErr := c.compileMapping(m)
-	var notServed error
-	if _, err := c.resolver.Kind(gvr); served.IsNotServed(err) {
-		notServed = err
-	}
+	reason, message := c.unusable(gvr, compileErr, "the related objects")
 	c.mu.Lock()
 	var failures []string
 	for _, byObject := range c.ruleFailures[mappingFailureKey(m.Name)] {
@@ -230,14 +217,8 @@ func (c *Controller) relatedCondition(m *controlv1alpha1.ResourceMapping) metav1
 	}
 	c.mu.Unlock()
 	switch {
-	case compileErr != nil:
-		cond.Status, cond.Reason = metav1.ConditionFalse, controlv1alpha1.ReasonCompilationFailed
-		cond.Message = contract.Truncate(compileErr.Error()+"; the related objects keep the locations they have", 1024)
-	case notServed != nil:
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, controlv1alpha1.ReasonResourceNotServed, contract.Truncate(notServed.Error(), 1024)
-	case c.informers.Watches(gvr) && c.listFailed(gvr, true, c.informers.Informer(gvr)):
-		cond.Status, cond.Reason = metav1.ConditionFalse, controlv1alpha1.ReasonResourceNotServed
-		cond.Message = contract.Truncate(fmt.Sprintf("mapper-controller cannot list %s: %v; no related object loses a location until it can", gvr.GroupResource(), c.informers.ListError(gvr, true)), 1024)
+	case reason != "":
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, reason, message
 	case len(failures) > 0:
 		slices.Sort(failures)
 		cond.Status, cond.Reason = metav1.ConditionFalse, controlv1alpha1.ReasonEvaluationFailed
