@@ -19,15 +19,13 @@ import (
 )
 
 // The CEL variables of a ResourceMapping's spec.naming (docs/resourcemapping.md, "Names"):
-// strings holding the mapper's location and the source object's logical cluster, namespace
-// and name. `namespace` is a reserved word of CEL (no expression may use it as a variable),
-// so the namespace is `__namespace__`, the escape Kubernetes uses for CEL's reserved words in
-// property names (`self.__namespace__` in CRD validation rules).
+// NamingLocationVar is a string, the mapper's location; NamingSourceVar a map of strings with
+// the keys "cluster", "namespace" and "name", the source object's logical cluster, namespace
+// and name (`source.namespace`: `namespace` is a reserved word of CEL, which cannot be a
+// variable but can be a key selected by a dot).
 const (
-	NamingLocationVar  = "location"
-	NamingClusterVar   = "cluster"
-	NamingNamespaceVar = "__namespace__"
-	NamingNameVar      = "name"
+	NamingLocationVar = "location"
+	NamingSourceVar   = "source"
 )
 
 // namingEnv is the CEL environment of spec.naming: Kubernetes' base environment (its
@@ -38,9 +36,7 @@ var namingEnv = func() *cel.Env {
 		IntroducedVersion: version.MajorMinor(1, 0),
 		EnvOptions: []cel.EnvOption{
 			cel.Variable(NamingLocationVar, cel.StringType),
-			cel.Variable(NamingClusterVar, cel.StringType),
-			cel.Variable(NamingNamespaceVar, cel.StringType),
-			cel.Variable(NamingNameVar, cel.StringType),
+			cel.Variable(NamingSourceVar, cel.MapType(cel.StringType, cel.StringType)),
 		},
 	})
 	if err != nil {
@@ -63,7 +59,7 @@ type Naming struct {
 
 // CompileNaming compiles spec (nil, or both fields empty: nil, no error). The error names the
 // field ("spec.naming.name: ...") and says why: a syntax or type error, an undeclared variable
-// (only location, cluster, __namespace__ and name are declared), or a result that is not a
+// (only location and source are declared), or a result that is not a
 // string. Evaluations are limited to celconfig.PerCallLimit, the cost limit of one admission
 // policy expression, checked every celconfig.CheckFrequency comprehension iterations.
 func CompileNaming(spec *controlv1alpha1.ResourceMappingNaming) (*Naming, error) {
@@ -82,7 +78,7 @@ func CompileNaming(spec *controlv1alpha1.ResourceMappingNaming) (*Naming, error)
 		if iss.Err() != nil {
 			hint := ""
 			if strings.Contains(iss.Err().Error(), "reserved identifier: namespace") {
-				hint = " (namespace is a reserved word of CEL: write the source namespace as " + NamingNamespaceVar + ")"
+				hint = " (namespace is a reserved word of CEL: write the source namespace as " + NamingSourceVar + ".namespace)"
 			}
 			return nil, fmt.Errorf("%s: %v%s", f.field, iss.Err(), hint)
 		}
@@ -125,7 +121,8 @@ func (n *Naming) Place(ctx context.Context, location string, src SourceRef, defa
 		return namespace, name, nil
 	}
 	vars := map[string]interface{}{
-		NamingLocationVar: location, NamingClusterVar: src.Cluster, NamingNamespaceVar: src.Namespace, NamingNameVar: src.Name,
+		NamingLocationVar: location,
+		NamingSourceVar:   map[string]string{"cluster": src.Cluster, "namespace": src.Namespace, "name": src.Name},
 	}
 	eval := func(field string, prg cel.Program) (string, error) {
 		val, _, err := prg.ContextEval(ctx, vars)

@@ -26,11 +26,11 @@ func TestNamingPlace(t *testing.T) {
 		wantNS, wantName             string
 		wantHashedNS, wantHashedName bool
 	}{
-		{name: "namespace template", spec: controlv1alpha1.ResourceMappingNaming{Namespace: `"tenant-" + __namespace__`}, defaultNS: "apps", wantNS: "tenant-apps", wantName: "w1"},
-		{name: "name template", spec: controlv1alpha1.ResourceMappingNaming{Name: `name + "-" + location`}, defaultNS: "apps", wantNS: "apps", wantName: "w1-east"},
-		{name: "cluster-scoped keeps no namespace", spec: controlv1alpha1.ResourceMappingNaming{Namespace: `"tenant-" + __namespace__`, Name: `"x-" + name`}, defaultNS: "", wantNS: "", wantName: "x-w1"},
-		{name: "invalid characters", spec: controlv1alpha1.ResourceMappingNaming{Namespace: `"tenant-" + cluster + "-" + __namespace__`}, defaultNS: "apps", wantHashedNS: true, wantName: "w1"},
-		{name: "too long", spec: controlv1alpha1.ResourceMappingNaming{Name: `"` + long + `-" + name`}, defaultNS: "apps", wantNS: "apps", wantHashedName: true},
+		{name: "namespace template", spec: controlv1alpha1.ResourceMappingNaming{Namespace: `"tenant-" + source.namespace`}, defaultNS: "apps", wantNS: "tenant-apps", wantName: "w1"},
+		{name: "name template", spec: controlv1alpha1.ResourceMappingNaming{Name: `source.name + "-" + location`}, defaultNS: "apps", wantNS: "apps", wantName: "w1-east"},
+		{name: "cluster-scoped keeps no namespace", spec: controlv1alpha1.ResourceMappingNaming{Namespace: `"tenant-" + source.namespace`, Name: `"x-" + source.name`}, defaultNS: "", wantNS: "", wantName: "x-w1"},
+		{name: "invalid characters", spec: controlv1alpha1.ResourceMappingNaming{Namespace: `"tenant-" + source.cluster + "-" + source.namespace`}, defaultNS: "apps", wantHashedNS: true, wantName: "w1"},
+		{name: "too long", spec: controlv1alpha1.ResourceMappingNaming{Name: `"` + long + `-" + source.name`}, defaultNS: "apps", wantNS: "apps", wantHashedName: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n, err := CompileNaming(&tc.spec)
@@ -57,7 +57,7 @@ func TestNamingPlace(t *testing.T) {
 		})
 	}
 	// The hash is of the whole result: two results that differ only past the cut differ.
-	a, _ := CompileNaming(&controlv1alpha1.ResourceMappingNaming{Name: `"` + long + `-" + name`})
+	a, _ := CompileNaming(&controlv1alpha1.ResourceMappingNaming{Name: `"` + long + `-" + source.name`})
 	_, n1, _ := a.Place(ctx, "east", SourceRef{Cluster: "c", Namespace: "apps", Name: "w1"}, "apps")
 	_, n2, _ := a.Place(ctx, "east", SourceRef{Cluster: "c", Namespace: "apps", Name: "w2"}, "apps")
 	if n1 == n2 || n1[:52] != n2[:52] {
@@ -81,15 +81,15 @@ func TestNamingPlace(t *testing.T) {
 func TestNamingFailures(t *testing.T) {
 	for _, tc := range []struct{ expr, want string }{
 		{`object.metadata.name`, "spec.naming.name: "},
-		{`name +`, "spec.naming.name: "},
+		{`source.name +`, "spec.naming.name: "},
 		{`1`, "must return a string"},
-		{`"tenant-" + namespace`, "write the source namespace as __namespace__"},
+		{`"tenant-" + namespace`, "write the source namespace as source.namespace"},
 	} {
 		if _, err := CompileNaming(&controlv1alpha1.ResourceMappingNaming{Name: tc.expr}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one containing %q", tc.expr, err, tc.want)
 		}
 	}
-	for _, expr := range []string{`""`, `[name][3]`} {
+	for _, expr := range []string{`""`, `[source.name][3]`} {
 		n, err := CompileNaming(&controlv1alpha1.ResourceMappingNaming{Namespace: expr})
 		if err != nil {
 			t.Fatalf("%s: %v", expr, err)

@@ -42,7 +42,7 @@ func newNamingMapping(name string, source schema.GroupVersionResource, namespace
 // TestResourceMappingNaming runs a real source with SyncTargets, mapper-apiserver, target and
 // mapper with three ResourceMappings assigned to the location (docs/resourcemapping.md,
 // "Names"):
-//   - widgets named into `"tenant-" + cluster + "-" + __namespace__`: the copy lands there (a
+//   - widgets named into `"tenant-" + source.cluster + "-" + source.namespace`: the copy lands there (a
 //     namespace the mapper creates), its status comes back to the widget, `mapper verify`
 //     finds it in place, and deleting the widget deletes the copy there;
 //   - gadgets all named `"shared-" + location`: two gadgets of one namespace collide; the lower
@@ -64,7 +64,7 @@ func TestResourceMappingNaming(t *testing.T) {
 		}, nil, "east")
 	src, tgt := env.src, env.tgt["east"]
 	for _, rm := range []*unstructured.Unstructured{
-		newNamingMapping("widgets-per-tenant", widgetsGVR, `"tenant-" + cluster + "-" + __namespace__`, "", "east"),
+		newNamingMapping("widgets-per-tenant", widgetsGVR, `"tenant-" + source.cluster + "-" + source.namespace`, "", "east"),
 		newNamingMapping("gadgets-shared", gadgetsGVR, "", `"shared-" + location`, "east"),
 		newNamingMapping("sprockets-bad", sprocketsGVR, "", `object.metadata.name`, "east"),
 	} {

@@ -76,21 +76,20 @@ type ResourceMappingSpec struct {
 }
 
 // ResourceMappingNaming gives the target namespace and name of each copy as CEL expressions.
-// Each is evaluated per source object with the string variables `location` (the mapper's
-// location), `cluster` (the object's logical cluster), `__namespace__` and `name` (the source
-// object's; `namespace` is a reserved word of CEL, escaped as Kubernetes escapes CEL's
-// reserved words), and must return a string. A result that is not a valid name is made one: cut
+// Each is evaluated per source object with the variables `location` (a string, the mapper's
+// location) and `source` (a map of strings: `source.cluster`, `source.namespace` and
+// `source.name`, the object's logical cluster, namespace and name), and must return a string. A result that is not a valid name is made one: cut
 // and suffixed with a hash of the whole result, within 63 characters (docs/resourcemapping.md,
 // "Names"). Two source objects whose copies would get one target namespace and name are a
 // conflict: neither overwrites the other's copy.
 type ResourceMappingNaming struct {
 	// namespace returns the copy's target namespace, for example
-	// `"tenant-" + cluster + "-" + __namespace__`. Namespaced resources only; without it the
+	// `"tenant-" + source.cluster + "-" + source.namespace`. Namespaced resources only; without it the
 	// mapper's --namespace-mapping decides.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Namespace string `json:"namespace,omitempty"`
-	// name returns the copy's name, for example `name + "-" + location`. Without it the copy
+	// name returns the copy's name, for example `source.name + "-" + location`. Without it the copy
 	// keeps the source object's name.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
