@@ -161,12 +161,13 @@ func (rc *relatedCopies) refresh(ctx context.Context) {
 		if rm.Err != nil {
 			klog.FromContext(ctx).Info("A ResourceMapping's related entries cannot be used; nothing of it is brought up or deleted until it is fixed", "mapping", u.GetName(), "err", rm.Err.Error())
 		}
-		for _, e := range rm.Entries {
-			rc.ensureInformers(ctx, e)
-		}
+		// Stored before its informers start, so that their first events find it.
 		rc.mu.Lock()
 		rc.mappings[u.GetName()], rc.versions[u.GetName()] = rm, version
 		rc.mu.Unlock()
+		for _, e := range rm.Entries {
+			rc.ensureInformers(ctx, e)
+		}
 		changed = true
 	}
 	rc.mu.Lock()
@@ -411,6 +412,12 @@ func (rc *relatedCopies) reconcile(ctx context.Context, key relatedKey) error {
 	}
 	rc.mu.RLock()
 	rm := rc.mappings[key.Mapping]
+	rc.mu.RUnlock()
+	if rm == nil && mappingNamed(mappingsInf.GetStore(), key.Mapping) {
+		// In the view but not compiled yet (refresh has not run since it came): not gone.
+		return errRequeue
+	}
+	rc.mu.RLock()
 	var existing []relatedObject
 	viewsSynced := true
 	for gvr, inf := range rc.views {
@@ -568,3 +575,14 @@ func (rc *relatedCopies) delete(ctx context.Context, key relatedKey, d relatedDe
 // relatedWorkers is the number of concurrent reconciles of related copies: a few, their
 // writes are one request each through the view.
 const relatedWorkers = 2
+
+// mappingNamed reports whether store, the view's ResourceMappings, holds a mapping named name
+// (in any logical cluster).
+func mappingNamed(store cache.Store, name string) bool {
+	for _, o := range store.List() {
+		if u, ok := o.(*unstructured.Unstructured); ok && u.GetName() == name {
+			return true
+		}
+	}
+	return false
+}
