@@ -130,6 +130,8 @@ func planRelated(ctx context.Context, in relatedInputs, list relatedLister) rela
 	}
 	switch {
 	case in.Mapping == nil:
+		// Precondition: the synced ResourceMappings informer of the view holds no mapping of
+		// that name (the caller checks it is not merely uncompiled yet).
 		deleteAll("the ResourceMapping is no longer in the location's view")
 		return p
 	case !in.Mapping.Accepted || in.Mapping.Err != nil:
@@ -138,9 +140,12 @@ func planRelated(ctx context.Context, in relatedInputs, list relatedLister) rela
 		p.Wait = true
 		return p
 	case in.Main == nil:
+		// Precondition: the synced view informer lacks the main object and a consistent GET
+		// through the view confirmed it is gone (MainGone).
 		deleteAll("the main object is not in the location's view (confirmed by a consistent read)")
 		return p
 	case in.Releasing:
+		// Precondition: the synced view shows the main object deleting for this location.
 		deleteAll("the view shows the main object deleting for the location (deleted, or unassigned)")
 		return p
 	}
@@ -154,8 +159,10 @@ func planRelated(ctx context.Context, in relatedInputs, list relatedLister) rela
 		e := entries[labels[contract.RelatedIdentifierLabel]]
 		switch {
 		case labels[contract.RelatedOwnerUIDLabel] != string(in.Main.GetUID()):
+			// Precondition: the synced view holds the main object under another UID.
 			p.Deletes = append(p.Deletes, relatedDelete{relatedObject: ex, Reason: "it belongs to an earlier main object of the same name (another UID)"})
 		case e == nil || e.Resource != ex.Resource:
+			// Precondition: the mapping, compiled from the synced view, has no such entry.
 			p.Deletes = append(p.Deletes, relatedDelete{relatedObject: ex, Reason: "the ResourceMapping no longer has its related entry"})
 		default:
 			if byEntry[e.Identifier] == nil {
@@ -199,6 +206,8 @@ func planRelated(ctx context.Context, in relatedInputs, list relatedLister) rela
 		if !complete {
 			continue
 		}
+		// Precondition: the main object's copy is in the synced copies informer, the related
+		// target informer has synced, and every object the entry finds got its name.
 		for name, ex := range existing {
 			if !desired[name] {
 				p.Deletes = append(p.Deletes, relatedDelete{relatedObject: relatedObject{Resource: e.Resource, Obj: ex},
