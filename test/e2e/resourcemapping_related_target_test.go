@@ -72,8 +72,9 @@ func TestResourceMappingRelatedTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	mappers := map[string]*mapperProc{}
 	for _, l := range locations {
-		env.startMapper(t, "mapper-"+l, l, nil, "--namespace-mapping=same")
+		mappers[l] = env.startMapper(t, "mapper-"+l, l, nil, "--namespace-mapping=same")
 	}
 
 	// Each location's Secret is brought up, with its own data.
@@ -93,6 +94,10 @@ func TestResourceMappingRelatedTarget(t *testing.T) {
 			}
 			return ""
 		})
+	}
+
+	if n := mappers["east"].metricTotal("mapper_related_copy_writes_total", `operation="create"`, `result="success"`); n < 1 {
+		t.Errorf("east's mapper_related_copy_writes_total{operation=create,result=success} is %v, want at least 1", n)
 	}
 
 	// A change of the target's Secret flows up.
