@@ -48,8 +48,9 @@ func boundIn(rules Rules, cluster, namespace string, locs []string) []string {
 
 // Assignment returns the locations u, a source object of the store's resource in the logical
 // cluster cluster, is assigned to as the views see it (sorted): its kcp.io/assigned-locations
-// parsed (none when malformed: docs/design.md, "Names"), without the locations not bound to
-// its namespace under the store's current rules. The writes through a view (status, a
+// parsed (none when malformed: docs/design.md, "Names"), or for a related copy its location
+// alone (assignedOrRelated), without the locations not bound to its namespace under the
+// store's current rules. The writes through a view (status, a
 // location's finalizer) check the assignment with it, so that a location writes on an object
 // only while its view shows the object assigned to it: a location a namespace is not bound to
 // never writes a status record on its objects nor adds its finalizer to them (the deletion
@@ -57,8 +58,9 @@ func boundIn(rules Rules, cluster, namespace string, locs []string) []string {
 func (s *ResourceStore) Assignment(u *unstructured.Unstructured, cluster string) []string {
 	locs, err := contract.ParseLocations(u.GetAnnotations()[contract.AssignedLocationsAnnotation])
 	if err != nil {
-		return nil
+		locs = nil
 	}
+	locs = assignedOrRelated(locs, stringLabels(u))
 	return boundIn(s.rules.load(), cluster, u.GetNamespace(), locs)
 }
 

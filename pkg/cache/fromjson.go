@@ -225,7 +225,7 @@ func (s *ResourceStore) jsonSuffices(id identity, prev *Object, locs []string) b
 		return false // a view shows a deletion the bytes do not (deletion.go)
 	}
 	switch {
-	case len(locs) == 1 && id.annotations[contract.AssignedLocationsAnnotation] != assignedToOnly(locs[0]):
+	case len(locs) == 1 && id.annotations[contract.AssignedLocationsAnnotation] != assignedToOnly(locs[0]) && !relatedCopyAsItIs(id, locs[0]):
 		return false
 	case len(locs) > 1 && contract.ReflectsStatus(id.annotations):
 		return false

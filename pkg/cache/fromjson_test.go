@@ -118,8 +118,13 @@ func TestJSONIngestMatchesDecodedIngest(t *testing.T) {
 				obj("d", 8, locs("east"), `a:spec-diff.kcp.io/east=[{"op":"add","path":"/data/x","value":"y"}]`),
 				obj("e", 9, locs("east", "west"), `a:status.kcp.io/east={"phase":"Up"}`, "a:kcp.io/status-policy=Reflect"),
 				obj("f", 10, locs("east"), "a:kcp.io/cluster=zeta"),
+				obj("r", 10, nil, "l:"+contract.RelatedLocationLabel+"=east"),
 			)
 			if mode.opts.DefaultCluster != "" {
+				// A related copy without an assignment is shown as it is: kept as its bytes.
+				if r := s.fromJSON.objects[contract.NewKey("root", "ns", "r")]; r == nil || r.u != nil || !r.HasLocation("east") {
+					t.Errorf("east's related copy r was not stored as the source's bytes for east: %v", r)
+				}
 				for _, name := range []string{"a", "b"} {
 					stored := s.fromJSON.objects[contract.NewKey("root", "ns", name)]
 					src := asSource(t, obj(name, stored.rv, stored.assigned, map[string]string{"a": "d:k=1", "b": "l:app=web"}[name]), s.add)
@@ -183,6 +188,11 @@ func TestJSONIngestMatchesDecodedIngest(t *testing.T) {
 			s.update(moved(obj("g", 26, locs("west", "east"), "d:k=7"), 3, "Down"))
 			s.update(moved(obj("h", 27, locs("east"), "d:k=2"), 3, "Up"))
 			s.update(moved(obj("h", 28, locs("east"), "d:k=2"), 4, "Down"))
+			// A related copy (shown to its location alone), then assigned elsewhere, then another
+			// location's.
+			s.update(obj("r", 29, nil, "l:"+contract.RelatedLocationLabel+"=east", "d:k=3"))
+			s.update(obj("r", 30, locs("west", "north"), "l:"+contract.RelatedLocationLabel+"=east", "d:k=4"))
+			s.update(obj("r", 31, nil, "l:"+contract.RelatedLocationLabel+"=west", "d:k=4"))
 
 			for loc, w := range watches {
 				events := 0

@@ -334,7 +334,7 @@ func (s *ResourceStore) build(id identity, prev *Object) (*Object, error) {
 				"annotation", contract.AssignedLocationsAnnotation, "err", contract.Truncate(err.Error(), maxLoggedValue))
 		}
 	}
-	locs = s.boundOnly(id, locs)
+	locs = s.boundOnly(id, assignedOrRelated(locs, id.labelsOf()))
 	id.ownStrings()
 	rv, _ := strconv.ParseUint(id.rvString, 10, 64)
 	if o := s.buildFromJSON(id, prev, locs, rv); o != nil {

@@ -47,8 +47,22 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"resource", "change", "code"})
 
+	relatedWrites = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "mapper_apiserver",
+		Subsystem:      "view",
+		Name:           "related_writes_total",
+		Help:           "Creates and deletes through location views, and updates of related copies (docs/views.md, \"Related copies\"), by resource, verb (create, update, delete) and result (the HTTP status code answered).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource", "verb", "code"})
+
 	registerOnce sync.Once
 )
+
+// observeRelatedWrite records one create or delete through a view, or update of a related copy,
+// and its result.
+func observeRelatedWrite(gr schema.GroupResource, verb string, err error) {
+	relatedWrites.WithLabelValues(gr.String(), verb, strconv.Itoa(codeOf(err))).Inc()
+}
 
 // observeMarkWrite records one write of a location's own marks: what it changed (the finalizer
 // first, as a write that adds it and sets a record counts as an add) and its result.
@@ -87,6 +101,6 @@ func observeStatusWrite(gr schema.GroupResource, err error, took time.Duration) 
 // It is safe to call more than once.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(unprovenConsistentReads, statusWrites, statusWriteDuration, markWrites)
+		legacyregistry.MustRegister(unprovenConsistentReads, statusWrites, statusWriteDuration, markWrites, relatedWrites)
 	})
 }

@@ -70,10 +70,14 @@ type resourceHandlers struct {
 	// updateStatus and patchStatus write /status (status write-back); nil for namespaces.
 	updateStatus http.Handler
 	patchStatus  http.Handler
-	// updateMarks and patchMarks write the object itself, for the location's own finalizer
-	// only (marksStorage); nil for namespaces.
+	// updateMarks and patchMarks write the object itself: the location's own marks
+	// (marksStorage) or its related copies (objectWrites); nil for namespaces.
 	updateMarks http.Handler
 	patchMarks  http.Handler
+	// create and delete create and delete the location's related copies (objectWrites); nil
+	// for namespaces.
+	create http.Handler
+	delete http.Handler
 }
 
 // New returns the views over c.
@@ -111,9 +115,10 @@ func New(objects Objects, src Source, opts Options) *Views {
 //
 // Reads (get, list, watch) of mirrored resources, discovery and OpenAPI (viewOpenAPI) are
 // served, writes of a resource's /status subresource (status write-back, see statusStorage),
-// and updates and patches of an object itself that add or remove the location's own finalizer
-// (marksStorage); every other write is refused with 405 MethodNotAllowed; unknown paths and
-// resources are 404.
+// updates and patches of an object itself that change only the location's own marks
+// (marksStorage), and creates, updates, patches and deletes of the location's related copies
+// (objectWrites); every other write is refused with 405 MethodNotAllowed (or 403, 404 as
+// objectWrites says); unknown paths and resources are 404.
 func (v *Views) ServeView(w http.ResponseWriter, req *http.Request, location, innerPath string) {
 	inner, err := contract.ParseInnerRequestOf(req, innerPath)
 	if err != nil {
@@ -196,6 +201,10 @@ func (v *Views) ServeView(w http.ResponseWriter, req *http.Request, location, in
 		h.updateMarks.ServeHTTP(w, req)
 	case info.Subresource == "" && info.Verb == "patch" && h.patchMarks != nil:
 		h.patchMarks.ServeHTTP(w, req)
+	case info.Subresource == "" && info.Verb == "create" && h.create != nil:
+		h.create.ServeHTTP(w, req)
+	case info.Subresource == "" && info.Verb == "delete" && h.delete != nil:
+		h.delete.ServeHTTP(w, req)
 	default:
 		v.writeError(w, req, readOnly(gvr.GroupResource(), info.Verb, location))
 	}
@@ -246,9 +255,11 @@ func (v *Views) handlers(gvr schema.GroupVersionResource) (*resourceHandlers, bo
 	if marksScope, err := newWriteScope(info, v.serializer, ""); err != nil {
 		klog.ErrorS(err, "finalizer writes are disabled for the resource", "resource", gvr)
 	} else {
-		ms := &marksStorage{st: ss}
-		h.updateMarks = handlers.UpdateResource(ms, marksScope, nil)
-		h.patchMarks = handlers.PatchResource(ms, marksScope, nil, statusPatchTypes(info))
+		ow := &objectWrites{marks: &marksStorage{st: ss}, rules: relatedRules{info: info, objects: v.objects}}
+		h.updateMarks = handlers.UpdateResource(ow, marksScope, nil)
+		h.patchMarks = handlers.PatchResource(ow, marksScope, nil, statusPatchTypes(info))
+		h.create = handlers.CreateResource(ow, marksScope, nil)
+		h.delete = handlers.DeleteResource(ow, true, marksScope, nil)
 	}
 	v.resources[gvr] = h
 	return h, true
