@@ -26,7 +26,7 @@ import (
 // origin Target"). The test's operator is an informer on each target's gizmos. Each location's
 // Secret appears in the widget's namespace as w1-credentials-<location>, with the target's data,
 // the marks of a related copy and an ownerReference to the widget; a change of the target
-// Secret flows up; a location cannot create an arbitrary object through its view nor delete
+// Secret flows up; the related copy is not copied back down; a location cannot create an arbitrary object through its view nor delete
 // another location's copy; unassigning west removes west's copy only; deleting the widget
 // removes east's (no garbage collector runs in these control planes: the mapper deletes it).
 func TestResourceMappingRelatedTarget(t *testing.T) {
@@ -116,6 +116,13 @@ func TestResourceMappingRelatedTarget(t *testing.T) {
 		}
 		return ""
 	})
+
+	// East's view shows east's related copy and east's mapper maps secrets, and it never copies
+	// a related copy down onto its target (by now its view informer has held it for as long as
+	// the rotation took to flow up).
+	if obj := env.targetObject(t, ctx, "east", secretsGVR, "apps", "w1-credentials-east"); obj != nil {
+		t.Errorf("east's related copy was copied down onto east's target: labels %v", obj.GetLabels())
+	}
 
 	// A location writes through its view only its own related copies.
 	view, err := dynamic.NewForConfig(server.ViewConfig(source.Admin(), "east"))
