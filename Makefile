@@ -42,11 +42,12 @@ test: testenv ## Run the unit tests with the race detector, then the end-to-end 
 	exit $$status
 
 .PHONY: verify
-verify: ## Check formatting (gofmt), go vet, and that generated code is up to date.
+verify: ## Check formatting (gofmt), go vet, that go.mod and go.sum are tidy, and that generated code is up to date.
 	@echo ">> gofmt"; \
 	unformatted="$$(find . -name '*.go' -not -path './.git/*' -not -path './_output/*' -print0 | xargs -0 gofmt -l)"; \
 	if [ -n "$$unformatted" ]; then echo "files need gofmt:"; echo "$$unformatted"; exit 1; fi
 	@echo ">> go vet"; $(GO) vet ./...
+	@echo ">> go mod tidy -diff"; $(GO) mod tidy -diff
 	@if [ -f hack/verify-codegen.sh ]; then echo ">> hack/verify-codegen.sh"; bash hack/verify-codegen.sh; fi
 
 .PHONY: codegen

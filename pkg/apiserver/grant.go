@@ -78,7 +78,7 @@ func LocationShardsGrant(location string, shards int, subjects []rbacv1.Subject)
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
 			ObjectMeta: meta(""),
 			Rules: []rbacv1.PolicyRule{
-				{APIGroups: []string{contract.GroupName}, Resources: []string{contract.LocationsResource + "/" + contract.ProxySubresource}, ResourceNames: names, Verbs: []string{"get", "watch", "update", "patch"}},
+				{APIGroups: []string{contract.GroupName}, Resources: []string{contract.LocationsResource + "/" + contract.ProxySubresource}, ResourceNames: names, Verbs: []string{"get", "watch", "update", "patch", "create", "delete"}},
 				{APIGroups: []string{controlv1alpha1.GroupName}, Resources: []string{"synctargets/status"}, ResourceNames: names, Verbs: []string{"get", "update", "patch"}},
 			},
 		},

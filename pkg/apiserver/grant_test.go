@@ -34,7 +34,7 @@ func TestLocationGrant(t *testing.T) {
 		}
 	}
 	want := map[string]string{
-		"mapper.kcp.io/locations/proxy":            "get,watch,update,patch",
+		"mapper.kcp.io/locations/proxy":            "get,watch,update,patch,create,delete",
 		"control.mapper.kcp.io/synctargets/status": "get,update,patch",
 		"coordination.k8s.io/leases":               "get,update",
 	}

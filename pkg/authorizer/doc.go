@@ -22,7 +22,8 @@
 //   - any read inside the view (GET of discovery, of an object, a list, a watch) is the verb
 //     "get" of locations/proxy, because the outer path names the location;
 //   - a status write is "update" (PUT) or "patch" (PATCH); any other write is the verb of its
-//     HTTP method ("create", "delete"), which the view refuses anyway.
+//     HTTP method ("create", "delete"), which the view accepts for the location's related
+//     copies only (docs/views.md, "Related copies").
 //
 // The aggregator cannot tell a watch from a read, but mapper-apiserver can: for a request whose
 // inner path and query make it a watch (as kube-apiserver would derive for the inner path:
@@ -30,7 +31,7 @@
 // requires the verb "watch". A watch therefore needs both "get" and "watch", whichever way it
 // arrives: a user with only "get" can read but not watch, and a user with only "watch" can do
 // nothing, both through the aggregator and directly. The rule of docs/design.md (verbs get, watch,
-// update, patch) grants everything a mapper needs on both paths.
+// update, patch, create, delete) grants everything a mapper needs on both paths.
 //
 // # Anonymous requests
 //

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 func TestDivide(t *testing.T) {
@@ -103,6 +104,25 @@ func compile(t *testing.T, spec controlv1alpha1.PlacementSpec) *Policy {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestRelatedCopiesNeverSelected: a Placement selecting every object (no objectSelector, or one
+// matching the labels) selects no related copy (label related.kcp.io/location naming a
+// location), whose place is its location's view alone; a label value that is no location name
+// makes no related copy.
+func TestRelatedCopiesNeverSelected(t *testing.T) {
+	for _, sel := range []*metav1.LabelSelector{nil, {MatchLabels: map[string]string{"app": "db"}}} {
+		p := compile(t, controlv1alpha1.PlacementSpec{ObjectSelector: sel})
+		if !p.SelectsObject(map[string]string{"app": "db"}) {
+			t.Fatalf("selector %v: an ordinary object is not selected", sel)
+		}
+		if p.SelectsObject(map[string]string{"app": "db", contract.RelatedLocationLabel: "east"}) {
+			t.Errorf("selector %v: east's related copy is selected", sel)
+		}
+		if !p.SelectsObject(map[string]string{"app": "db", contract.RelatedLocationLabel: "Not_A_Location"}) {
+			t.Errorf("selector %v: an object whose label names no location is not selected", sel)
+		}
+	}
 }
 
 func TestCompileErrors(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
 // DefaultTolerance is how long a location may be not Ready before a Placement moves its
@@ -94,8 +95,13 @@ func selector(s *metav1.LabelSelector) (labels.Selector, error) {
 	return metav1.LabelSelectorAsSelector(s)
 }
 
-// SelectsObject reports whether an object with these labels is selected.
+// SelectsObject reports whether an object with these labels is selected. A related copy (an
+// object a location's mapper brought up from its target, labelled related.kcp.io/location) is
+// never selected: it belongs to that location alone (docs/views.md, "Related copies").
 func (p *Policy) SelectsObject(objectLabels map[string]string) bool {
+	if _, related := contract.RelatedCopyLocation(objectLabels); related {
+		return false
+	}
 	return p.objects.Matches(labels.Set(objectLabels))
 }
 

@@ -396,28 +396,43 @@ func viewOf(t *testing.T, env *mapperEnv, location string) dynamic.Interface {
 // cp's /metrics.
 func targetWrites(t *testing.T, ctx context.Context, cp *framework.ControlPlane, resources ...string) float64 {
 	t.Helper()
+	var verbs []string
+	for _, verb := range []string{"POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION"} {
+		verbs = append(verbs, `verb="`+verb+`"`)
+	}
+	var of []string
+	for _, r := range resources {
+		of = append(of, `resource="`+r+`"`)
+	}
+	return controlPlaneMetric(t, ctx, cp, "apiserver_request_total", verbs, of)
+}
+
+// controlPlaneMetric returns the sum of the samples of metric on cp's /metrics (kube-apiserver)
+// whose labels contain, for each group of anyOf, at least one of its `k="v"` strings.
+func controlPlaneMetric(t *testing.T, ctx context.Context, cp *framework.ControlPlane, metric string, anyOf ...[]string) float64 {
+	t.Helper()
 	kube, err := kubernetes.NewForConfig(cp.AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		t.Fatalf("reading the target's metrics: %v", err)
+		t.Fatalf("reading the metrics of kube-apiserver: %v", err)
 	}
 	total := 0.0
 	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
+		if !strings.HasPrefix(line, metric+"{") {
 			continue
 		}
-		write := false
-		for _, verb := range []string{"POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION"} {
-			write = write || strings.Contains(line, `verb="`+verb+`"`)
+		all := true
+		for _, group := range anyOf {
+			one := false
+			for _, label := range group {
+				one = one || strings.Contains(line, label)
+			}
+			all = all && one
 		}
-		of := false
-		for _, r := range resources {
-			of = of || strings.Contains(line, `resource="`+r+`"`)
-		}
-		if !write || !of {
+		if !all {
 			continue
 		}
 		fields := strings.Fields(line)

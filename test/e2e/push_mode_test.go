@@ -71,6 +71,13 @@ func TestPushMode(t *testing.T) {
 		t.Fatalf("switching north to push mode: %v", err)
 	}
 
+	// The source's open watches of SyncTargets before mapper-controller runs
+	// (mapper-apiserver's): mapper-controller adds its shared informer's, however many of its
+	// controllers read SyncTargets, and its Customization follower's.
+	syncTargetWatches := func() float64 {
+		return controlPlaneMetric(t, ctx, env.source, "apiserver_longrunning_requests", []string{`resource="synctargets"`}, []string{`verb="WATCH"`})
+	}
+	watchesBefore := syncTargetWatches()
 	ctrl := startPushController(t, ctx, env, "north")
 	env.startMapper(t, "mapper-east", "east", nil, locationMapperArgs...)
 	env.startMapper(t, "mapper-west", "west", nil, locationMapperArgs...)
@@ -201,6 +208,22 @@ func TestPushMode(t *testing.T) {
 		waitSyncTarget(t, ctx, env.dyn, "north", 2*time.Minute, "Ready=True again with a good Secret", readyIs(metav1.ConditionTrue, controlv1alpha1.ReasonMapperReady))
 		if !ctrl.proc.Running() {
 			t.Fatalf("mapper-controller exited: %v", ctrl.proc.ExitError())
+		}
+	})
+
+	t.Run("mapper-controller watches SyncTargets once", func(t *testing.T) {
+		// Every controller that reads SyncTargets has handled some by now: the location
+		// lifecycle and push controllers queued them, and the placement controller is
+		// running. Their informers listed before their handlers ran, and each watch opens
+		// as its list ends.
+		for _, queue := range []string{"location_lifecycle", "push_mappers"} {
+			waitPushMetric(t, ctx, ctrl, "SyncTargets queued by "+queue, "workqueue_adds_total", `name="`+queue+`"`)
+		}
+		// Two: the shared informer's, and that of the Customization status controller's
+		// follower (pkg/customization, the same code as mapper-apiserver's, which follows
+		// SyncTargets of every logical cluster on its own).
+		if n := syncTargetWatches() - watchesBefore; n != 2 {
+			t.Errorf("mapper-controller has %v watches of SyncTargets open at the source, want 2 (the shared informer's and the Customization follower's)", n)
 		}
 	})
 

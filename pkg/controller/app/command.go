@@ -185,14 +185,14 @@ func Run(ctx context.Context, o *Options) error {
 			},
 			PushController: func(ctx context.Context) {
 				push.New(push.Config{
-					Kube: kube, Dynamic: dyn, Source: cfg, SecretNamespace: o.Push.SecretNamespace, AllowProxyURL: o.Push.AllowProxyURL,
+					Kube: kube, Dynamic: dyn, Informers: shared, Source: cfg, SecretNamespace: o.Push.SecretNamespace, AllowProxyURL: o.Push.AllowProxyURL,
 					Connection: o.Push.Connection, RunOptions: o.Push.Run, Heartbeat: o.Push.Heartbeat,
 					Workers: o.Workers, Recorder: recorder,
 				}).Run(ctx)
 			},
 			LocationController: func(ctx context.Context) {
 				location.New(location.Config{
-					Kube: kube, Dynamic: dyn, LeaseNamespace: o.LeaseNamespace, GracePeriod: o.LocationGracePeriod,
+					Kube: kube, Dynamic: dyn, Informers: shared, LeaseNamespace: o.LeaseNamespace, GracePeriod: o.LocationGracePeriod,
 					Workers: o.Workers, Recorder: recorder, Metadata: metadataClient, Discovery: kube.Discovery(),
 				}).Run(ctx)
 			},

@@ -14,7 +14,6 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
@@ -27,6 +26,7 @@ import (
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	sourceinformers "github.com/cluster-mapper/cluster-mapper/pkg/controller/informers"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/worker"
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
 )
@@ -46,6 +46,10 @@ type Config struct {
 	// Kube and Dynamic are clients of the source.
 	Kube    kubernetes.Interface
 	Dynamic dynamic.Interface
+	// Informers is the process's shared informers of the source: the SyncTarget informer
+	// is its (one watch of SyncTargets for every controller of the process). The Controller
+	// starts it.
+	Informers *sourceinformers.Set
 	// LeaseNamespace is where the locations' Leases are; default cluster-mapper-system.
 	LeaseNamespace string
 	// GracePeriod is how long a Lease may go unrenewed before Ready becomes Unknown;
@@ -89,16 +93,15 @@ func New(cfg Config) *Controller {
 		cfg.Clock = clock.RealClock{}
 	}
 	kubeFactory := informers.NewSharedInformerFactoryWithOptions(cfg.Kube, 0, informers.WithNamespace(cfg.LeaseNamespace))
-	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(cfg.Dynamic, 0)
 	c := &Controller{
 		cfg:         cfg,
 		client:      synctarget.NewClient(cfg.Dynamic),
-		targets:     dynFactory.ForResource(synctarget.Resource).Informer(),
+		targets:     cfg.Informers.Informer(synctarget.Resource),
 		leases:      kubeFactory.Coordination().V1().Leases().Informer(),
 		leaseLister: kubeFactory.Coordination().V1().Leases().Lister(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "location_lifecycle"}),
-		factories: []interface{ Start(<-chan struct{}) }{kubeFactory, dynFactory},
+		factories: []interface{ Start(<-chan struct{}) }{kubeFactory},
 	}
 	_, _ = c.targets.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
@@ -179,6 +182,7 @@ func (c *Controller) Run(ctx context.Context) {
 	for _, f := range c.factories {
 		f.Start(ctx.Done())
 	}
+	c.cfg.Informers.Start(ctx)
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.targets.HasSynced, c.leases.HasSynced) {
 		return
 	}

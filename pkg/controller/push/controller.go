@@ -13,7 +13,6 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -25,6 +24,7 @@ import (
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	sourceinformers "github.com/cluster-mapper/cluster-mapper/pkg/controller/informers"
 	"github.com/cluster-mapper/cluster-mapper/pkg/controller/worker"
 	mapperapp "github.com/cluster-mapper/cluster-mapper/pkg/mapper/app"
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
@@ -49,6 +49,10 @@ type Config struct {
 	// Kube and Dynamic are mapper-controller's clients of the source.
 	Kube    kubernetes.Interface
 	Dynamic dynamic.Interface
+	// Informers is the process's shared informers of the source: the SyncTarget informer
+	// is its (one watch of SyncTargets for every controller of the process). The Controller
+	// starts it.
+	Informers *sourceinformers.Set
 	// Source is mapper-controller's client config of the source. An in-process mapper reads
 	// its view at Source's host plus the view path (through the source's aggregator), and
 	// renews its Lease and writes its SyncTarget status there, with these credentials.
@@ -98,16 +102,15 @@ func New(cfg Config) *Controller {
 	}
 	registerMetrics()
 	kubeFactory := informers.NewSharedInformerFactoryWithOptions(cfg.Kube, 0, informers.WithNamespace(cfg.SecretNamespace))
-	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(cfg.Dynamic, 0)
 	c := &Controller{
 		cfg:          cfg,
 		client:       synctarget.NewClient(cfg.Dynamic),
-		targets:      dynFactory.ForResource(synctarget.Resource).Informer(),
+		targets:      cfg.Informers.Informer(synctarget.Resource),
 		secrets:      kubeFactory.Core().V1().Secrets().Informer(),
 		secretLister: kubeFactory.Core().V1().Secrets().Lister(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "push_mappers"}),
-		factories: []interface{ Start(<-chan struct{}) }{kubeFactory, dynFactory},
+		factories: []interface{ Start(<-chan struct{}) }{kubeFactory},
 		mappers:   newMappers(),
 	}
 	_ = c.targets.AddIndexers(cache.Indexers{bySecret: secretIndex})
@@ -179,6 +182,7 @@ func (c *Controller) Run(ctx context.Context) {
 	for _, f := range c.factories {
 		f.Start(ctx.Done())
 	}
+	c.cfg.Informers.Start(ctx)
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.targets.HasSynced, c.secrets.HasSynced) {
 		return
 	}

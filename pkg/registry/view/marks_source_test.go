@@ -45,9 +45,33 @@ func (s liveSource) Resource(gvr schema.GroupVersionResource, namespace string) 
 	return s.dyn.Resource(gvr).Namespace(namespace)
 }
 
+// sourceWithNamespace returns the admin's clients of cp, where it created the namespace ns.
+func sourceWithNamespace(t *testing.T, ctx context.Context, cp *framework.ControlPlane) (dynamic.Interface, kubernetes.Interface) {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(cp.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube, err := kubernetes.NewForConfig(cp.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return dyn, kube
+}
+
 // configMapRequests returns the source's apiserver_request_total on ConfigMaps by "VERB" and
 // "VERB code".
 func configMapRequests(t *testing.T, ctx context.Context, kube kubernetes.Interface) map[string]float64 {
+	t.Helper()
+	return sourceRequests(t, ctx, kube, "configmaps")
+}
+
+// sourceRequests returns the source's apiserver_request_total on resource by "VERB" and
+// "VERB code".
+func sourceRequests(t *testing.T, ctx context.Context, kube kubernetes.Interface, resource string) map[string]float64 {
 	t.Helper()
 	raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
@@ -55,7 +79,7 @@ func configMapRequests(t *testing.T, ctx context.Context, kube kubernetes.Interf
 	}
 	out := map[string]float64{}
 	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="configmaps"`) {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="`+resource+`"`) {
 			continue
 		}
 		label := func(name string) string {
@@ -85,17 +109,7 @@ func TestMarkWritesAtTheSource(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Name: "source"})
-	dyn, err := dynamic.NewForConfig(cp.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube, err := kubernetes.NewForConfig(cp.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	dyn, kube := sourceWithNamespace(t, ctx, cp)
 	src := liveSource{dyn: dyn}
 	cms := dyn.Resource(configMapsGVR).Namespace("ns")
 	obj := cm("ns", "a", 0, "x", "east")

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -45,6 +44,7 @@ type relatedEnv struct {
 	t      *testing.T
 	ctx    context.Context
 	dyn    dynamic.Interface
+	kube   kubernetes.Interface
 	stores map[schema.GroupVersionResource]*cache.ResourceStore
 	views  *Views
 }
@@ -132,17 +132,7 @@ func newRelatedEnv(t *testing.T) (*relatedEnv, *unstructured.Unstructured) {
 	t.Cleanup(cancel)
 	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Name: "source"})
 	framework.InstallControlCRD(t, ctx, cp, mappingsGVR)
-	dyn, err := dynamic.NewForConfig(cp.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube, err := kubernetes.NewForConfig(cp.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	dyn, kube := sourceWithNamespace(t, ctx, cp)
 	var db *unstructured.Unstructured
 	for _, o := range []*unstructured.Unstructured{cm("ns", "db", 0, "x", "east"), cm("ns", "elsewhere", 0, "x", "west")} {
 		unstructured.RemoveNestedField(o.Object, "metadata", "resourceVersion")
@@ -170,7 +160,7 @@ func newRelatedEnv(t *testing.T) (*relatedEnv, *unstructured.Unstructured) {
 	if _, err := dyn.Resource(mappingsGVR).Create(ctx, mapping, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e := &relatedEnv{t: t, ctx: ctx, dyn: dyn, stores: map[schema.GroupVersionResource]*cache.ResourceStore{}}
+	e := &relatedEnv{t: t, ctx: ctx, dyn: dyn, kube: kube, stores: map[schema.GroupVersionResource]*cache.ResourceStore{}}
 	for gvr, info := range relatedTestKind {
 		s := cache.NewResourceStore(gvr, info.GVK(), info.Namespaced, cache.StoreOptions{DefaultCluster: "root"})
 		t.Cleanup(s.Close)
@@ -202,6 +192,20 @@ func relatedCopy(name, location string, db *unstructured.Unstructured, ownerUID,
 	return string(b)
 }
 
+// requests runs do and returns the requests on Secrets it made the source answer, by "VERB"
+// and "VERB code" (sourceRequests), for keys.
+func (e *relatedEnv) requests(do func(), keys ...string) map[string]float64 {
+	e.t.Helper()
+	before := sourceRequests(e.t, e.ctx, e.kube, "secrets")
+	do()
+	after := sourceRequests(e.t, e.ctx, e.kube, "secrets")
+	out := map[string]float64{}
+	for _, k := range keys {
+		out[k] = after[k] - before[k]
+	}
+	return out
+}
+
 // password returns the Secret's password as the source holds it.
 func password(u *unstructured.Unstructured) string {
 	s, _, _ := unstructured.NestedString(u.Object, "data", "password")
@@ -226,6 +230,7 @@ const secretsPath = "/api/v1/namespaces/ns/secrets"
 //     the ownerReference are 403; a create whose name is taken by a Secret that is no related
 //     copy is 409 and leaves that Secret as it was; east's delete of db itself (in its view, no
 //     related copy) is 405;
+//   - a delete whose resourceVersion precondition does not hold is 409;
 //   - once db is unassigned from east, an update of the copy is 403 but its delete succeeds.
 func TestRelatedCopiesThroughViews(t *testing.T) {
 	e, db := newRelatedEnv(t)
@@ -300,11 +305,24 @@ func TestRelatedCopiesThroughViews(t *testing.T) {
 	view := e.expect("east's GET", http.StatusOK, "east", "GET", secretsPath+"/db-creds-east", "", "")
 	view["stringData"] = map[string]interface{}{"password": "v2"}
 	b, _ = json.Marshal(view)
-	e.expect("east's update", http.StatusOK, "east", "PUT", secretsPath+"/db-creds-east", "application/json", string(b))
+	// With the cache's copy current, an update is one PATCH at the source.
+	got := e.requests(func() {
+		e.expect("east's update", http.StatusOK, "east", "PUT", secretsPath+"/db-creds-east", "application/json", string(b))
+	}, "GET", "PUT", "PATCH")
+	if got["PATCH"] != 1 || got["GET"] != 0 || got["PUT"] != 0 {
+		t.Errorf("east's update with the cache's copy current sent %v to the source; want one PATCH", got)
+	}
 	if got := password(e.secret("db-creds-east")); got != "djI=" {
 		t.Errorf("password after east's update %q, want v2 (djI=)", got)
 	}
-	e.expect("east's merge patch", http.StatusOK, "east", "PATCH", secretsPath+"/db-creds-east", "application/merge-patch+json", `{"data":{"password":"djM="}}`)
+	// The cache has not seen that update: the PATCH made from its copy is refused (409, its
+	// resourceVersion is the precondition) and made again on the object read fresh.
+	got = e.requests(func() {
+		e.expect("east's merge patch", http.StatusOK, "east", "PATCH", secretsPath+"/db-creds-east", "application/merge-patch+json", `{"data":{"password":"djM="}}`)
+	}, "GET", "PATCH", "PATCH 409")
+	if got["PATCH"] != 2 || got["PATCH 409"] != 1 || got["GET"] != 1 {
+		t.Errorf("east's patch with a stale cache sent %v to the source; want a PATCH answered 409, a GET, a PATCH", got)
+	}
 	if got := password(e.secret("db-creds-east")); got != "djM=" {
 		t.Errorf("password after east's patch %q, want v3 (djM=)", got)
 	}
@@ -315,12 +333,23 @@ func TestRelatedCopiesThroughViews(t *testing.T) {
 	if got := password(e.secret("db-creds-east")); got != "djQ=" {
 		t.Errorf("password after east's apply %q, want v4 (djQ=)", got)
 	}
+	// A server-side apply of a name that does not exist creates nothing: a copy is created
+	// with a create (405 saying so); without the label the answer is the 404 as before.
+	e.expect("east's server-side apply of a new copy", http.StatusMethodNotAllowed, "east", "PATCH", secretsPath+"/db-creds-apply?fieldManager=mapper", "application/apply-patch+yaml",
+		relatedCopy("db-creds-apply", "east", db, uid, "applied"))
+	if e.secret("db-creds-apply") != nil {
+		t.Error("east's apply of a new copy created it")
+	}
+	e.expect("a server-side apply of a new object without the label", http.StatusNotFound, "east", "PATCH", secretsPath+"/applied-arbitrary?fieldManager=mapper", "application/apply-patch+yaml",
+		`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"applied-arbitrary"}}`)
 	e.refresh()
 	before = e.secret("db-creds-east")
 	e.expect("east changing the owner-uid label", http.StatusForbidden, "east", "PATCH", secretsPath+"/db-creds-east", "application/merge-patch+json",
 		fmt.Sprintf(`{"metadata":{"labels":{%q:"other"}}}`, contract.RelatedOwnerUIDLabel))
 	e.expect("west's update of east's copy", http.StatusNotFound, "west", "PATCH", secretsPath+"/db-creds-east", "application/merge-patch+json", `{"data":{"password":"d2VzdA=="}}`)
 	e.expect("west's delete of east's copy", http.StatusNotFound, "west", "DELETE", secretsPath+"/db-creds-east", "", "")
+	e.expect("east's delete with a stale resourceVersion precondition", http.StatusConflict, "east", "DELETE", secretsPath+"/db-creds-east", "application/json",
+		`{"apiVersion":"v1","kind":"DeleteOptions","preconditions":{"resourceVersion":"1"}}`)
 	if after := e.secret("db-creds-east"); after.GetResourceVersion() != before.GetResourceVersion() {
 		t.Errorf("refused writes changed east's copy: %v", after.Object)
 	}
@@ -337,7 +366,12 @@ func TestRelatedCopiesThroughViews(t *testing.T) {
 	}
 	e.refresh()
 	e.expect("east's update after the unassignment", http.StatusForbidden, "east", "PATCH", secretsPath+"/db-creds-east", "application/merge-patch+json", `{"data":{"password":"djU="}}`)
-	e.expect("east's delete after the unassignment", http.StatusOK, "east", "DELETE", secretsPath+"/db-creds-east", "", "")
+	got = e.requests(func() {
+		e.expect("east's delete after the unassignment", http.StatusOK, "east", "DELETE", secretsPath+"/db-creds-east", "", "")
+	}, "GET", "DELETE")
+	if got["DELETE"] != 1 || got["GET"] != 0 {
+		t.Errorf("east's delete with the cache's copy current sent %v to the source; want one DELETE", got)
+	}
 	if e.secret("db-creds-east") != nil {
 		t.Error("east's copy is still in the source after its delete")
 	}

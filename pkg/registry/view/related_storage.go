@@ -146,8 +146,8 @@ func (w *objectWrites) create(ctx context.Context, obj runtime.Object, createVal
 // Update writes the object name: as a related copy of the request's location when the source
 // object is one (updateCopy), else as a write of the location's marks (marksStorage.Update,
 // today's answer). A server-side apply of an object that does not exist (forceAllowCreate) is
-// a create (Create's rules) when the applied object carries related.kcp.io/location. It returns
-// the location's view of the written object and whether it was created. Errors: those of
+// 405 when the applied object carries related.kcp.io/location (applyCreate). It returns the
+// location's view of the written object. Errors: those of
 // marksStorage.Update and Create; for a related copy 403 when a rule does not hold or the
 // update changes one of its three labels, 409 on a stale resourceVersion, the source's 400 and
 // 422 for an object it refuses.
@@ -168,7 +168,7 @@ func (w *objectWrites) Update(ctx context.Context, name string, objInfo rest.Upd
 		if current == nil {
 			current, err = client.Get(ctx, name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) && forceAllowCreate {
-				return w.applyCreate(ctx, name, objInfo, createValidation, options, marks)
+				return w.applyCreate(ctx, name, objInfo, marks)
 			}
 			if err != nil {
 				return marks()
@@ -195,9 +195,12 @@ func (w *objectWrites) Update(ctx context.Context, name string, objInfo rest.Upd
 	}
 }
 
-// applyCreate is a server-side apply of name, which does not exist: the applied object is
-// created when it carries related.kcp.io/location (Create), else the answer is marks' (404).
-func (w *objectWrites) applyCreate(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, options *metav1.UpdateOptions, marks func() (runtime.Object, bool, error)) (runtime.Object, bool, error) {
+// applyCreate is a server-side apply of name, which does not exist. An applied object that
+// carries related.kcp.io/location is refused with 405: a related copy is created by a create
+// (POST), which the outer request's authorization names as such (verb create of
+// locations/proxy), while an apply is authorized as a patch. Otherwise the answer is marks'
+// (404), as before related copies.
+func (w *objectWrites) applyCreate(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, marks func() (runtime.Object, bool, error)) (runtime.Object, bool, error) {
 	// An object without a uid: the apply patcher creates the object from the configuration.
 	obj, err := objInfo.UpdatedObject(ctx, w.New())
 	if err != nil {
@@ -210,14 +213,11 @@ func (w *objectWrites) applyCreate(ctx context.Context, name string, objInfo res
 	if _, has := u.GetLabels()[contract.RelatedLocationLabel]; !has {
 		return marks()
 	}
-	if u.GetName() != name {
-		return nil, false, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%q) does not match the name in the URL (%q)", contract.Truncate(u.GetName(), maxQuoted), name))
-	}
-	result, err := w.Create(ctx, u, createValidation, &metav1.CreateOptions{DryRun: options.DryRun, FieldValidation: options.FieldValidation})
-	if err != nil {
-		return nil, false, err
-	}
-	return result, true, nil
+	location, _ := LocationFrom(ctx)
+	err = apierrors.NewMethodNotSupported(w.gr(), "apply")
+	err.(*apierrors.StatusError).ErrStatus.Message = fmt.Sprintf("%s %q does not exist: a related copy is created through the view of location %q with a create (POST); server-side apply updates one that exists", w.gr(), name, location)
+	observeRelatedWrite(w.gr(), "create", err)
+	return nil, false, err
 }
 
 // updateCopy is one attempt of an update of current, a related copy of location (the source
@@ -378,16 +378,16 @@ func (w *objectWrites) delete(ctx context.Context, name string, deleteValidation
 			return nil, apierrors.NewNotFound(gr, name)
 		}
 		viewed := withClusterAnnotation(st.store.LocationView(current, cluster, st.store.Assignment(current, cluster), location), cluster)
-		err := w.deleteCopy(ctx, client, location, cluster, current, viewed, deleteValidation, options)
-		retry := apierrors.IsConflict(err) && (cached || attempt < maxWriteAttempts)
-		if retry {
-			if !cached {
-				attempt++
-			}
-			current, cached = nil, false
+		lost, err := w.deleteCopy(ctx, client, location, cluster, current, viewed, deleteValidation, options)
+		switch {
+		case err != nil && cached:
+			current, cached = nil, false // decide again on the source's object
 			continue
-		}
-		if err != nil {
+		case lost && attempt < maxWriteAttempts:
+			current = nil
+			attempt++
+			continue
+		case err != nil:
 			return nil, err
 		}
 		return viewed, nil
@@ -396,28 +396,29 @@ func (w *objectWrites) delete(ctx context.Context, name string, deleteValidation
 
 // deleteCopy is one attempt of Delete on current, a related copy of location, whose view is
 // viewed: the request's preconditions and deleteValidation are checked, then the source object
-// is deleted with current's uid and resourceVersion as preconditions. A 409 says to decide
-// again on a fresh read.
-func (w *objectWrites) deleteCopy(ctx context.Context, client dynamic.ResourceInterface, location, cluster string, current, viewed *unstructured.Unstructured, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions) error {
+// is deleted with current's uid and resourceVersion as preconditions. lost says that the source
+// answered 409 (the object changed since current was read): the delete is to be decided again
+// on a fresh read.
+func (w *objectWrites) deleteCopy(ctx context.Context, client dynamic.ResourceInterface, location, cluster string, current, viewed *unstructured.Unstructured, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions) (lost bool, err error) {
 	st := w.marks.st
 	gr := w.gr()
 	name := current.GetName()
 	stale := apierrors.NewConflict(gr, name, errors.New("the object has been modified; please apply your changes to the latest version and try again"))
 	if p := options.Preconditions; p != nil {
 		if p.UID != nil && *p.UID != current.GetUID() {
-			return apierrors.NewConflict(gr, name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, current.GetUID()))
+			return false, apierrors.NewConflict(gr, name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, current.GetUID()))
 		}
 		if p.ResourceVersion != nil && !st.preconditionHolds(ctx, location, cluster, current, *p.ResourceVersion) {
-			return stale
+			return false, stale
 		}
 	}
 	if deleteValidation != nil {
 		if err := deleteValidation(ctx, viewed); err != nil {
-			return err
+			return false, err
 		}
 	}
 	uid, rv := current.GetUID(), current.GetResourceVersion()
-	err := client.Delete(ctx, name, metav1.DeleteOptions{
+	err = client.Delete(ctx, name, metav1.DeleteOptions{
 		Preconditions:      &metav1.Preconditions{UID: &uid, ResourceVersion: &rv},
 		PropagationPolicy:  options.PropagationPolicy,
 		GracePeriodSeconds: options.GracePeriodSeconds,
@@ -425,13 +426,13 @@ func (w *objectWrites) deleteCopy(ctx context.Context, client dynamic.ResourceIn
 	})
 	switch {
 	case err == nil:
-		return nil
+		return false, nil
 	case apierrors.IsConflict(err):
-		return stale
+		return true, stale
 	case apierrors.IsNotFound(err):
-		return apierrors.NewNotFound(gr, name)
+		return false, apierrors.NewNotFound(gr, name)
 	}
-	return relatedWriteError(err)
+	return false, relatedWriteError(err)
 }
 
 // gr is the resource written.
