@@ -443,9 +443,6 @@ func (rc *relatedCopies) reconcile(ctx context.Context, key relatedKey) error {
 		}
 	}
 	plan := planRelated(ctx, in, rc.listRelated)
-	if plan.Wait {
-		return errRequeue
-	}
 	for _, err := range plan.Errors {
 		klog.FromContext(ctx).Info("A related entry cannot be evaluated for an object; its related copies are left as they are", "mapping", key.Mapping, "source", key.source().String(), "err", err.Error())
 	}
@@ -461,6 +458,9 @@ func (rc *relatedCopies) reconcile(ctx context.Context, key relatedKey) error {
 		if err := rc.write(ctx, key, w); err != nil {
 			failed = err
 		}
+	}
+	if failed == nil && plan.Wait {
+		return errRequeue
 	}
 	return failed
 }

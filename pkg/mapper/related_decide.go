@@ -102,8 +102,9 @@ type relatedPlan struct {
 	Deletes []relatedDelete
 	// Errors are expressions that failed: the copies of their entries are left as they are.
 	Errors []error
-	// Wait is true when the main object is not in the view's informer and the view has not
-	// confirmed it gone: nothing is decided yet.
+	// Wait is true when part of the decision is still open (the main object is not in the
+	// view's informer and the view has not confirmed it gone; a related target informer has
+	// not synced): the caller carries out the rest and decides again shortly.
 	Wait bool
 }
 
@@ -181,6 +182,7 @@ func planRelated(ctx context.Context, in relatedInputs, list relatedLister) rela
 			continue
 		}
 		if !known {
+			p.Wait = true // decided again once the related target informer has synced
 			continue
 		}
 		existing := byEntry[e.Identifier]

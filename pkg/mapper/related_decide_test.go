@@ -171,7 +171,7 @@ func TestPlanRelatedDeletesOnlyOnASyncedFact(t *testing.T) {
 		{name: "entry removed", change: func(in *relatedInputs) { in.Mapping.Entries = nil }, list: listOf(f.secret), delete: "no longer has its related entry"},
 		{name: "earlier main object of that name", change: func(in *relatedInputs) { in.Main = in.Main.DeepCopy(); in.Main.SetUID("uid-2") }, list: listOf(f.secret), delete: "another UID"},
 		{name: "no copy on the target", change: func(in *relatedInputs) { in.Copy = nil }, list: listOf()},
-		{name: "target informer not synced", list: unsynced},
+		{name: "target informer not synced", list: unsynced, wait: true},
 		{name: "target object gone", list: listOf(), delete: "holds no related object"},
 		{name: "target object in another namespace only", list: listOf(withNamespace(f.secret, "other")), delete: "holds no related object"},
 	} {
