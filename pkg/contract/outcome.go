@@ -32,6 +32,9 @@ const (
 	OutcomeResourceHalted = "ResourceHalted"
 	// OutcomePaused: the location's SyncTarget has spec.paused: true.
 	OutcomePaused = "Paused"
+	// OutcomeNamingFailed: the object's ResourceMapping names its copy (spec.naming), and the
+	// naming cannot be evaluated for it: the copy has no place, nothing is written or deleted.
+	OutcomeNamingFailed = "NamingFailed"
 )
 
 // OutcomeRecord is one location's apply outcome of a source object, the value of

@@ -104,13 +104,14 @@ func (m *Mapper) writeFinalizer(ctx context.Context, r *resource, key itemKey, o
 }
 
 // release finishes this location's part of the deletion of view object obj, shown deleting
-// (releasing), whose copy would be in target namespace ns: deletes the copy (or with
+// (releasing), whose copy would be at place: deletes the copy (or with
 // kcp.io/deletion-policy: Orphan unmarks it), and once no copy of it is on the target removes
 // the location's finalizer. It returns errWaitingForTarget while the copy is still there (its
 // own finalizers run): the target informer's deletion event, or the backoff, brings it back.
-func (m *Mapper) release(ctx context.Context, r *resource, key itemKey, obj *unstructured.Unstructured, ns string) error {
+func (m *Mapper) release(ctx context.Context, r *resource, key itemKey, obj *unstructured.Unstructured, place targetPlace) error {
 	logger := klog.FromContext(ctx)
-	live, err := m.targetMetadata.Resource(r.targetGVR()).Namespace(ns).Get(ctx, key.Name, metav1.GetOptions{})
+	ns, name := place.Namespace, place.Name
+	live, err := m.targetMetadata.Resource(r.targetGVR()).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		live = nil
@@ -128,7 +129,7 @@ func (m *Mapper) release(ctx context.Context, r *resource, key itemKey, obj *uns
 		case !ours:
 			logger.V(2).Info("The target object of that name is not this object's copy; leaving it", "resource", r.name(), "source", key.source().String())
 		case obj.GetAnnotations()[contract.DeletionPolicyAnnotation] == contract.DeletionPolicyOrphan:
-			if err := m.unmark(ctx, r, ns, key.Name, live.UID); err != nil {
+			if err := m.unmark(ctx, r, ns, name, live.UID); err != nil {
 				m.metrics.errors(r.name(), "orphan").Inc()
 				return err
 			}
@@ -136,7 +137,7 @@ func (m *Mapper) release(ctx context.Context, r *resource, key itemKey, obj *uns
 			logger.V(2).Info("Orphaned the target copy of a deleted object (deletion policy Orphan)", "resource", r.name(), "source", key.source().String())
 		default:
 			if live.DeletionTimestamp == nil {
-				if err := m.deleteTarget(ctx, r, ns, key.Name, live.UID); err != nil {
+				if err := m.deleteTarget(ctx, r, ns, name, live.UID); err != nil {
 					m.metrics.errors(r.name(), "delete").Inc()
 					return err
 				}
@@ -144,7 +145,7 @@ func (m *Mapper) release(ctx context.Context, r *resource, key itemKey, obj *uns
 				logger.V(2).Info("Deleted the target copy of an object the view shows deleting", "resource", r.name(), "source", key.source().String())
 			}
 			// Gone at once, or still held by its own finalizers: read it again.
-			if gone, err := m.copyGone(ctx, r, ns, key.Name, live.UID); err != nil || !gone {
+			if gone, err := m.copyGone(ctx, r, ns, name, live.UID); err != nil || !gone {
 				if err != nil {
 					return err
 				}

@@ -106,6 +106,7 @@ func (m *Mapper) refreshResources(ctx context.Context) {
 			// Its objects stay on the target: an empty or failing discovery must not delete.
 			logger.Info("The view no longer serves a resource; stopping it, its target copies stay", "resource", r.name())
 			r.stop(m.metrics)
+			m.places.dropClaims(r.gvr)
 			m.mu.Lock()
 			delete(m.resources, r.gvr)
 			m.mu.Unlock()

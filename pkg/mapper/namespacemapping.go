@@ -1,13 +1,6 @@
 package mapper
 
-import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"strings"
-
-	"k8s.io/apimachinery/pkg/util/validation"
-)
+import "fmt"
 
 // NamespaceMapping decides the target namespace of a source object (--namespace-mapping).
 type NamespaceMapping string
@@ -28,10 +21,6 @@ const (
 	NamespaceMappingAuto NamespaceMapping = "auto"
 )
 
-// prefixedHashLen is the number of hex digits of SHA-256 appended to a shortened prefixed
-// namespace name (40 bits: a collision needs about a million namespaces per target).
-const prefixedHashLen = 10
-
 // ParseNamespaceMapping returns the mapping named s, or an error listing the valid names.
 func ParseNamespaceMapping(s string) (NamespaceMapping, error) {
 	switch m := NamespaceMapping(s); m {
@@ -45,38 +34,14 @@ func ParseNamespaceMapping(s string) (NamespaceMapping, error) {
 // cluster; "" stays "" (cluster-scoped objects).
 //
 // For NamespaceMappingPrefixed the result is "<cluster>-<ns>" when that is a valid namespace
-// name (a DNS-1123 label: at most 63 lowercase alphanumerics or '-'). Otherwise every
-// character outside [a-z0-9-] is replaced by '-', the result is cut to 52 characters, and "-"
-// plus the first 10 hex digits of SHA-256("<cluster>/<ns>") is appended: at most 63
-// characters, stable across restarts and mapper versions, and different for different
+// name (a DNS-1123 label: at most 63 lowercase alphanumerics or '-'). Otherwise it is made one
+// by HashedLabel with the hash of "<cluster>/<ns>" ("ns-<hash>" when nothing else is left): at
+// most 63 characters, stable across restarts and mapper versions, and different for different
 // originals with overwhelming probability. The mapper records the original on the target
 // namespace and refuses to use a namespace that records another one (a conflict).
 func (m NamespaceMapping) TargetNamespace(cluster, ns string) string {
 	if ns == "" || m != NamespaceMappingPrefixed {
 		return ns
 	}
-	name := cluster + "-" + ns
-	if len(validation.IsDNS1123Label(name)) == 0 {
-		return name
-	}
-	sum := sha256.Sum256([]byte(cluster + "/" + ns))
-	suffix := hex.EncodeToString(sum[:])[:prefixedHashLen]
-	clean := strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
-			return r
-		case r >= 'A' && r <= 'Z':
-			return r - 'A' + 'a'
-		}
-		return '-'
-	}, name)
-	maxPrefix := validation.DNS1123LabelMaxLength - 1 - prefixedHashLen
-	if len(clean) > maxPrefix {
-		clean = clean[:maxPrefix]
-	}
-	clean = strings.Trim(clean, "-")
-	if clean == "" {
-		return "ns-" + suffix
-	}
-	return clean + "-" + suffix
+	return HashedLabel(cluster+"-"+ns, cluster+"/"+ns, "ns")
 }

@@ -44,7 +44,12 @@ func newNamespaces(client kubernetes.Interface, location string) *namespaces {
 // in cluster src.Cluster, under mapping (the one in force). An existing namespace is used as it is, except that with the
 // prefixed mapping one that records another origin is a *namespaceConflict. A terminating
 // namespace is an error (the apply would fail; it is retried with backoff).
-func (n *namespaces) ensure(ctx context.Context, ns string, src SourceRef, mapping NamespaceMapping) error {
+//
+// named says that a ResourceMapping's naming gave ns (spec.naming.namespace): such a
+// namespace may hold the copies of several source namespaces and clusters by design, so it
+// is created with the location label and no origin annotations (each copy names its own
+// source), and no origin is checked.
+func (n *namespaces) ensure(ctx context.Context, ns string, src SourceRef, mapping NamespaceMapping, named bool) error {
 	n.mu.Lock()
 	known := n.known[ns]
 	n.mu.Unlock()
@@ -61,6 +66,9 @@ func (n *namespaces) ensure(ctx context.Context, ns string, src SourceRef, mappi
 			contract.SourceNamespaceAnnotation: src.Namespace,
 		},
 	}}
+	if named {
+		obj.Annotations = nil
+	}
 	existing, err := n.client.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		existing, err = n.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
@@ -73,7 +81,7 @@ func (n *namespaces) ensure(ctx context.Context, ns string, src SourceRef, mappi
 	if existing.Status.Phase == corev1.NamespaceTerminating {
 		return fmt.Errorf("target namespace %s is terminating", ns)
 	}
-	if mapping == NamespaceMappingPrefixed {
+	if mapping == NamespaceMappingPrefixed && !named {
 		ann := existing.Annotations
 		if c, s := ann[contract.SourceClusterAnnotation], ann[contract.SourceNamespaceAnnotation]; (c != "" || s != "") && (c != src.Cluster || s != src.Namespace) {
 			return &namespaceConflict{namespace: ns, cluster: c, sourceNamespace: s}

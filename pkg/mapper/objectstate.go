@@ -26,6 +26,9 @@ type objectStates struct {
 	// failedAt is, for an object whose sync failed, the view resourceVersion of its latest
 	// failed version (see failed).
 	failedAt map[itemKey]string
+	// conflicts counts the objects in outcomeConflict per resource (GroupResource string),
+	// for the SyncTarget's status.resources (ResourceState.Conflicts).
+	conflicts map[string]int
 	// applied is what the last apply of each mapped object sent; set forgets an object's on
 	// outcomeNone (gone) and outcomeError (its copy may be anything).
 	applied *appliedCopies
@@ -34,7 +37,7 @@ type objectStates struct {
 
 func newObjectStates(metrics locationMetrics) *objectStates {
 	return &objectStates{outcomes: map[itemKey]outcome{}, dirtySince: map[itemKey]time.Time{}, failedAt: map[itemKey]string{},
-		applied: newAppliedCopies(), metrics: metrics}
+		conflicts: map[string]int{}, applied: newAppliedCopies(), metrics: metrics}
 }
 
 // failed records that the sync of key failed (outcomeError) at the view object's
@@ -75,11 +78,15 @@ func (s *objectStates) set(key itemKey, o outcome) outcome {
 		}
 		if prev == outcomeConflict {
 			s.metrics.conflictsCurrent(resource).Dec()
+			if s.conflicts[resource]--; s.conflicts[resource] <= 0 {
+				delete(s.conflicts, resource)
+			}
 		}
 		if o == outcomeMapped {
 			s.metrics.objectsMapped(resource).Inc()
 		}
 		if o == outcomeConflict {
+			s.conflicts[resource]++
 			s.metrics.conflictsCurrent(resource).Inc()
 			s.metrics.conflictsTotal(resource).Inc()
 		}
@@ -100,6 +107,13 @@ func (s *objectStates) set(key itemKey, o outcome) outcome {
 		}
 	}
 	return prev
+}
+
+// conflictCount returns how many objects of resource (GroupResource string) are in conflict.
+func (s *objectStates) conflictCount(resource string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conflicts[resource]
 }
 
 // counts returns how many objects of resource gvr (as GroupResource string) have each

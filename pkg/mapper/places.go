@@ -28,6 +28,12 @@ type places struct {
 	mu      sync.Mutex
 	locks   map[targetPlace]*placeLock
 	waiting map[targetPlace]sets.Set[itemKey]
+	// claims are, for the resources whose ResourceMapping names the copies (spec.naming), the
+	// view objects that want each place (claim), and claimed the place of each such object:
+	// with a naming, objects of one cluster and namespace can share a place, and when none of
+	// them has a copy there the lowest key takes it (winner).
+	claims  map[targetPlace]sets.Set[itemKey]
+	claimed map[itemKey]targetPlace
 }
 
 // placeLock is the mutex of one place, with the number of syncs holding or waiting for it
@@ -38,7 +44,8 @@ type placeLock struct {
 }
 
 func newPlaces() *places {
-	return &places{locks: map[targetPlace]*placeLock{}, waiting: map[targetPlace]sets.Set[itemKey]{}}
+	return &places{locks: map[targetPlace]*placeLock{}, waiting: map[targetPlace]sets.Set[itemKey]{},
+		claims: map[targetPlace]sets.Set[itemKey]{}, claimed: map[itemKey]targetPlace{}}
 }
 
 // lock blocks until no other sync holds place and returns the function that releases it.
@@ -101,4 +108,77 @@ func (p *places) freed(place targetPlace) []itemKey {
 // sortItemKeys sorts keys by their source's String.
 func sortItemKeys(keys []itemKey) {
 	sort.Slice(keys, func(i, j int) bool { return keys[i].source().String() < keys[j].source().String() })
+}
+
+// claim records that the view object of key wants place (its latest version maps there),
+// and drops its claim of another place. It returns the place it claimed before when that
+// changed (so that the objects waiting for it are retried), else the zero place.
+func (p *places) claim(place targetPlace, key itemKey) (left targetPlace, changed bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	prev, had := p.claimed[key]
+	if had && prev == place {
+		return targetPlace{}, false
+	}
+	if had {
+		p.dropClaimLocked(prev, key)
+	}
+	if p.claims[place] == nil {
+		p.claims[place] = sets.New[itemKey]()
+	}
+	p.claims[place].Insert(key)
+	p.claimed[key] = place
+	return prev, had
+}
+
+// unclaim drops the claim of key (its object left the view, or no longer wants a copy) and
+// returns the place it claimed.
+func (p *places) unclaim(key itemKey) (left targetPlace, had bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	prev, had := p.claimed[key]
+	if had {
+		p.dropClaimLocked(prev, key)
+	}
+	return prev, had
+}
+
+// dropClaims drops every claim of view resource gvr (it stopped; a new informer claims
+// again).
+func (p *places) dropClaims(gvr schema.GroupVersionResource) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for key, place := range p.claimed {
+		if key.GVR == gvr {
+			p.dropClaimLocked(place, key)
+		}
+	}
+}
+
+func (p *places) dropClaimLocked(place targetPlace, key itemKey) {
+	delete(p.claimed, key)
+	if s := p.claims[place]; s != nil {
+		s.Delete(key)
+		if s.Len() == 0 {
+			delete(p.claims, place)
+		}
+	}
+}
+
+// winner returns the claim of place with the lowest key (contract.Key order of its source:
+// cluster, then namespace, then name), and whether place has any claim. An object whose
+// copy holds the place keeps it whatever the keys (the caller checks that first); the winner
+// decides only between objects none of which has a copy there (docs/resourcemapping.md,
+// "Names").
+func (p *places) winner(place targetPlace) (itemKey, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var best itemKey
+	found := false
+	for k := range p.claims[place] {
+		if !found || k.source().String() < best.source().String() {
+			best, found = k, true
+		}
+	}
+	return best, found
 }

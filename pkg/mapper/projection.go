@@ -32,8 +32,12 @@ type Projection struct {
 	// own.
 	Target schema.GroupVersionResource
 	Kind   string
+	// Naming, when not nil, gives each copy's target namespace and name (spec.naming); the
+	// same spec yields the same *Naming, so that Projections stay comparable.
+	Naming *Naming
 	// Blocked, when not empty, says why the resource is not mapped at all (two ResourceMappings
-	// name it): it is halted as a resource the target does not serve.
+	// name it, or its mapping's naming does not compile): it is halted as a resource the
+	// target does not serve.
 	Blocked string
 }
 
@@ -70,10 +74,19 @@ type MappingVerdict struct {
 //     its source is read at spec.source.version and written as it is;
 //   - two or more mappings naming the same source group and resource are all rejected
 //     (reason Conflict), and that resource is Blocked: neither mapping wins, and the resource
-//     is not written under a guess.
+//     is not written under a guess;
+//   - a mapping whose spec.naming does not compile (CompileNaming) is rejected (reason
+//     InvalidNaming), and its resource is Blocked: its objects are not written at places
+//     guessed without it.
 //
 // The result depends only on the mappings, not on their order.
 func Projections(mappings map[string]*unstructured.Unstructured) (map[schema.GroupResource]Projection, map[string]MappingVerdict) {
+	return projectionsWith(mappings, CompileNaming)
+}
+
+// projectionsWith is Projections with compile compiling each spec.naming (a namingCache's
+// compile, so that an unchanged naming is compiled once).
+func projectionsWith(mappings map[string]*unstructured.Unstructured, compile func(*controlv1alpha1.ResourceMappingNaming) (*Naming, error)) (map[schema.GroupResource]Projection, map[string]MappingVerdict) {
 	verdicts := make(map[string]MappingVerdict, len(mappings))
 	bySource := map[schema.GroupResource][]string{}
 	specs := map[string]controlv1alpha1.ResourceMappingSpec{}
@@ -106,6 +119,16 @@ func Projections(mappings map[string]*unstructured.Unstructured) (map[schema.Gro
 			p.Kind = t.Kind
 			msg = fmt.Sprintf("The objects of %s are written as %s (kind %s)", src.WithVersion(spec.Source.Version), p.Target, t.Kind)
 		}
+		naming, err := compile(spec.Naming)
+		if err != nil {
+			msg := fmt.Sprintf("The naming of ResourceMapping %s does not compile, and the source resource %s is not mapped until it does: %v", mappingNames(keys), src, err)
+			verdicts[keys[0]] = MappingVerdict{Reason: controlv1alpha1.ReasonInvalidNaming, Message: msg}
+			out[src] = Projection{Mapping: keys[0], SourceVersion: spec.Source.Version, Blocked: msg}
+			continue
+		}
+		if p.Naming = naming; naming != nil {
+			msg += fmt.Sprintf("; copies are named by spec.naming (namespace %q, name %q)", naming.spec.Namespace, naming.spec.Name)
+		}
 		out[src] = p
 		verdicts[keys[0]] = MappingVerdict{Accepted: true, Reason: controlv1alpha1.ReasonAccepted, Message: msg}
 	}
@@ -130,11 +153,12 @@ func mappingNames(keys []string) string {
 // ResourceMappings themselves are removed (they are read, never copied), and each resource a
 // mapping names is read at its spec.source.version. Resources that would be written as one
 // target resource (a projection onto a resource the view also serves, or two projections onto
-// one target resource) are removed too, and returned as messages for the caller to log: their
-// copies would carry the same location label on the target, and each resource's orphan sweep
-// would take the other's copies for orphans of its own and delete them. A resource left out is
-// not mapped at all (nothing is written or deleted) until the mappings no longer collide.
-func FitResources(wanted map[schema.GroupVersionResource]bool, projections map[schema.GroupResource]Projection) (collisions []string) {
+// one target resource) are removed too, and returned as Collisions for the caller to log and
+// report: their copies would carry the same location label on the target, and each resource's
+// orphan sweep would take the other's copies for orphans of its own and delete them. A resource
+// left out is not mapped at all (nothing is written or deleted) until the mappings no longer
+// collide. The collisions are sorted by message.
+func FitResources(wanted map[schema.GroupVersionResource]bool, projections map[schema.GroupResource]Projection) (collisions []Collision) {
 	delete(wanted, MappingResource)
 	for gvr, namespaced := range wanted {
 		if p := projections[gvr.GroupResource()]; p.SourceVersion != "" && p.SourceVersion != gvr.Version {
@@ -152,15 +176,31 @@ func FitResources(wanted map[schema.GroupVersionResource]bool, projections map[s
 			continue
 		}
 		names := make([]string, 0, len(sources))
+		var mappings []string
 		for _, gvr := range sources {
 			names = append(names, gvr.GroupResource().String())
+			if k := projections[gvr.GroupResource()].Mapping; k != "" {
+				mappings = append(mappings, k)
+			}
 			delete(wanted, gvr)
 		}
 		sort.Strings(names)
-		collisions = append(collisions, fmt.Sprintf("the source resources %s would all be written as %s: none of them is mapped until a ResourceMapping is changed so that only one is", strings.Join(names, ", "), t))
+		sort.Strings(mappings)
+		collisions = append(collisions, Collision{Mappings: mappings,
+			Message: fmt.Sprintf("the source resources %s would all be written as %s: none of them is mapped until a ResourceMapping is changed so that only one is", strings.Join(names, ", "), t)})
 	}
-	sort.Strings(collisions)
+	sort.Slice(collisions, func(i, j int) bool { return collisions[i].Message < collisions[j].Message })
 	return collisions
+}
+
+// Collision is a set of source resources whose copies would be written as one target
+// resource (FitResources): none of them is mapped.
+type Collision struct {
+	// Message says which resources and which target resource, for logs and status.
+	Message string
+	// Mappings are the contract.Keys of the ResourceMappings involved (sorted; a resource
+	// written as itself has none).
+	Mappings []string
 }
 
 func ListProjections(ctx context.Context, view dynamic.Interface) (map[schema.GroupResource]Projection, error) {

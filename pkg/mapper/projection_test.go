@@ -121,8 +121,11 @@ func TestFitResourcesLeavesOutSharedTargets(t *testing.T) {
 	if len(wanted) != 1 || !wanted[schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}] {
 		t.Errorf("mapped %v, want only deployments", wanted)
 	}
-	if len(collisions) != 2 || !strings.Contains(collisions[0], "configmaps, sprockets.example.com would all be written as cogs.other.example") ||
-		!strings.Contains(collisions[1], "gizmos.other.example, widgets.example.com would all be written as gizmos.other.example") {
-		t.Errorf("collisions %q", collisions)
+	if len(collisions) != 2 || !strings.Contains(collisions[0].Message, "configmaps, sprockets.example.com would all be written as cogs.other.example") ||
+		!strings.Contains(collisions[1].Message, "gizmos.other.example, widgets.example.com would all be written as gizmos.other.example") {
+		t.Errorf("collisions %+v", collisions)
+	}
+	if want := []string{key("two-onto-cogs-1"), key("two-onto-cogs-2")}; len(collisions) == 2 && strings.Join(collisions[0].Mappings, ",") != strings.Join(want, ",") {
+		t.Errorf("collision mappings %q, want %q", collisions[0].Mappings, want)
 	}
 }

@@ -2,8 +2,6 @@ package mapper
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strings"
 
@@ -12,39 +10,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
-// relatedCopyName makes name a valid related copy name: name itself when it is a DNS-1123
-// label (at most 63 characters), else the lowercase [a-z0-9-] form of it cut to 52 characters
-// and suffixed with "-" and the first 10 hex digits of SHA-256(name), the rule of
-// NamespaceMapping.TargetNamespace (stable across restarts; different names give different
-// results with overwhelming probability). Every related copy name is made here, so that the
-// mapper's one naming function can take its place.
+// relatedCopyName makes name a valid related copy name with HashedLabel: name itself when it
+// is a DNS-1123 label, else its [a-z0-9-] form cut to 52 characters and suffixed with 10 hex
+// digits of SHA-256(name), the rule of the copies' names (docs/resourcemapping.md, "Names").
+// Every related copy name is made here.
 func relatedCopyName(name string) string {
-	if len(validation.IsDNS1123Label(name)) == 0 {
-		return name
-	}
-	sum := sha256.Sum256([]byte(name))
-	suffix := hex.EncodeToString(sum[:])[:prefixedHashLen]
-	clean := strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
-			return r
-		case r >= 'A' && r <= 'Z':
-			return r - 'A' + 'a'
-		}
-		return '-'
-	}, name)
-	if max := validation.DNS1123LabelMaxLength - 1 - prefixedHashLen; len(clean) > max {
-		clean = clean[:max]
-	}
-	if clean = strings.Trim(clean, "-"); clean == "" {
-		return "related-" + suffix
-	}
-	return clean + "-" + suffix
+	return HashedLabel(name, name, "related")
 }
 
 // IsRelatedCopy reports whether obj, a view object, is a related copy: an object a location's

@@ -123,7 +123,7 @@ func (m *Mapper) startResource(ctx context.Context, gvr schema.GroupVersionResou
 	r.view = newViewInformer(m.view, gvr, m.cfg.ClusterName, cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { m.viewChanged(r, nil, obj) },
 		UpdateFunc: func(old, obj interface{}) { m.viewChanged(r, old, obj) },
-		DeleteFunc: func(obj interface{}) { m.viewChanged(r, nil, obj) },
+		DeleteFunc: func(obj interface{}) { m.viewDeleted(r, obj) },
 	})
 	vctx, cancel := context.WithCancel(ctx)
 	r.viewCancel = cancel
@@ -143,9 +143,12 @@ func newViewInformer(view dynamic.Interface, gvr schema.GroupVersionResource, de
 	})
 }
 
-// viewChanged enqueues a view object after an add, update or delete (obj may be a
-// cache.DeletedFinalStateUnknown).
-func (m *Mapper) viewChanged(r *resource, old, obj interface{}) {
+// viewChanged enqueues a view object after an add or update.
+func (m *Mapper) viewChanged(r *resource, old, obj interface{}) { m.viewEvent(r, old, obj, false) }
+
+// viewEvent enqueues a view object after an add, update or delete (deleted; obj may be a
+// cache.DeletedFinalStateUnknown), and keeps its claim of a place (claimPlace).
+func (m *Mapper) viewEvent(r *resource, old, obj interface{}, deleted bool) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
@@ -157,10 +160,37 @@ func (m *Mapper) viewChanged(r *resource, old, obj interface{}) {
 		return // a resync or relist that changed nothing
 	}
 	key := keyOf(r.gvr, SourceOf(u, m.cfg.ClusterName))
+	if r.projection.Naming != nil {
+		m.claimPlace(r, key, u, deleted) // before the sync, which reads the claims
+	}
 	m.states.dirty(key)
 	m.syncQueue.Add(key)
 	if Reflects(u) {
 		m.statusQueue.Add(key)
+	}
+}
+
+// viewDeleted enqueues a view object after its deletion from the view (obj may be a
+// cache.DeletedFinalStateUnknown) and drops its claim of a place.
+func (m *Mapper) viewDeleted(r *resource, obj interface{}) { m.viewEvent(r, nil, obj, true) }
+
+// claimPlace keeps the claim of key's view object u on its place (places.claim) for a
+// resource whose ResourceMapping names the copies: an object that wants a copy claims its
+// place, one that left the view (gone) or is deleting or not mapped claims none. When the
+// object leaves a place, the objects waiting for it are synced again: one of them may now
+// take it (places.winner).
+func (m *Mapper) claimPlace(r *resource, key itemKey, u *unstructured.Unstructured, gone bool) {
+	var left targetPlace
+	var had bool
+	if place, err := m.placeFor(context.Background(), r, key); err == nil && !gone && Mapped(u) && u.GetDeletionTimestamp() == nil {
+		left, had = m.places.claim(place, key)
+	} else {
+		left, had = m.places.unclaim(key)
+	}
+	if had {
+		for _, k := range m.places.freed(left) {
+			m.syncQueue.Add(k)
+		}
 	}
 }
 
@@ -196,7 +226,7 @@ func (m *Mapper) targetDeleted(r *resource, obj interface{}) {
 		// The place is free for the objects that wait for it in conflict, unless the deleted
 		// copy's own source is still in the view (then it takes its place back).
 		if r.viewObject(key, m.cfg.ClusterName) == nil {
-			for _, k := range m.places.freed(placeOf(key, u.GetNamespace())) {
+			for _, k := range m.places.freed(targetPlace{GVR: key.GVR, Namespace: u.GetNamespace(), Name: u.GetName()}) {
 				m.syncQueue.Add(k)
 			}
 		}

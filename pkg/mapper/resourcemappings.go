@@ -2,6 +2,7 @@ package mapper
 
 import (
 	"context"
+	"sort"
 	"sync"
 	"time"
 
@@ -32,6 +33,12 @@ type resourceMappings struct {
 	informer    *clusterinformer.Informer // nil until the view serves ResourceMappings
 	projections map[schema.GroupResource]Projection
 	verdicts    map[string]MappingVerdict
+	// collisions are, per mapping (contract.Key), the FitResources collision it takes part in
+	// (applyMappings): its Accepted condition says so instead of its verdict.
+	collisions map[string]string
+	// namings compiles each spec.naming once (and keeps its *Naming, so that an unchanged
+	// projection compares equal).
+	namings namingCache
 }
 
 func newResourceMappings() *resourceMappings {
@@ -75,7 +82,14 @@ func (rm *resourceMappings) decide() {
 			}
 		}
 	}
-	rm.projections, rm.verdicts = Projections(objs)
+	rm.projections, rm.verdicts = projectionsWith(objs, rm.namings.compile)
+	used := map[controlv1alpha1.ResourceMappingNaming]bool{}
+	for _, p := range rm.projections {
+		if p.Naming != nil {
+			used[p.Naming.Spec()] = true
+		}
+	}
+	rm.namings.keep(used)
 	rm.mu.Unlock()
 	select {
 	case rm.changed <- struct{}{}:
@@ -127,17 +141,24 @@ func (m *Mapper) applyMappings(ctx context.Context, wanted map[schema.GroupVersi
 		klog.FromContext(ctx).Info("The view's ResourceMappings have not been listed yet; starting no resource until they are")
 		return false
 	}
-	m.mappings.mu.RLock()
+	m.mappings.mu.Lock()
 	collisions := FitResources(wanted, m.mappings.projections)
-	m.mappings.mu.RUnlock()
+	m.mappings.collisions = map[string]string{}
 	for _, c := range collisions {
-		klog.FromContext(ctx).Info("Not mapping resources whose copies would share one target resource: " + c)
+		for _, k := range c.Mappings {
+			m.mappings.collisions[k] = c.Message
+		}
+	}
+	m.mappings.mu.Unlock()
+	for _, c := range collisions {
+		klog.FromContext(ctx).Info("Not mapping resources whose copies would share one target resource: " + c.Message)
 	}
 	for _, r := range m.resourceList() {
 		if p := m.mappings.projection(r.gvr.GroupResource()); p != r.projection {
 			klog.FromContext(ctx).Info("The ResourceMapping of a resource changed; restarting it, its copies under the former mapping stay on the target",
 				"resource", r.name(), "mapping", p.Mapping, "target", p.TargetResource(r.gvr).String())
 			r.stop(m.metrics)
+			m.places.dropClaims(r.gvr)
 			m.mu.Lock()
 			delete(m.resources, r.gvr)
 			m.mu.Unlock()
@@ -146,14 +167,45 @@ func (m *Mapper) applyMappings(ctx context.Context, wanted map[schema.GroupVersi
 	return true
 }
 
+// mappingVerdicts returns the informer on the view's ResourceMappings (nil before it starts)
+// and the verdict on each mapping (by contract.Key), a FitResources collision replacing the
+// verdict of an accepted mapping that takes part in one (reason SharedTargetResource).
+func (m *Mapper) mappingVerdicts() (*clusterinformer.Informer, map[string]MappingVerdict) {
+	m.mappings.mu.RLock()
+	defer m.mappings.mu.RUnlock()
+	out := make(map[string]MappingVerdict, len(m.mappings.verdicts))
+	for k, v := range m.mappings.verdicts {
+		if msg, ok := m.mappings.collisions[k]; ok && v.Accepted {
+			v = MappingVerdict{Reason: controlv1alpha1.ReasonSharedTarget, Message: "Not mapped: " + msg}
+		}
+		out[k] = v
+	}
+	return m.mappings.informer, out
+}
+
+// MappingProblems returns, sorted, one line per ResourceMapping of the view that is not in
+// force ("<cluster>/<name>: <reason>: <message>"): a Conflict, an Invalid mapping, a naming
+// that does not compile (InvalidNaming), a collision of target resources
+// (SharedTargetResource). The SyncTarget's ResourcesCompatible condition reports them
+// (heartbeat). It is safe for concurrent use.
+func (m *Mapper) MappingProblems() []string {
+	_, verdicts := m.mappingVerdicts()
+	var out []string
+	for k, v := range verdicts {
+		if !v.Accepted {
+			out = append(out, mappingNames([]string{k})+": "+v.Reason+": "+v.Message)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // reportMappings writes each ResourceMapping's Accepted condition through the view's /status
 // (the status write-back of any object: only for a mapping that opts in with
 // kcp.io/status-policy, docs/status.md) when it differs from what the view shows. A failed
 // write is logged and tried again at the next refresh.
 func (m *Mapper) reportMappings(ctx context.Context) {
-	m.mappings.mu.RLock()
-	inf, verdicts := m.mappings.informer, m.mappings.verdicts
-	m.mappings.mu.RUnlock()
+	inf, verdicts := m.mappingVerdicts()
 	if inf == nil {
 		return
 	}

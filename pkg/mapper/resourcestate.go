@@ -15,6 +15,13 @@ type ResourceState struct {
 	// Schema is the comparison of the source's and the target's schemas of the resource's
 	// kind (checkSchemas); Compatible when they are not compared.
 	Schema SchemaState
+	// Conflicts is the number of the resource's objects not mapped because their target
+	// place is taken (by another source object's copy, or an object the mapper does not
+	// manage); each one's outcome record says by what.
+	Conflicts int
+	// Blocked, when not empty, says why a ResourceMapping keeps the resource halted
+	// (Projection.Blocked).
+	Blocked string
 }
 
 // ResourceStates returns the state of every mapped resource, sorted by Resource. It is safe
@@ -24,7 +31,7 @@ func (m *Mapper) ResourceStates() []ResourceState {
 	out := make([]ResourceState, 0, len(list))
 	for _, r := range list {
 		halted, known := r.servedState()
-		out = append(out, ResourceState{Resource: r.name(), Halted: halted, Known: known, Schema: r.schemaState()})
+		out = append(out, ResourceState{Resource: r.name(), Halted: halted, Known: known, Schema: r.schemaState(), Conflicts: m.states.conflictCount(r.name()), Blocked: r.projection.Blocked})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })
 	return out

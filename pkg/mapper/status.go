@@ -48,11 +48,11 @@ func (m *Mapper) reflectStatus(ctx context.Context, key itemKey) error {
 	if obj == nil || !Mapped(obj) || !Reflects(obj) {
 		return nil
 	}
-	ns := ""
-	if r.namespaced {
-		ns = m.namespaceMapping().TargetNamespace(key.Cluster, key.Namespace)
+	place, err := m.placeFor(ctx, r, key)
+	if err != nil {
+		return nil // no place, no copy: the sync says why in the object's outcome record
 	}
-	live := r.targetObject(ns, key.Name)
+	live := r.targetObject(place.Namespace, place.Name)
 	if live == nil {
 		return nil
 	}

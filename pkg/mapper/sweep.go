@@ -10,7 +10,8 @@ import (
 )
 
 // sweep deletes orphans (invariant 4): managed target objects whose source the view does not
-// hold, or that are not where the namespace mapping puts their source (the mapping changed).
+// hold, or that are not where the namespace mapping and the ResourceMapping's naming put
+// their source (placeFor: the mapping or the naming changed).
 // It lists the managed objects of every resource the target serves (metadata only, label
 // contract.LocationLabel=<location>) and
 //   - skips everything unless every view informer has synced and the view holds at least one
@@ -20,7 +21,8 @@ import (
 //     source is outside the mapper's part (Mapper.owns: another shard's copy);
 //   - confirms each candidate with a consistent GET through the view before deleting it, with
 //     a UID precondition;
-//   - deletes nothing while the location is paused, nor of a resource held (Mapper.held).
+//   - deletes nothing while the location is paused, nor of a resource held (Mapper.held);
+//   - never deletes a copy whose source the naming cannot place (no place, no guess).
 func (m *Mapper) sweep(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	if m.pause.current().Paused {
@@ -89,11 +91,15 @@ func (m *Mapper) sweepResource(ctx context.Context, r *resource) (int, error) {
 			return nil
 		}
 		key := keyOf(r.gvr, ref)
-		wantNS := ""
-		if r.namespaced {
-			wantNS = m.namespaceMapping().TargetNamespace(ref.Cluster, ref.Namespace)
+		want, err := m.placeFor(ctx, r, key)
+		if err != nil {
+			logger.V(2).Info("Not deleting a possible orphan: the naming cannot place its source", "resource", r.name(), "source", ref.String(), "err", err.Error())
+			return nil
 		}
-		if wantNS == item.Namespace {
+		// Precondition of the deletion below: either the copy is at its source's place and the
+		// view confirms the source is gone, or it is not at its source's place (the copy there,
+		// if any, is made by the sync; this one is left from a former mapping or naming).
+		if want.Namespace == item.Namespace && want.Name == item.Name {
 			if obj := r.viewObject(key, m.cfg.ClusterName); obj != nil && Mapped(obj) {
 				return nil
 			}

@@ -42,26 +42,35 @@ func (m *Mapper) sync(ctx context.Context, key itemKey) error {
 		}
 		return nil
 	}
-	ns := ""
-	if r.namespaced {
-		ns = m.namespaceMapping().TargetNamespace(key.Cluster, key.Namespace)
+	place, err := m.placeFor(ctx, r, key)
+	if err != nil {
+		// No place: nothing is written, and nothing deleted (a copy cannot be found without
+		// its place, and is never guessed). The object says why; a change of its mapping
+		// restarts the resource and syncs it again.
+		if obj != nil {
+			m.recordOutcome(ctx, r, key, obj, contract.OutcomeNamingFailed, err.Error())
+		}
+		if prev := m.states.set(key, outcomeRefused); prev != outcomeRefused {
+			klog.FromContext(ctx).Info("Not mapping an object: its ResourceMapping's naming cannot place it", "resource", r.name(), "source", key.source().String(), "err", err.Error())
+		}
+		m.progress.processed(key)
+		return nil
 	}
 	// One sync per target place at a time: two sources of one place (two logical clusters'
-	// ns/name under the same mapping) must not both find it free.
-	place := placeOf(key, ns)
+	// ns/name under the same mapping, or two objects a ResourceMapping's naming names alike)
+	// must not both find it free.
 	unlock := m.places.lock(place)
 	defer unlock()
-	var err error
 	switch {
 	case obj != nil && m.releasing(obj):
-		err = m.release(ctx, r, key, obj, ns)
+		err = m.release(ctx, r, key, obj, place)
 	case obj != nil && Mapped(obj):
-		err = m.apply(ctx, r, key, obj, ns)
+		err = m.apply(ctx, r, key, obj, place)
 	case !r.viewSynced():
 		// Absent from a view that has not finished its first list says nothing.
 		return errRequeue
 	default:
-		err = m.deleteCopy(ctx, r, key, ns)
+		err = m.deleteCopy(ctx, r, key, place)
 	}
 	if !errors.Is(err, errRequeue) {
 		m.progress.processed(key)
@@ -72,18 +81,19 @@ func (m *Mapper) sync(ctx context.Context, key itemKey) error {
 	return err
 }
 
-// apply writes the target copy of view object obj into target namespace ns ("" for
-// cluster-scoped resources) with server-side apply.
-func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstructured.Unstructured, ns string) error {
+// apply writes the target copy of view object obj at place (its target namespace, "" for
+// cluster-scoped resources, and name) with server-side apply.
+func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstructured.Unstructured, place targetPlace) error {
 	logger := klog.FromContext(ctx)
 	src := SourceOf(obj, m.cfg.ClusterName)
+	ns := place.Namespace
 
 	// The live copy: from the target informer, or read fresh when the informer does not have
 	// it (it sees only managed objects) or the previous attempt failed (it may be stale).
-	live := r.targetObject(ns, key.Name)
+	live := r.targetObject(ns, place.Name)
 	if live == nil || m.syncQueue.NumRequeues(key) > 0 {
 		var err error
-		live, err = m.target.Resource(r.targetGVR()).Namespace(ns).Get(ctx, key.Name, metav1.GetOptions{})
+		live, err = m.target.Resource(r.targetGVR()).Namespace(ns).Get(ctx, place.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			live = nil
 		} else if err != nil {
@@ -91,11 +101,23 @@ func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstr
 			return m.applyFailed(ctx, r, key, obj, fmt.Errorf("reading the target copy: %w", err))
 		}
 	}
+	// Precondition of the apply below: the place holds no object, or this object's own copy.
+	// A copy of another source object keeps its place (never overwritten); with none there,
+	// a ResourceMapping's naming gives the place to the lowest key wanting it (places.winner).
 	if live != nil {
 		if ref, _, ok := MarkedSource(live, m.cfg.Location, r.namespaced); !ok {
-			return m.reportConflict(ctx, r, key, obj, ns, "an object of that name exists on the target without the mapper's label and source annotations")
+			return m.reportConflict(ctx, r, key, obj, place, "an object of that name exists on the target without the mapper's label and source annotations")
 		} else if ref != src {
-			return m.reportConflict(ctx, r, key, obj, ns, "the target object of that name is the copy of "+ref.String())
+			return m.reportConflict(ctx, r, key, obj, place, "the target object "+placeString(place)+" is the copy of "+ref.String())
+		}
+	} else if r.projection.Naming != nil {
+		if !r.viewSynced() {
+			// The claims are complete once the view's first list is in: before, a higher key
+			// could take a place a lower one, not listed yet, wants.
+			return errRequeue
+		}
+		if w, ok := m.places.winner(place); ok && w != key {
+			return m.reportConflict(ctx, r, key, obj, place, "the ResourceMapping's naming gives "+w.source().String()+" the same target place "+placeString(place)+", and the lower key takes it")
 		}
 	}
 	// Before anything is written (the namespace included): the object is the source it claims
@@ -104,10 +126,10 @@ func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstr
 		return err
 	}
 	if r.namespaced {
-		if err := m.namespaces.ensure(ctx, ns, src, m.namespaceMapping()); err != nil {
+		if err := m.namespaces.ensure(ctx, ns, src, m.namespaceMapping(), r.projection.Naming.namesNamespace()); err != nil {
 			var nc *namespaceConflict
 			if errors.As(err, &nc) {
-				return m.reportConflict(ctx, r, key, obj, ns, nc.Error())
+				return m.reportConflict(ctx, r, key, obj, place, nc.Error())
 			}
 			m.metrics.errors(r.name(), "namespace").Inc()
 			m.noteRefusal(ctx, r, key, obj, "creating the target namespace "+ns, err)
@@ -125,7 +147,7 @@ func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstr
 		m.metrics.errors(r.name(), "finalizer").Inc()
 		return m.applyFailed(ctx, r, key, obj, fmt.Errorf("adding the location's finalizer through the view: %w", err))
 	}
-	desired := Transform(obj, TargetObject{Location: m.cfg.Location, Namespace: ns, Source: src, Kind: r.projection.TargetKind()})
+	desired := Transform(obj, TargetObject{Location: m.cfg.Location, Namespace: ns, Name: place.Name, Source: src, Kind: r.projection.TargetKind()})
 	if live != nil {
 		foreign, err := ForeignFields(live, m.cfg.FieldManager)
 		if err != nil {
@@ -139,26 +161,26 @@ func (m *Mapper) apply(ctx context.Context, r *resource, key itemKey, obj *unstr
 		// The copy is as the last apply left it, and this one would send the same: a no-op
 		// (appliedCopies), not sent.
 		m.metrics.applies(r.name(), "unchanged").Inc()
-	} else if err := m.applyCopy(ctx, r, key, obj, ns, desired, config, hashed); err != nil {
+	} else if err := m.applyCopy(ctx, r, key, obj, place, desired, config, hashed); err != nil {
 		return err
 	}
 	if prev := m.states.set(key, outcomeMapped); prev != outcomeMapped {
-		logger.V(4).Info("Mapped", "resource", r.name(), "source", src.String(), "targetNamespace", ns)
+		logger.V(4).Info("Mapped", "resource", r.name(), "source", src.String(), "targetNamespace", ns, "targetName", place.Name)
 	}
 	m.clearOutcome(ctx, r, key, obj)
 	return nil
 }
 
 // applyCopy sends desired, the apply configuration of view object obj (config its configHash,
-// when hashed), to target namespace ns with server-side apply, and records what it sent
+// when hashed), to place with server-side apply, and records what it sent
 // (appliedCopies). It returns the sync's error when the target refuses or fails it
 // (applyFailed).
-func (m *Mapper) applyCopy(ctx context.Context, r *resource, key itemKey, obj *unstructured.Unstructured, ns string, desired *unstructured.Unstructured, config uint64, hashed bool) error {
-	applied, err := m.target.Resource(r.targetGVR()).Namespace(ns).Apply(ctx, key.Name, desired, metav1.ApplyOptions{FieldManager: m.cfg.FieldManager})
+func (m *Mapper) applyCopy(ctx context.Context, r *resource, key itemKey, obj *unstructured.Unstructured, place targetPlace, desired *unstructured.Unstructured, config uint64, hashed bool) error {
+	applied, err := m.target.Resource(r.targetGVR()).Namespace(place.Namespace).Apply(ctx, place.Name, desired, metav1.ApplyOptions{FieldManager: m.cfg.FieldManager})
 	if err != nil {
 		m.metrics.applies(r.name(), "error").Inc()
 		m.metrics.errors(r.name(), "apply").Inc()
-		m.namespaces.forget(ns)
+		m.namespaces.forget(place.Namespace)
 		m.noteRefusal(ctx, r, key, obj, "", err)
 		if apierrors.IsNotFound(err) {
 			// The namespace, or the resource itself, is gone from the target (a CRD deleted):
@@ -200,14 +222,15 @@ func (m *Mapper) applyFailed(ctx context.Context, r *resource, key itemKey, obj 
 	return fmt.Errorf("applying %s %s: %w", r.name(), src.String(), err)
 }
 
-// deleteCopy deletes the target copy, in target namespace ns, of an object that is not (or no
-// longer) in the view.
+// deleteCopy deletes the target copy, at place, of an object that is not (or no longer) in
+// the view.
 // It deletes only an object that carries the mapper's label and names this very source, and
 // only after a fresh read through the view (a consistent GET, answered from the source)
 // confirms that the object is gone from the view: a view that is stale, restarting or
 // unreachable never causes a deletion.
-func (m *Mapper) deleteCopy(ctx context.Context, r *resource, key itemKey, ns string) error {
-	live, err := m.targetMetadata.Resource(r.targetGVR()).Namespace(ns).Get(ctx, key.Name, metav1.GetOptions{})
+func (m *Mapper) deleteCopy(ctx context.Context, r *resource, key itemKey, place targetPlace) error {
+	ns := place.Namespace
+	live, err := m.targetMetadata.Resource(r.targetGVR()).Namespace(ns).Get(ctx, place.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		m.states.set(key, outcomeNone)
 		return nil
@@ -216,6 +239,9 @@ func (m *Mapper) deleteCopy(ctx context.Context, r *resource, key itemKey, ns st
 		m.metrics.errors(r.name(), "delete").Inc()
 		return fmt.Errorf("reading the target copy: %w", err)
 	}
+	// Precondition of the deletion below: the object at the place is this location's copy of
+	// this very source (another source's copy at a shared place, or an unmanaged object, is
+	// never deleted), and the view confirms the source is gone.
 	if ref, _, ok := MarkedSource(live, m.cfg.Location, r.namespaced); !ok || ref != key.source() {
 		m.states.set(key, outcomeNone) // not ours: never deleted
 		return nil
@@ -229,7 +255,7 @@ func (m *Mapper) deleteCopy(ctx context.Context, r *resource, key itemKey, ns st
 		klog.FromContext(ctx).V(2).Info("The view still has an object its informer lacks; waiting for the informer", "resource", r.name(), "source", key.source().String())
 		return errRequeue // the informer has not caught up; it will deliver the object
 	}
-	if err := m.deleteTarget(ctx, r, ns, key.Name, live.UID); err != nil {
+	if err := m.deleteTarget(ctx, r, ns, place.Name, live.UID); err != nil {
 		m.metrics.errors(r.name(), "delete").Inc()
 		return err
 	}

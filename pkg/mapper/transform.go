@@ -28,6 +28,9 @@ type TargetObject struct {
 	Location string
 	// Namespace is the target namespace ("" for cluster-scoped objects).
 	Namespace string
+	// Name is the copy's name (a ResourceMapping's naming, Naming.Place); "" keeps the source
+	// object's.
+	Name string
 	// Source names the source object.
 	Source SourceRef
 	// Kind, when not zero, is the copy's apiVersion and kind (a ResourceMapping's projection,
@@ -61,7 +64,11 @@ func Transform(obj *unstructured.Unstructured, target TargetObject) *unstructure
 	if !target.Kind.Empty() {
 		u.SetGroupVersionKind(target.Kind)
 	}
-	u.SetName(obj.GetName())
+	if target.Name != "" {
+		u.SetName(target.Name)
+	} else {
+		u.SetName(obj.GetName())
+	}
 	if target.Namespace != "" {
 		u.SetNamespace(target.Namespace)
 	}

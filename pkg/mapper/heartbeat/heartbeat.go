@@ -206,7 +206,7 @@ func (w *statusWriter) tick(ctx context.Context) {
 func desiredStatus(old controlv1alpha1.SyncTargetStatus, obs Observation, objects *controlv1alpha1.ObjectCounts, cfg Config, live func(contract.ViewPart) bool) controlv1alpha1.SyncTargetStatus {
 	s := *old.DeepCopy()
 	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: controlv1alpha1.SyncTargetReady, Status: obs.Ready, Reason: obs.Reason, Message: obs.Message})
-	meta.SetStatusCondition(&s.Conditions, ResourcesCompatible(obs.Resources))
+	meta.SetStatusCondition(&s.Conditions, ResourcesCompatible(obs.Resources, obs.MappingProblems))
 	if cfg.Part.Whole() || s.Mapper == nil {
 		// Shards keep the first writer's: rewriting it in turn would make every shard write
 		// the status on every tick. Each shard's own identity is in its status.shards entry.
@@ -236,8 +236,12 @@ func desiredStatus(old controlv1alpha1.SyncTargetStatus, obs Observation, object
 //     each such resource with its reason, and the schema findings (at most 10 resources);
 //   - Unknown (reason SchemaCompatibilityUnknown) when neither, and the comparison of some
 //     resource's schemas could not tell;
+//   - False with reason ResourceMappingsNotAccepted, before all of these, when mappingProblems
+//     name ResourceMappings of the view that are not in force (mapper.Mapper.MappingProblems;
+//     at most 10 in the message, then the resources above): the resources they name are not
+//     mapped (docs/resourcemapping.md, "Validation and bad mappings");
 //   - True (AllResourcesServed) otherwise.
-func ResourcesCompatible(resources []controlv1alpha1.ResourceState) metav1.Condition {
+func ResourcesCompatible(resources []controlv1alpha1.ResourceState, mappingProblems []string) metav1.Condition {
 	c := metav1.Condition{Type: controlv1alpha1.SyncTargetResourcesCompatible, Status: metav1.ConditionTrue,
 		Reason: controlv1alpha1.ReasonAllResourcesServed, Message: "The target serves every resource of the view compatibly."}
 	var bad, unknown []string
@@ -254,6 +258,13 @@ func ResourcesCompatible(resources []controlv1alpha1.ResourceState) metav1.Condi
 		}
 	}
 	switch {
+	case len(mappingProblems) > 0:
+		c.Status, c.Reason = metav1.ConditionFalse, controlv1alpha1.ReasonMappingsNotAccepted
+		c.Message = fmt.Sprintf("%d ResourceMappings of the view are not in force, and the resources they name are not mapped: %s.", len(mappingProblems), contract.JoinFirst(mappingProblems, 10))
+		if len(bad) > 0 {
+			c.Message += fmt.Sprintf(" The target does not serve %d resources of the view compatibly: %s.", len(bad), contract.JoinFirst(bad, 10))
+		}
+		c.Message = contract.Truncate(c.Message, 8192)
 	case len(bad) > 0:
 		c.Status, c.Reason = metav1.ConditionFalse, controlv1alpha1.ReasonSchemaIncompatible
 		if halted {

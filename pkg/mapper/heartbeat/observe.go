@@ -1,6 +1,8 @@
 package heartbeat
 
 import (
+	"fmt"
+
 	"context"
 	"time"
 
@@ -25,6 +27,9 @@ type Observation struct {
 	Message string
 	// Resources are the view's resources, synced or halted.
 	Resources []controlv1alpha1.ResourceState
+	// MappingProblems name the ResourceMappings of the view that are not in force
+	// (mapper.Mapper.MappingProblems).
+	MappingProblems []string
 	// Objects are the counts of the latest verification; nil before the first.
 	Objects *controlv1alpha1.ObjectCounts
 	// Capacity is the sum of the target nodes' allocatable cpu, memory and pods; nil when
@@ -70,6 +75,7 @@ func (o *Observer) Observe(ctx context.Context, verifyNow bool) Observation {
 		}
 		obs.Resources = append(obs.Resources, ResourceStateOf(r))
 	}
+	obs.MappingProblems = o.Mapper.MappingProblems()
 	if obs.Ready == metav1.ConditionTrue {
 		obs.Capacity = o.capacity(ctx)
 	}
@@ -91,10 +97,14 @@ func (o *Observer) Observe(ctx context.Context, verifyNow bool) Observation {
 // SchemaIncompatible or SchemaCompatibilityUnknown and the comparison's findings as the
 // message (".spec.name: maxLength 8 on the target, 64 in the source") when the target's schema
 // of its kind may not accept what the source's allows (docs/locations.md,
-// "Resource compatibility").
+// "Resource compatibility"); otherwise, when some of its objects are not mapped because their
+// target place is taken, the reason ObjectsInConflict and their number.
 func ResourceStateOf(r mapper.ResourceState) controlv1alpha1.ResourceState {
 	s := controlv1alpha1.ResourceState{Resource: r.Resource, State: controlv1alpha1.ResourceSynced}
 	switch {
+	case r.Halted && r.Blocked != "":
+		s.State, s.Reason = controlv1alpha1.ResourceHalted, controlv1alpha1.ReasonMappingsNotAccepted
+		s.Message = contract.Truncate(r.Blocked+".", 1024)
 	case r.Halted:
 		s.State, s.Reason = controlv1alpha1.ResourceHalted, controlv1alpha1.ReasonTargetLacksResource
 		s.Message = "The target does not serve this resource (is its CRD missing?); its objects wait until it does."
@@ -102,6 +112,12 @@ func ResourceStateOf(r mapper.ResourceState) controlv1alpha1.ResourceState {
 		s.Reason, s.Message = controlv1alpha1.ReasonSchemaIncompatible, contract.Truncate(r.Schema.Message, 1024)
 	case r.Schema.Verdict == schemacompat.Unknown:
 		s.Reason, s.Message = controlv1alpha1.ReasonSchemaUnknown, contract.Truncate(r.Schema.Message, 1024)
+	case r.Conflicts > 0:
+		s.Reason = controlv1alpha1.ReasonObjectsInConflict
+		s.Message = fmt.Sprintf("%d objects of this resource are not mapped: their target place is taken by another source object's copy or an object the mapper does not manage; each one's outcome record says which.", r.Conflicts)
+		if r.Conflicts == 1 {
+			s.Message = "1 object of this resource is not mapped: its target place is taken by another source object's copy or an object the mapper does not manage; its outcome record says which."
+		}
 	}
 	return s
 }

@@ -89,7 +89,7 @@ func TestResourcesCompatible(t *testing.T) {
 		{"narrower only", []controlv1alpha1.ResourceState{synced, narrower}, metav1.ConditionFalse, controlv1alpha1.ReasonSchemaIncompatible, []string{"gadgets.example.com"}},
 		{"unknown only", []controlv1alpha1.ResourceState{synced, unknown}, metav1.ConditionUnknown, controlv1alpha1.ReasonSchemaUnknown, []string{"things.example.com (.spec.x: pattern differs)"}},
 	} {
-		c := ResourcesCompatible(tc.resources)
+		c := ResourcesCompatible(tc.resources, nil)
 		if c.Status != tc.status || c.Reason != tc.reason {
 			t.Errorf("%s: %s/%s, want %s/%s", tc.name, c.Status, c.Reason, tc.status, tc.reason)
 		}

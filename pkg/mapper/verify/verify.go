@@ -294,7 +294,13 @@ func (c *checker) resource(ctx context.Context, l *resourceLists) error {
 				Message: "carries " + contract.LocationLabel + "=" + c.cfg.Location + " but not the source annotations"})
 			continue
 		}
-		if place := c.place(namespaced, ref); place != tkey {
+		place, err := c.place(ctx, l, ref)
+		if err != nil {
+			c.add(Violation{Invariant: 2, Resource: name, Cluster: ref.Cluster, Source: ref.String(), Target: tkey,
+				Message: "the copy names a source its ResourceMapping's naming cannot place: " + err.Error()})
+			continue
+		}
+		if place != tkey {
 			c.add(Violation{Invariant: 2, Resource: name, Cluster: ref.Cluster, Source: ref.String(), Target: tkey,
 				Message: "the copy names a source whose place on the target is " + place + ", not here"})
 			continue
@@ -350,19 +356,23 @@ func (c *checker) identities(name string, view []*unstructured.Unstructured) {
 	}
 }
 
-// place returns where on the target the copy of source ref belongs: "namespace/name" (the
-// mapping's namespace, targetNamespace), or "name" for a cluster-scoped resource.
-func (c *checker) place(namespaced bool, ref mapper.SourceRef) string {
-	return objectKey(c.targetNamespace(namespaced, ref), ref.Name)
+// place returns where on the target the copy of source ref belongs: "namespace/name", or
+// "name" for a cluster-scoped resource (targetPlace).
+func (c *checker) place(ctx context.Context, l *resourceLists, ref mapper.SourceRef) (string, error) {
+	ns, name, err := c.targetPlace(ctx, l, ref)
+	return objectKey(ns, name), err
 }
 
-// targetNamespace returns the target namespace of source ref under the mapping in force, ""
-// for a cluster-scoped resource.
-func (c *checker) targetNamespace(namespaced bool, ref mapper.SourceRef) string {
-	if !namespaced {
-		return ""
+// targetPlace returns the target namespace ("" for a cluster-scoped resource) and name of
+// the copy of source ref: the namespace mapping in force and the source name, or as the
+// resource's ResourceMapping names them (mapper.Naming.Place, as the mapper places them). It
+// fails when the naming cannot be evaluated for ref.
+func (c *checker) targetPlace(ctx context.Context, l *resourceLists, ref mapper.SourceRef) (string, string, error) {
+	ns := ""
+	if l.namespaced {
+		ns = c.cfg.NamespaceMapping.TargetNamespace(ref.Cluster, ref.Namespace)
 	}
-	return c.cfg.NamespaceMapping.TargetNamespace(ref.Cluster, ref.Namespace)
+	return l.projection.Naming.Place(ctx, c.cfg.Location, ref, ns)
 }
 
 // goneFromView reports whether src is not in the view, read through the view's path of its
@@ -384,8 +394,13 @@ func (c *checker) object(ctx context.Context, l *resourceLists, obj *unstructure
 	namespaced, served := l.namespaced, l.served
 	name := l.gvr.GroupResource().String()
 	gvr := l.projection.TargetResource(l.gvr) // the target resource of the copies
-	ns := c.targetNamespace(namespaced, src)
-	tkey := objectKey(ns, obj.GetName())
+	ns, tname, err := c.targetPlace(ctx, l, src)
+	if err != nil {
+		c.add(Violation{Invariant: 1, Resource: name, Cluster: src.Cluster, Source: src.String(),
+			Message: "its ResourceMapping's naming cannot place the copy: " + err.Error()})
+		return nil
+	}
+	tkey := objectKey(ns, tname)
 	v := Violation{Invariant: 1, Resource: name, Cluster: src.Cluster, Source: src.String(), Target: tkey}
 	if !served {
 		expected[tkey] = src
@@ -396,11 +411,11 @@ func (c *checker) object(ctx context.Context, l *resourceLists, obj *unstructure
 	live := managed[tkey]
 	if live == nil {
 		expected[tkey] = src
-		_, err := c.target.Resource(gvr).Namespace(ns).Get(ctx, obj.GetName(), metav1.GetOptions{})
+		_, err := c.target.Resource(gvr).Namespace(ns).Get(ctx, tname, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err) && !c.cfg.SkipContent:
 			v.Message = "missing on the target"
-			if msg, err := c.outOfDate(ctx, l, obj, nil, ns, src); err != nil {
+			if msg, err := c.outOfDate(ctx, l, obj, nil, ns, tname, src); err != nil {
 				return err
 			} else if msg != "" {
 				v.Message += "; " + msg
@@ -433,7 +448,7 @@ func (c *checker) object(ctx context.Context, l *resourceLists, obj *unstructure
 			Message: fmt.Sprintf("the copy names source uid %q, the view's object has uid %q: the copy was made from another object under this identity, or its source was re-created since", uid, obj.GetUID())})
 	}
 	if !c.cfg.SkipContent {
-		if msg, err := c.outOfDate(ctx, l, obj, live, ns, src); err != nil {
+		if msg, err := c.outOfDate(ctx, l, obj, live, ns, tname, src); err != nil {
 			return err
 		} else if msg != "" {
 			v.Message = msg
@@ -454,15 +469,15 @@ func (c *checker) object(ctx context.Context, l *resourceLists, obj *unstructure
 // outOfDate dry-runs the apply the mapper would make and returns a message naming the fields
 // where the result differs from the live copy, or "" when the copy is up to date. live is nil
 // for a missing copy: then only a failing apply gives a message.
-func (c *checker) outOfDate(ctx context.Context, l *resourceLists, obj, live *unstructured.Unstructured, ns string, src mapper.SourceRef) (string, error) {
+func (c *checker) outOfDate(ctx context.Context, l *resourceLists, obj, live *unstructured.Unstructured, ns, name string, src mapper.SourceRef) (string, error) {
 	gvr := l.projection.TargetResource(l.gvr)
-	desired := mapper.Transform(obj, mapper.TargetObject{Location: c.cfg.Location, Namespace: ns, Source: src, Kind: l.projection.TargetKind()})
+	desired := mapper.Transform(obj, mapper.TargetObject{Location: c.cfg.Location, Namespace: ns, Name: name, Source: src, Kind: l.projection.TargetKind()})
 	if live != nil {
 		if foreign, err := mapper.ForeignFields(live, c.cfg.FieldManager); err == nil {
 			mapper.DropFields(desired, foreign)
 		}
 	}
-	result, err := c.target.Resource(gvr).Namespace(ns).Apply(ctx, obj.GetName(), desired, metav1.ApplyOptions{
+	result, err := c.target.Resource(gvr).Namespace(ns).Apply(ctx, name, desired, metav1.ApplyOptions{
 		FieldManager: c.cfg.FieldManager, DryRun: []string{metav1.DryRunAll},
 	})
 	switch {
@@ -471,7 +486,7 @@ func (c *checker) outOfDate(ctx context.Context, l *resourceLists, obj, live *un
 	case live == nil && apierrors.IsNotFound(err):
 		return "", nil // the target namespace does not exist yet; the mapper creates it
 	case err != nil:
-		return "", fmt.Errorf("dry-run apply of %s %s: %w", gvr.GroupResource().String(), objectKey(ns, obj.GetName()), err)
+		return "", fmt.Errorf("dry-run apply of %s %s: %w", gvr.GroupResource().String(), objectKey(ns, name), err)
 	case live == nil:
 		return "", nil
 	}

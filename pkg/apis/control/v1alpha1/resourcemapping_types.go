@@ -77,14 +77,15 @@ type ResourceMappingSpec struct {
 
 // ResourceMappingNaming gives the target namespace and name of each copy as CEL expressions.
 // Each is evaluated per source object with the string variables `location` (the mapper's
-// location), `cluster` (the object's logical cluster), `namespace` and `name` (the source
-// object's), and must return a string. A result that is not a valid name is made one: cut
+// location), `cluster` (the object's logical cluster), `__namespace__` and `name` (the source
+// object's; `namespace` is a reserved word of CEL, escaped as Kubernetes escapes CEL's
+// reserved words), and must return a string. A result that is not a valid name is made one: cut
 // and suffixed with a hash of the whole result, within 63 characters (docs/resourcemapping.md,
 // "Names"). Two source objects whose copies would get one target namespace and name are a
 // conflict: neither overwrites the other's copy.
 type ResourceMappingNaming struct {
 	// namespace returns the copy's target namespace, for example
-	// `"tenant-" + cluster + "-" + namespace`. Namespaced resources only; without it the
+	// `"tenant-" + cluster + "-" + __namespace__`. Namespaced resources only; without it the
 	// mapper's --namespace-mapping decides.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
@@ -182,6 +183,11 @@ const (
 	ReasonAccepted = "Accepted"
 	// ReasonConflict: another mapping of the location names the same source resource.
 	ReasonConflict = "Conflict"
+	// ReasonInvalidNaming: spec.naming does not compile; the source resource is not mapped.
+	ReasonInvalidNaming = "InvalidNaming"
+	// ReasonSharedTarget: the source resource and another would be written as one target
+	// resource; neither is mapped (docs/resourcemapping.md, "Shared target resources").
+	ReasonSharedTarget = "SharedTargetResource"
 )
 
 // ResourceMappingStatus is what a location's mapper found.

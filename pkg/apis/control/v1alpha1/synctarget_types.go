@@ -156,6 +156,15 @@ const (
 	// one shard has no live mapper (its Lease is missing or expired) or is not ready itself;
 	// the message names them.
 	ReasonShardsNotReady = "ShardsNotReady"
+	// ReasonObjectsInConflict: a status.resources entry of a served resource some of whose
+	// objects are not mapped because their target place is taken (another source object's
+	// copy, under a ResourceMapping's naming or two clusters' names, or an object the mapper
+	// does not manage); the message counts them. Each one's outcome record says which.
+	ReasonObjectsInConflict = "ObjectsInConflict"
+	// ReasonMappingsNotAccepted: ResourcesCompatible is False because ResourceMappings of the
+	// location's view are not in force (a Conflict, an Invalid mapping, a naming that does not
+	// compile, a collision of target resources); the message names each one.
+	ReasonMappingsNotAccepted = "ResourceMappingsNotAccepted"
 )
 
 // Mapper modes.
