@@ -22,18 +22,23 @@ const (
 	relatedIdentifierVar = "identifier"
 )
 
-// relatedEnv is the CEL environment of related entries: Kubernetes' base environment (its
-// libraries and cost model for stored expressions, as Customizations and DependencyRules are
-// compiled) with the four variables above.
-var relatedEnv = func() *cel.Env {
+// relatedEnv is the CEL environment of related entries (storedEnv) with the four variables
+// above.
+var relatedEnv = storedEnv(
+	cel.Variable(relatedObjectVar, cel.DynType),
+	cel.Variable(relatedRelatedVar, cel.DynType),
+	cel.Variable(relatedLocationVar, cel.StringType),
+	cel.Variable(relatedIdentifierVar, cel.StringType),
+)
+
+// storedEnv returns Kubernetes' base CEL environment (its libraries and cost model for stored
+// expressions, as Customizations and DependencyRules are compiled) with vars declared: the
+// environment of a ResourceMapping's expressions (spec.naming, spec.related). It panics when
+// the declarations are invalid (a programming error, at package initialization).
+func storedEnv(vars ...cel.EnvOption) *cel.Env {
 	set, err := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()).Extend(environment.VersionedOptions{
 		IntroducedVersion: version.MajorMinor(1, 0),
-		EnvOptions: []cel.EnvOption{
-			cel.Variable(relatedObjectVar, cel.DynType),
-			cel.Variable(relatedRelatedVar, cel.DynType),
-			cel.Variable(relatedLocationVar, cel.StringType),
-			cel.Variable(relatedIdentifierVar, cel.StringType),
-		},
+		EnvOptions:        vars,
 	})
 	if err != nil {
 		panic(err)
@@ -43,7 +48,7 @@ var relatedEnv = func() *cel.Env {
 		panic(err)
 	}
 	return e
-}()
+}
 
 // stringProgram is a compiled CEL expression that returns a string.
 type stringProgram struct {
