@@ -59,18 +59,30 @@ func CompileRule(spec *controlv1alpha1.DependencyRuleSpec) (*Rule, error) {
 	if gvr.Version == "" || gvr.Resource == "" {
 		return nil, fmt.Errorf("spec.resource: version and resource are required")
 	}
-	ast, iss := ruleEnv.Compile(spec.Expression)
-	if iss.Err() != nil {
-		return nil, fmt.Errorf("spec.expression: %v", iss.Err())
+	prg, err := compileExpression("spec.expression", spec.Expression, types.ListKind, "a list of references")
+	if err != nil {
+		return nil, err
 	}
-	if out := ast.OutputType(); out.Kind() != types.ListKind && out.Kind() != types.DynKind && out.Kind() != types.AnyKind {
-		return nil, fmt.Errorf("spec.expression: must return a list of references, but returns %s", out)
+	return &Rule{Resource: gvr, program: prg}, nil
+}
+
+// compileExpression compiles expression, the CEL expression of field, in the environment of
+// DependencyRules (the variable object), for a result of kind (what names it in the error),
+// with the cost limit of one admission policy expression. The error names field and says why:
+// a syntax or type error, an undeclared variable, or a result that cannot be of kind.
+func compileExpression(field, expression string, kind types.Kind, what string) (cel.Program, error) {
+	ast, iss := ruleEnv.Compile(expression)
+	if iss.Err() != nil {
+		return nil, fmt.Errorf("%s: %v", field, iss.Err())
+	}
+	if out := ast.OutputType(); out.Kind() != kind && out.Kind() != types.DynKind && out.Kind() != types.AnyKind {
+		return nil, fmt.Errorf("%s: must return %s, but returns %s", field, what, out)
 	}
 	prg, err := ruleEnv.Program(ast, cel.CostLimit(celconfig.PerCallLimit), cel.InterruptCheckFrequency(celconfig.CheckFrequency))
 	if err != nil {
-		return nil, fmt.Errorf("spec.expression: %v", err)
+		return nil, fmt.Errorf("%s: %v", field, err)
 	}
-	return &Rule{Resource: gvr, program: prg}, nil
+	return prg, nil
 }
 
 // References evaluates the rule on obj (an object of r.Resource as JSON) and returns its

@@ -40,25 +40,13 @@ var (
 func TestResourceMappingProjection(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cps := framework.StartControlPlanes(t, framework.ControlPlaneOptions{Name: "source"}, framework.ControlPlaneOptions{Name: "target-east"})
-	source, target := cps[0], cps[1]
-	src, tgt := dynamicClientFor(t, source), dynamicClientFor(t, target)
-	framework.InstallControlCRD(t, ctx, source, mapper.MappingResource)
-	createCRD(t, ctx, src, "widgets", "Widget")
-	createCRD(t, ctx, src, "gadgets", "Gadget")
-	createCRD(t, ctx, tgt, "gadgets", "Gadget") // served, but the mapping writes gadgets as cogs
-	createCRDIn(t, ctx, tgt, projectedGroup, "gizmos", "Gizmo")
-
-	server := framework.StartMapperAPIServer(t, source,
-		"--resources=widgets.example.com,gadgets.example.com,resourcemappings.control.mapper.kcp.io",
-		"--source-discovery-interval=1s", "--bookmark-interval=1s", "--deletion-event-delay=1s")
-	env := &mapperEnv{
-		source: source, server: server, src: src,
-		targets: map[string]*framework.ControlPlane{"east": target}, tgt: map[string]dynamic.Interface{"east": tgt},
-		viewKubeconfig:   map[string]string{"east": source.Admin().KubeconfigFor(t, server.ViewURL("east"), server.ServingCA.CertPEM)},
-		targetKubeconfig: map[string]string{"east": target.AdminKubeconfig()},
-		bin:              framework.BuildBinary(t, "./cmd/mapper"), owner: t,
-	}
+	env := startMappingEnv(t, ctx, "widgets.example.com,gadgets.example.com", func(src, tgt dynamic.Interface) {
+		createCRD(t, ctx, src, "widgets", "Widget")
+		createCRD(t, ctx, src, "gadgets", "Gadget")
+		createCRD(t, ctx, tgt, "gadgets", "Gadget") // served, but the mapping writes gadgets as cogs
+		createCRDIn(t, ctx, tgt, projectedGroup, "gizmos", "Gizmo")
+	})
+	src, tgt := env.src, env.tgt["east"]
 
 	for _, rm := range []*unstructured.Unstructured{
 		newResourceMapping("widgets-as-gizmos", widgetsGVR, gizmosGVR, "Gizmo", "east"),
@@ -157,21 +145,52 @@ func TestResourceMappingProjection(t *testing.T) {
 	})
 }
 
-// newResourceMapping returns a ResourceMapping that projects source onto target (kind kind),
-// assigned to locations and opted in to status write-back.
-func newResourceMapping(name string, source, target schema.GroupVersionResource, kind string, locations ...string) *unstructured.Unstructured {
-	gvr := func(r schema.GroupVersionResource) map[string]interface{} {
-		return map[string]interface{}{"group": r.Group, "version": r.Version, "resource": r.Resource}
+// startMappingEnv starts a source and the target of the location east, installs the
+// ResourceMapping CRD in the source, runs setup with the source's and the target's dynamic
+// clients (to create their CRDs), and starts mapper-apiserver mirroring resources (a
+// --resources list) and the ResourceMappings. The mapper is the caller's to start
+// (env.startMapper).
+func startMappingEnv(t *testing.T, ctx context.Context, resources string, setup func(src, tgt dynamic.Interface)) *mapperEnv {
+	t.Helper()
+	cps := framework.StartControlPlanes(t, framework.ControlPlaneOptions{Name: "source"}, framework.ControlPlaneOptions{Name: "target-east"})
+	source, target := cps[0], cps[1]
+	src, tgt := dynamicClientFor(t, source), dynamicClientFor(t, target)
+	framework.InstallControlCRD(t, ctx, source, mapper.MappingResource)
+	setup(src, tgt)
+	server := framework.StartMapperAPIServer(t, source,
+		"--resources="+resources+",resourcemappings.control.mapper.kcp.io",
+		"--source-discovery-interval=1s", "--bookmark-interval=1s", "--deletion-event-delay=1s")
+	return &mapperEnv{
+		source: source, server: server, src: src,
+		targets: map[string]*framework.ControlPlane{"east": target}, tgt: map[string]dynamic.Interface{"east": tgt},
+		viewKubeconfig:   map[string]string{"east": source.Admin().KubeconfigFor(t, server.ViewURL("east"), server.ServingCA.CertPEM)},
+		targetKubeconfig: map[string]string{"east": target.AdminKubeconfig()},
+		bin:              framework.BuildBinary(t, "./cmd/mapper"), owner: t,
 	}
-	t := gvr(target)
-	t["kind"] = kind
+}
+
+// newResourceMapping returns a ResourceMapping that projects source onto target (kind kind;
+// an empty target: no spec.target, an identity mapping), assigned to locations and opted in
+// to status write-back.
+func newResourceMapping(name string, source, target schema.GroupVersionResource, kind string, locations ...string) *unstructured.Unstructured {
+	spec := map[string]interface{}{"source": gvrField(source)}
+	if target.Resource != "" {
+		t := gvrField(target)
+		t["kind"] = kind
+		spec["target"] = t
+	}
 	u := &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": controlv1alpha1.SchemeGroupVersion.String(), "kind": "ResourceMapping",
 		"metadata": map[string]interface{}{"name": name, "annotations": map[string]interface{}{contract.StatusPolicyAnnotation: contract.StatusPolicyReflect}},
-		"spec":     map[string]interface{}{"source": gvr(source), "target": t},
+		"spec":     spec,
 	}}
 	setAssignment(u, locations...)
 	return u
+}
+
+// gvrField returns r as a ResourceMapping's group, version and resource fields.
+func gvrField(r schema.GroupVersionResource) map[string]interface{} {
+	return map[string]interface{}{"group": r.Group, "version": r.Version, "resource": r.Resource}
 }
 
 // createCRDIn creates the CRD of crd(plural, kind) in group instead of example.com, and waits

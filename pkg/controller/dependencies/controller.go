@@ -88,6 +88,8 @@ type Controller struct {
 	pending *pending.Writes
 
 	placements, targets, rules toolscache.SharedIndexInformer
+	// mappings are the ResourceMappings: their entries of origin Source (mappings.go).
+	mappings toolscache.SharedIndexInformer
 	// locations are the SyncTargets as placement reads them: what their views mirror.
 	locations *ctrlplacement.Locations
 
@@ -100,6 +102,8 @@ type Controller struct {
 	extra map[schema.GroupResource]watched
 	// compiled are the DependencyRules compiled, by name.
 	compiled map[string]compiledRule
+	// compiledMappings are the entries of origin Source of ResourceMappings compiled, by name.
+	compiledMappings map[string]compiledMapping
 	// memo are the references of referencing objects, by uid (see references).
 	memo map[types.UID]*memoEntry
 	// parsed are the selectors and targets of Services, HPAs and PDBs, by uid.
@@ -107,8 +111,9 @@ type Controller struct {
 	// reported are the missing references already recorded as Events, by namespace key
 	// ("<uid>/<resource>/<name>").
 	reported map[string]sets.Set[string]
-	// ruleFailures are the evaluation failures of each DependencyRule, by rule name and
-	// namespace key, then "namespace/name" of the object.
+	// ruleFailures are the evaluation failures of each DependencyRule, by rule name (of each
+	// ResourceMapping: by mappingFailureKey) and namespace key, then "namespace/name" of the
+	// object.
 	ruleFailures map[string]map[string]map[string]string
 }
 
@@ -175,16 +180,18 @@ func New(cfg Config) *Controller {
 		workers: cfg.Workers, interval: cfg.RuleStatusInterval, limit: worker.NewLimit(cfg.ConcurrentWrites), pending: pending.New(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "dependencies"}),
-		placements:   cfg.Informers.Informer(ctrlplacement.Resource),
-		targets:      cfg.Informers.Informer(synctarget.Resource),
-		rules:        cfg.Informers.Informer(RuleResource),
-		handled:      sets.New[informerKey](),
-		extra:        map[schema.GroupResource]watched{},
-		compiled:     map[string]compiledRule{},
-		memo:         map[types.UID]*memoEntry{},
-		parsed:       dependencies.NewSelectorCache(),
-		reported:     map[string]sets.Set[string]{},
-		ruleFailures: map[string]map[string]map[string]string{},
+		placements:       cfg.Informers.Informer(ctrlplacement.Resource),
+		targets:          cfg.Informers.Informer(synctarget.Resource),
+		rules:            cfg.Informers.Informer(RuleResource),
+		mappings:         cfg.Informers.Informer(MappingResource),
+		handled:          sets.New[informerKey](),
+		extra:            map[schema.GroupResource]watched{},
+		compiled:         map[string]compiledRule{},
+		compiledMappings: map[string]compiledMapping{},
+		memo:             map[types.UID]*memoEntry{},
+		parsed:           dependencies.NewSelectorCache(),
+		reported:         map[string]sets.Set[string]{},
+		ruleFailures:     map[string]map[string]map[string]string{},
 	}
 	c.applyWrite = c.apply
 	// The placement controller writes a Placement's status as its objects are placed; of a
@@ -201,6 +208,19 @@ func New(cfg Config) *Controller {
 		AddFunc:    c.enqueueRuleObjects,
 		UpdateFunc: func(_, obj interface{}) { c.enqueueRuleObjects(obj) },
 		DeleteFunc: c.enqueueRuleObjects,
+	})
+	// A mapping's change (its spec, its locations) changes the related objects of every
+	// object of its source resource; its status (written by the mappers and this controller)
+	// changes nothing.
+	_, _ = c.mappings.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: c.enqueueMappingObjects,
+		UpdateFunc: func(old, obj interface{}) {
+			if mappingRead(old) != mappingRead(obj) {
+				c.enqueueMappingObjects(old)
+				c.enqueueMappingObjects(obj)
+			}
+		},
+		DeleteFunc: c.enqueueMappingObjects,
 	})
 	// What the views mirror (a SyncTarget's status.resources) changes the Placements'
 	// reports only.
@@ -229,7 +249,10 @@ func (c *Controller) Run(ctx context.Context) {
 	}); err != nil {
 		return
 	}
-	go wait.UntilWithContext(ctx, c.writeRuleStatuses, c.interval)
+	go wait.UntilWithContext(ctx, func(ctx context.Context) {
+		c.writeRuleStatuses(ctx)
+		c.writeMappingStatuses(ctx)
+	}, c.interval)
 	worker.Run(ctx, c.queue, c.workers, "the dependencies of a namespace", c.reconcile)
 }
 
@@ -427,7 +450,12 @@ func (c *Controller) enqueueRuleObjects(obj interface{}) {
 	if err != nil {
 		return
 	}
-	gvr := schema.GroupVersionResource{Group: r.Spec.Resource.Group, Version: r.Spec.Resource.Version, Resource: r.Spec.Resource.Resource}
+	c.enqueueResourceObjects(schema.GroupVersionResource{Group: r.Spec.Resource.Group, Version: r.Spec.Resource.Version, Resource: r.Spec.Resource.Resource})
+}
+
+// enqueueResourceObjects queues the namespace of every object of gvr, a resource a
+// DependencyRule or ResourceMapping names.
+func (c *Controller) enqueueResourceObjects(gvr schema.GroupVersionResource) {
 	if !c.informers.Watches(gvr) {
 		// Its informer starts in the next round of a namespace, whose first list queues
 		// every namespace of its objects; queue the namespaces with Placements meanwhile.
@@ -437,6 +465,16 @@ func (c *Controller) enqueueRuleObjects(obj interface{}) {
 	for _, o := range c.informers.Informer(gvr).GetStore().List() {
 		c.enqueueObject(o, false)
 	}
+}
+
+// mappingRead returns what a round reads of a ResourceMapping as a comparable string: its
+// generation (the spec), logical cluster and locations. "" when obj is not an object.
+func mappingRead(obj interface{}) string {
+	o, err := meta.Accessor(obj)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprint(o.GetGeneration(), o.GetAnnotations()[contract.ClusterAnnotation], locationsOf(o))
 }
 
 // enqueuePlacementNamespaces queues every namespace that has a Placement.

@@ -2,7 +2,8 @@
 // what an assigned object references follows it. For every object that holds a Pod template
 // (pkg/dependencies) or that a DependencyRule names, and that is assigned to locations (by a
 // Placement, by hand or otherwise), the objects it references in its namespace are assigned
-// to the union of the locations of the objects referencing them.
+// to the union of the locations of the objects referencing them. A ResourceMapping's related
+// entries of origin Source reference too (mappings.go), at the locations of the mapping only.
 //
 // Ownership: the controller writes kcp.io/assigned-locations and its own record
 // control.mapper.kcp.io/dependency-locations (the locations it added) with server-side apply

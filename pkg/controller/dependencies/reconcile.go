@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -86,6 +87,17 @@ type round struct {
 	reports  map[string]*report
 	// kept are the reported Event keys this round found still true (besides the missing).
 	kept sets.Set[string]
+	// selected are the label selections of ResourceMappings' entries, resolved once the
+	// referrers are known (resolveSelections).
+	selected []selection
+}
+
+// selection is a label selection of an entry of origin Source, found from ref's object: the
+// objects it selects need locations.
+type selection struct {
+	sel       dependencies.Selection
+	locations []string
+	ref       *referrer
 }
 
 // refKey is the key of a referenced object in a round: resource/name.
@@ -143,6 +155,9 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 			}
 			c.addReferrer(ctx, r, rr, u, selectors)
 		}
+	}
+	if err := c.resolveSelections(f, r); err != nil {
+		return err
 	}
 
 	// The referenced objects, and the objects this controller assigned that nothing
@@ -254,8 +269,24 @@ func (c *Controller) referencingResources(f *fixedInformers, r *round) ([]refere
 		byGVR[w.gvr] = rr
 		out = append(out, rr)
 	}
-	switch {
-	case c.rules.HasSynced():
+	// of returns the referencing resource gvr, whose objects an expression reads whole
+	// (informer), added on first use.
+	of := func(gvr schema.GroupVersionResource, informer toolscache.SharedIndexInformer) *referencing {
+		rr := byGVR[gvr]
+		if rr == nil {
+			rr = &referencing{gvr: gvr, watched: watched{gvr: gvr, informer: informer}}
+			byGVR[gvr] = rr
+			out = append(out, rr)
+		} else {
+			// An expression reads the whole object, which the trimmed informer of a Pod
+			// template kind does not hold.
+			rr.informer = informer
+		}
+		return rr
+	}
+	if ok, err := c.controlObjectsReadable(r, RuleResource, c.rules); err != nil {
+		return nil, err
+	} else if ok {
 		rules, err := c.currentRules(r.cluster)
 		if err != nil {
 			return nil, err
@@ -264,24 +295,21 @@ func (c *Controller) referencingResources(f *fixedInformers, r *round) ([]refere
 			if rs.informer == nil {
 				continue // not served: the rule has no objects
 			}
-			rr := byGVR[rs.gvr]
-			if rr == nil {
-				rr = &referencing{gvr: rs.gvr, watched: watched{gvr: rs.gvr, informer: rs.informer}}
-				byGVR[rs.gvr] = rr
-				out = append(out, rr)
-			} else {
-				// A rule's expression reads the whole object, which the trimmed informer of
-				// a Pod template kind does not hold.
-				rr.informer = rs.informer
-			}
+			rr := of(rs.gvr, rs.informer)
 			rr.rules = append(rr.rules, rs)
 		}
-	case apierrors.IsNotFound(c.informers.ListError(RuleResource, true)):
-		// No DependencyRule CRD: no rules.
-	case c.listFailed(RuleResource, true, c.rules):
-		r.frozen = true
-	default:
-		return nil, errNotSynced
+	}
+	if ok, err := c.controlObjectsReadable(r, MappingResource, c.mappings); err != nil {
+		return nil, err
+	} else if ok {
+		mappings, err := c.currentMappings(r.cluster)
+		if err != nil {
+			return nil, err
+		}
+		for _, ms := range mappings {
+			rr := of(ms.gvr, ms.informer)
+			rr.related = append(rr.related, ms.entries...)
+		}
 	}
 	var ready []referencing
 	for _, rr := range out {
@@ -296,6 +324,24 @@ func (c *Controller) referencingResources(f *fixedInformers, r *round) ([]refere
 		ready = append(ready, *rr)
 	}
 	return ready, nil
+}
+
+// controlObjectsReadable reports whether the control objects of informer (DependencyRules,
+// ResourceMappings: gvr) can be read this round: true once it has synced; false when their CRD
+// is not installed (there are none) or they cannot be listed (403: r is frozen, since what
+// they would make follow is unknown); errNotSynced while it has not synced otherwise.
+func (c *Controller) controlObjectsReadable(r *round, gvr schema.GroupVersionResource, informer toolscache.SharedIndexInformer) (bool, error) {
+	switch {
+	case informer.HasSynced():
+		return true, nil
+	case apierrors.IsNotFound(c.informers.ListError(gvr, true)):
+		return false, nil
+	case c.listFailed(gvr, true, informer):
+		r.frozen = true
+		return false, nil
+	default:
+		return false, errNotSynced
+	}
 }
 
 // selectors returns the Services, HPAs and PDBs of r's namespace and cluster, parsed.
@@ -339,22 +385,75 @@ func (c *Controller) addReferrer(ctx context.Context, r *round, rr referencing, 
 	if p := r.placements[owner]; p != nil && p.policy != nil && p.policy.IgnoreDependencies {
 		return
 	}
-	refs, ok := c.references(ctx, rr, u, selectors, r.failures)
+	refs, related, ok := c.references(ctx, rr, u, selectors, r.failures)
 	if !ok {
 		r.frozen = true
 	}
 	ref := &referrer{obj: u, placement: owner, locations: locations}
 	for _, d := range refs {
-		k := refKey(d.Resource, d.Name)
-		n := r.needs[k]
-		if n == nil {
-			n = &need{ref: d, locations: sets.New[string]()}
-			r.needs[k] = n
-		}
-		n.required = n.required || !d.Optional
-		n.locations.Insert(locations...)
-		n.referrers = append(n.referrers, ref)
+		r.addNeed(d, locations, ref)
 	}
+	for _, f := range related {
+		// Only where the mapping applies: each location's mapper maps by the mappings of its
+		// own view (docs/resourcemapping.md, "Related objects: origin Source").
+		within := sets.List(f.within.Intersection(sets.New(locations...)))
+		switch {
+		case len(within) == 0:
+		case f.sel.Name != "":
+			r.addNeed(dependencies.Reference{Resource: f.sel.Resource, Name: f.sel.Name}, within, ref)
+		default:
+			r.selected = append(r.selected, selection{sel: f.sel, locations: within, ref: ref})
+		}
+	}
+}
+
+// addNeed records that ref's object references d and needs it at locations.
+func (r *round) addNeed(d dependencies.Reference, locations []string, ref *referrer) {
+	k := refKey(d.Resource, d.Name)
+	n := r.needs[k]
+	if n == nil {
+		n = &need{ref: d, locations: sets.New[string]()}
+		r.needs[k] = n
+	}
+	n.required = n.required || !d.Optional
+	n.locations.Insert(locations...)
+	n.referrers = append(n.referrers, ref)
+}
+
+// resolveSelections adds a need of every object of r's namespace and cluster that a label
+// selection of r selects (an optional one: a selector that selects nothing reports nothing
+// missing). A resource the source does not serve selects nothing; one whose informer cannot
+// list is left out (its objects are neither written nor, since the informer is not synced,
+// unassigned). errNotSynced while an informer has not synced.
+func (c *Controller) resolveSelections(f *fixedInformers, r *round) error {
+	for _, s := range r.selected {
+		w, err := c.dependencyInformer(f, s.sel.Resource)
+		if served.IsNotServed(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("finding the version of %s, related in namespace %s: %w", s.sel.Resource, r.namespace, err)
+		}
+		if !w.informer.HasSynced() {
+			if c.listFailed(w.gvr, false, w.informer) {
+				continue
+			}
+			return errNotSynced
+		}
+		objs, err := w.informer.GetIndexer().ByIndex(toolscache.NamespaceIndex, r.namespace)
+		if err != nil {
+			return err
+		}
+		selector := labels.SelectorFromValidatedSet(s.sel.Labels)
+		for _, obj := range objs {
+			o, err := meta.Accessor(obj)
+			if err != nil || o.GetAnnotations()[contract.ClusterAnnotation] != r.cluster || !selector.Matches(labels.Set(o.GetLabels())) {
+				continue
+			}
+			r.addNeed(dependencies.Reference{Resource: s.sel.Resource, Name: o.GetName(), Optional: true}, s.locations, s.ref)
+		}
+	}
+	return nil
 }
 
 // locationsOf returns the locations obj is assigned to (an assignment that does not parse is

@@ -46,15 +46,21 @@ type compiledRule struct {
 
 // ruleOf converts an informer object into a DependencyRule.
 func ruleOf(obj interface{}) (*controlv1alpha1.DependencyRule, error) {
+	return controlObjectOf[controlv1alpha1.DependencyRule](obj)
+}
+
+// controlObjectOf converts an informer object (unstructured) into the control object T (a
+// DependencyRule, a ResourceMapping); it fails on another type or fields T does not decode.
+func controlObjectOf[T any](obj interface{}) (*T, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return nil, fmt.Errorf("not an object: %T", obj)
 	}
-	r := &controlv1alpha1.DependencyRule{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, r); err != nil {
+	out := new(T)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
 		return nil, err
 	}
-	return r, nil
+	return out, nil
 }
 
 // currentRules returns the DependencyRules of the source, by name, compiled (each spec once)
@@ -151,10 +157,7 @@ func (c *Controller) ruleStatus(r *controlv1alpha1.DependencyRule) controlv1alph
 		Message: "the expression evaluated on every assigned object of the resource", ObservedGeneration: r.Generation}
 	gvr := schema.GroupVersionResource{Group: r.Spec.Resource.Group, Version: r.Spec.Resource.Version, Resource: r.Spec.Resource.Resource}
 	_, compileErr := c.compile(r)
-	var notServed error
-	if _, err := c.resolver.Kind(gvr); served.IsNotServed(err) {
-		notServed = err
-	}
+	reason, message := c.unusable(gvr, compileErr, "the dependencies of the resource's objects")
 	c.mu.Lock()
 	var failures []controlv1alpha1.DependencyRuleFailure
 	for _, byObject := range c.ruleFailures[r.Name] {
@@ -165,14 +168,8 @@ func (c *Controller) ruleStatus(r *controlv1alpha1.DependencyRule) controlv1alph
 	}
 	c.mu.Unlock()
 	switch {
-	case compileErr != nil:
-		cond.Status, cond.Reason = metav1.ConditionFalse, controlv1alpha1.ReasonCompilationFailed
-		cond.Message = contract.Truncate(compileErr.Error()+"; the dependencies of the resource's objects keep the locations they have", 1024)
-	case notServed != nil:
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, controlv1alpha1.ReasonResourceNotServed, contract.Truncate(notServed.Error(), 1024)
-	case c.informers.Watches(gvr) && c.listFailed(gvr, true, c.informers.Informer(gvr)):
-		cond.Status, cond.Reason = metav1.ConditionFalse, controlv1alpha1.ReasonResourceNotServed
-		cond.Message = contract.Truncate(fmt.Sprintf("mapper-controller cannot list %s: %v; no dependency loses a location until it can", gvr.GroupResource(), c.informers.ListError(gvr, true)), 1024)
+	case reason != "":
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, reason, message
 	case len(failures) > 0:
 		slices.SortFunc(failures, func(a, b controlv1alpha1.DependencyRuleFailure) int {
 			return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
@@ -184,4 +181,22 @@ func (c *Controller) ruleStatus(r *controlv1alpha1.DependencyRule) controlv1alph
 	}
 	meta.SetStatusCondition(&st.Conditions, cond)
 	return st
+}
+
+// unusable returns the reason and message of the False condition of a DependencyRule or
+// ResourceMapping whose expressions over the objects of gvr compiled with compileErr:
+// CompilationFailed, or ResourceNotServed (the source does not serve gvr, or mapper-controller
+// cannot list it); "" when neither. kept names what keeps its locations meanwhile.
+func (c *Controller) unusable(gvr schema.GroupVersionResource, compileErr error, kept string) (reason, message string) {
+	if compileErr != nil {
+		return controlv1alpha1.ReasonCompilationFailed, contract.Truncate(compileErr.Error()+"; "+kept+" keep the locations they have", 1024)
+	}
+	if _, err := c.resolver.Kind(gvr); served.IsNotServed(err) {
+		return controlv1alpha1.ReasonResourceNotServed, contract.Truncate(err.Error(), 1024)
+	}
+	if c.informers.Watches(gvr) && c.listFailed(gvr, true, c.informers.Informer(gvr)) {
+		return controlv1alpha1.ReasonResourceNotServed, contract.Truncate(fmt.Sprintf("mapper-controller cannot list %s: %v; no dependency loses a location until it can",
+			gvr.GroupResource(), c.informers.ListError(gvr, true)), 1024)
+	}
+	return "", ""
 }

@@ -213,3 +213,19 @@ type ResourceMappingList struct {
 	// items are the ResourceMappings.
 	Items []ResourceMapping `json:"items"`
 }
+
+// The condition mapper-controller writes on a ResourceMapping at the source (beside the
+// mappers' Accepted, with its own field manager: docs/resourcemapping.md, "Related objects:
+// origin Source").
+const (
+	// ResourceMappingRelatedResolved is True (reason Resolved) when every entry of origin
+	// Source of spec.related compiled and evaluated on every assigned object of spec.source,
+	// False when not: CompilationFailed, ResourceNotServed (the source does not serve
+	// spec.source, or mapper-controller cannot list it) or EvaluationFailed (the message counts
+	// the objects and names the first). Absent on a mapping without entries of origin Source.
+	ResourceMappingRelatedResolved = "RelatedResolved"
+
+	// ReasonResolved: the related objects of origin Source were found for every assigned
+	// object.
+	ReasonResolved = "Resolved"
+)
