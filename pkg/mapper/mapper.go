@@ -56,7 +56,9 @@ type Mapper struct {
 	warnedSameMapping atomic.Bool
 
 	// mappings are the ResourceMappings of the view and the projections they decide.
-	mappings   *resourceMappings
+	mappings *resourceMappings
+	// related keeps the related copies of origin Target (related.go).
+	related    *relatedCopies
 	namespaces *namespaces
 	places     *places
 	pause      *pauseState
@@ -131,6 +133,7 @@ func New(cfg Config) (*Mapper, error) {
 	}
 	m.namespaces = newNamespaces(kube, cfg.Location)
 	m.progress = newProgress(m)
+	m.related = newRelatedCopies(m)
 	return m, nil
 }
 
@@ -206,6 +209,16 @@ func (m *Mapper) Run(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		wait.UntilWithContext(ctx, m.updateGauges, gaugeInterval)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		// Related copies are written through the view once the location's pause is known; the
+		// loop reads the ResourceMappings that refreshResources lists.
+		if !m.waitMapping(ctx) || !m.pause.wait(ctx) {
+			return
+		}
+		m.related.run(ctx, relatedWorkers)
 	}()
 	wg.Add(1)
 	go func() {

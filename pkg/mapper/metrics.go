@@ -178,6 +178,7 @@ func firstN(s []string, n int) []string {
 func RegisterMetrics() {
 	registerMetricsOnce.Do(func() {
 		legacyregistry.MustRegister(viewObjects, objectsMapped, applies, deletes, finalizerWrites, outcomeWrites, paused, conflictsTotal, conflictsCurrent,
-			identityRefusals, errorsTotal, resourceHalted, syncLag, statusWrites, sweeps, initialSyncComplete, namespaceMappingInUse, viewClusters)
+			identityRefusals, errorsTotal, resourceHalted, syncLag, statusWrites, sweeps, initialSyncComplete, namespaceMappingInUse, viewClusters,
+			relatedWrites)
 	})
 }

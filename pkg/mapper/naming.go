@@ -11,9 +11,7 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apimachinery/pkg/util/version"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
-	"k8s.io/apiserver/pkg/cel/environment"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
 )
@@ -30,24 +28,11 @@ const (
 
 // namingEnv is the CEL environment of spec.naming: Kubernetes' base environment (its
 // libraries and cost model, for stored expressions, as DependencyRules and Customizations are
-// compiled) with the four string variables.
-var namingEnv = func() *cel.Env {
-	set, err := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()).Extend(environment.VersionedOptions{
-		IntroducedVersion: version.MajorMinor(1, 0),
-		EnvOptions: []cel.EnvOption{
-			cel.Variable(NamingLocationVar, cel.StringType),
-			cel.Variable(NamingSourceVar, cel.MapType(cel.StringType, cel.StringType)),
-		},
-	})
-	if err != nil {
-		panic(err)
-	}
-	e, err := set.Env(environment.StoredExpressions)
-	if err != nil {
-		panic(err)
-	}
-	return e
-}()
+// compiled) with the variables location and source.
+var namingEnv = storedEnv(
+	cel.Variable(NamingLocationVar, cel.StringType),
+	cel.Variable(NamingSourceVar, cel.MapType(cel.StringType, cel.StringType)),
+)
 
 // Naming is a ResourceMapping's compiled spec.naming: where the copy of each source object is
 // written. A nil *Naming keeps the source name and leaves the namespace to the namespace

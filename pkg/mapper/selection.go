@@ -10,8 +10,13 @@ import (
 // source from another object (a ReplicaSet from a Deployment, which also copies the
 // Deployment's annotations, including the assignment), and the target's own controllers make
 // their own from the mapped owner. Copying them without their owner would leave unowned
-// duplicates on the target. The mapper and `mapper verify` use the same rule.
+// duplicates on the target. Nor is a related copy (IsRelatedCopy): a mapper brought it up from
+// a target, and copying it down would send the target's object back as a second one. The
+// mapper and `mapper verify` use the same rule.
 func Mapped(obj *unstructured.Unstructured) bool {
+	if IsRelatedCopy(obj) {
+		return false
+	}
 	for _, ref := range obj.GetOwnerReferences() {
 		if ref.Controller != nil && *ref.Controller {
 			return false
