@@ -10,11 +10,10 @@ import (
 	"github.com/google/cel-go/common/types/traits"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apimachinery/pkg/util/version"
-	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/celexpr"
 )
 
 // ObjectVarName is the CEL variable holding the referencing object in a DependencyRule's
@@ -27,20 +26,7 @@ const MaxReferences = 1000
 // ruleEnv is the CEL environment of DependencyRules: Kubernetes' base environment (its
 // libraries and cost model, for stored expressions, as Customizations are compiled) with the
 // dynamic variable object.
-var ruleEnv = func() *cel.Env {
-	set, err := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()).Extend(environment.VersionedOptions{
-		IntroducedVersion: version.MajorMinor(1, 0),
-		EnvOptions:        []cel.EnvOption{cel.Variable(ObjectVarName, cel.DynType)},
-	})
-	if err != nil {
-		panic(err)
-	}
-	e, err := set.Env(environment.StoredExpressions)
-	if err != nil {
-		panic(err)
-	}
-	return e
-}()
+var ruleEnv = celexpr.Env(environment.StoredExpressions, cel.Variable(ObjectVarName, cel.DynType))
 
 // Rule is a compiled DependencyRule.
 type Rule struct {
@@ -71,14 +57,7 @@ func CompileRule(spec *controlv1alpha1.DependencyRuleSpec) (*Rule, error) {
 // with the cost limit of one admission policy expression. The error names field and says why:
 // a syntax or type error, an undeclared variable, or a result that cannot be of kind.
 func compileExpression(field, expression string, kind types.Kind, what string) (cel.Program, error) {
-	ast, iss := ruleEnv.Compile(expression)
-	if iss.Err() != nil {
-		return nil, fmt.Errorf("%s: %v", field, iss.Err())
-	}
-	if out := ast.OutputType(); out.Kind() != kind && out.Kind() != types.DynKind && out.Kind() != types.AnyKind {
-		return nil, fmt.Errorf("%s: must return %s, but returns %s", field, what, out)
-	}
-	prg, err := ruleEnv.Program(ast, cel.CostLimit(celconfig.PerCallLimit), cel.InterruptCheckFrequency(celconfig.CheckFrequency))
+	prg, err := celexpr.Compile(ruleEnv, expression, kind, what)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", field, err)
 	}

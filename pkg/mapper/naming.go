@@ -11,9 +11,10 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"k8s.io/apimachinery/pkg/util/validation"
-	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/cel/environment"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/celexpr"
 )
 
 // The CEL variables of a ResourceMapping's spec.naming (docs/resourcemapping.md, "Names"):
@@ -29,7 +30,7 @@ const (
 // namingEnv is the CEL environment of spec.naming: Kubernetes' base environment (its
 // libraries and cost model, for stored expressions, as DependencyRules and Customizations are
 // compiled) with the variables location and source.
-var namingEnv = storedEnv(
+var namingEnv = celexpr.Env(environment.StoredExpressions,
 	cel.Variable(NamingLocationVar, cel.StringType),
 	cel.Variable(NamingSourceVar, cel.MapType(cel.StringType, cel.StringType)),
 )
@@ -59,20 +60,13 @@ func CompileNaming(spec *controlv1alpha1.ResourceMappingNaming) (*Naming, error)
 		if f.expr == "" {
 			continue
 		}
-		ast, iss := namingEnv.Compile(f.expr)
-		if iss.Err() != nil {
+		prg, err := celexpr.Compile(namingEnv, f.expr, types.StringKind, "a string")
+		if err != nil {
 			hint := ""
-			if strings.Contains(iss.Err().Error(), "reserved identifier: namespace") {
+			if strings.Contains(err.Error(), "reserved identifier: namespace") {
 				hint = " (namespace is a reserved word of CEL: write the source namespace as " + NamingSourceVar + ".namespace)"
 			}
-			return nil, fmt.Errorf("%s: %v%s", f.field, iss.Err(), hint)
-		}
-		if out := ast.OutputType(); out.Kind() != types.StringKind && out.Kind() != types.DynKind && out.Kind() != types.AnyKind {
-			return nil, fmt.Errorf("%s: must return a string, but returns %s", f.field, out)
-		}
-		prg, err := namingEnv.Program(ast, cel.CostLimit(celconfig.PerCallLimit), cel.InterruptCheckFrequency(celconfig.CheckFrequency))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %v", f.field, err)
+			return nil, fmt.Errorf("%s: %v%s", f.field, err, hint)
 		}
 		*f.prg = prg
 	}

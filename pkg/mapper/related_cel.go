@@ -6,9 +6,9 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
-	"k8s.io/apimachinery/pkg/util/version"
-	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
+
+	"github.com/cluster-mapper/cluster-mapper/pkg/celexpr"
 )
 
 // The CEL variables of a ResourceMapping's related entries (docs/resourcemapping.md, "Related
@@ -22,33 +22,14 @@ const (
 	relatedIdentifierVar = "identifier"
 )
 
-// relatedEnv is the CEL environment of related entries (storedEnv) with the four variables
-// above.
-var relatedEnv = storedEnv(
+// relatedEnv is the CEL environment of related entries: Kubernetes' base environment for
+// stored expressions with the four variables above.
+var relatedEnv = celexpr.Env(environment.StoredExpressions,
 	cel.Variable(relatedObjectVar, cel.DynType),
 	cel.Variable(relatedRelatedVar, cel.DynType),
 	cel.Variable(relatedLocationVar, cel.StringType),
 	cel.Variable(relatedIdentifierVar, cel.StringType),
 )
-
-// storedEnv returns Kubernetes' base CEL environment (its libraries and cost model for stored
-// expressions, as Customizations and DependencyRules are compiled) with vars declared: the
-// environment of a ResourceMapping's expressions (spec.naming, spec.related). It panics when
-// the declarations are invalid (a programming error, at package initialization).
-func storedEnv(vars ...cel.EnvOption) *cel.Env {
-	set, err := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()).Extend(environment.VersionedOptions{
-		IntroducedVersion: version.MajorMinor(1, 0),
-		EnvOptions:        vars,
-	})
-	if err != nil {
-		panic(err)
-	}
-	e, err := set.Env(environment.StoredExpressions)
-	if err != nil {
-		panic(err)
-	}
-	return e
-}
 
 // stringProgram is a compiled CEL expression that returns a string.
 type stringProgram struct {
@@ -61,14 +42,7 @@ type stringProgram struct {
 // Evaluations are limited to celconfig.PerCallLimit, the cost limit of one admission policy
 // expression, checked every celconfig.CheckFrequency iterations of a comprehension.
 func compileString(expr string) (*stringProgram, error) {
-	ast, iss := relatedEnv.Compile(expr)
-	if iss.Err() != nil {
-		return nil, iss.Err()
-	}
-	if out := ast.OutputType(); out.Kind() != types.StringKind && out.Kind() != types.DynKind && out.Kind() != types.AnyKind {
-		return nil, fmt.Errorf("must return a string, but returns %s", out)
-	}
-	prg, err := relatedEnv.Program(ast, cel.CostLimit(celconfig.PerCallLimit), cel.InterruptCheckFrequency(celconfig.CheckFrequency))
+	prg, err := celexpr.Compile(relatedEnv, expr, types.StringKind, "a string")
 	if err != nil {
 		return nil, err
 	}

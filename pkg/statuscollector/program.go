@@ -17,11 +17,10 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
-	"k8s.io/apimachinery/pkg/util/version"
-	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
 
 	controlv1alpha1 "github.com/cluster-mapper/cluster-mapper/pkg/apis/control/v1alpha1"
+	"github.com/cluster-mapper/cluster-mapper/pkg/celexpr"
 )
 
 // DefaultLimit is the number of groups or select rows a summary keeps when the collector sets
@@ -69,36 +68,18 @@ type combined struct {
 
 // env is the CEL environment of StatusCollectors: Kubernetes' base environment (its libraries
 // and cost model) with the dynamic variables obj, returned and location.
-var env = func() *cel.Env {
-	set, err := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()).Extend(environment.VersionedOptions{
-		IntroducedVersion: version.MajorMinor(1, 0),
-		EnvOptions: []cel.EnvOption{
-			cel.Variable("obj", cel.DynType),
-			cel.Variable("returned", cel.DynType),
-			cel.Variable("location", cel.DynType),
-		},
-	})
-	if err != nil {
-		panic(err)
-	}
-	e, err := set.Env(environment.NewExpressions)
-	if err != nil {
-		panic(err)
-	}
-	return e
-}()
+var env = celexpr.Env(environment.NewExpressions,
+	cel.Variable("obj", cel.DynType),
+	cel.Variable("returned", cel.DynType),
+	cel.Variable("location", cel.DynType),
+)
 
 // Compile compiles spec. The errors name each field that does not compile
 // ("spec.groupBy[0].expression: ..."); the Program is nil when there is one.
 func Compile(spec *controlv1alpha1.StatusCollectorSpec) (*Program, []error) {
 	var errs []error
 	compile := func(field, expr string) cel.Program {
-		ast, iss := env.Compile(expr)
-		if iss.Err() != nil {
-			errs = append(errs, fmt.Errorf("%s: %v", field, iss.Err()))
-			return nil
-		}
-		prg, err := env.Program(ast, cel.CostLimit(celconfig.PerCallLimit), cel.InterruptCheckFrequency(celconfig.CheckFrequency))
+		prg, err := celexpr.Compile(env, expr, types.DynKind, "a value")
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %v", field, err))
 			return nil
