@@ -126,6 +126,12 @@ func projectionsWith(mappings map[string]*unstructured.Unstructured, compile fun
 			out[src] = Projection{Mapping: keys[0], SourceVersion: spec.Source.Version, Blocked: msg}
 			continue
 		}
+		if _, err := compileRelatedEntries(spec); err != nil {
+			msg := fmt.Sprintf("A related entry of ResourceMapping %s does not compile, and the source resource %s is not mapped until it does: %v", mappingNames(keys), src, err)
+			verdicts[keys[0]] = MappingVerdict{Reason: controlv1alpha1.ReasonInvalidRelated, Message: msg}
+			out[src] = Projection{Mapping: keys[0], SourceVersion: spec.Source.Version, Blocked: msg}
+			continue
+		}
 		if p.Naming = naming; naming != nil {
 			msg += fmt.Sprintf("; copies are named by spec.naming (namespace %q, name %q)", naming.spec.Namespace, naming.spec.Name)
 		}

@@ -129,3 +129,39 @@ func TestFitResourcesLeavesOutSharedTargets(t *testing.T) {
 		t.Errorf("collision mappings %q, want %q", collisions[0].Mappings, want)
 	}
 }
+
+// TestProjectionsRefuseRelatedEntriesThatDoNotCompile: a mapping with an entry of origin
+// Target that does not compile is not accepted (reason InvalidRelated, naming the entry and
+// its field) and blocks its source resource; an entry of origin Source is not the mapper's
+// and is not compiled here; a mapping whose entries compile is accepted.
+func TestProjectionsRefuseRelatedEntriesThatDoNotCompile(t *testing.T) {
+	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	gadgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gadgets"}
+	cogs := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "cogs"}
+	key := func(name string) string { return string(contract.NewKey("root", "", name)) }
+	withRelated := func(u *unstructured.Unstructured, origin, name string) *unstructured.Unstructured {
+		u.Object["spec"].(map[string]interface{})["related"] = []interface{}{map[string]interface{}{
+			"identifier": "credentials", "origin": origin,
+			"resource": map[string]interface{}{"version": "v1", "resource": "secrets"},
+			"object":   map[string]interface{}{"name": name},
+		}}
+		return u
+	}
+	projections, verdicts := Projections(map[string]*unstructured.Unstructured{
+		key("bad"):    withRelated(mappingObject("bad", widgets, nil, ""), "Target", `object.metadata.name +`),
+		key("source"): withRelated(mappingObject("source", gadgets, nil, ""), "Source", `object.metadata.name +`),
+		key("good"):   withRelated(mappingObject("good", cogs, nil, ""), "Target", `object.metadata.name + "-credentials"`),
+	})
+	v := verdicts[key("bad")]
+	if v.Accepted || v.Reason != "InvalidRelated" || !strings.Contains(v.Message, "spec.related[0] (credentials): object.name") {
+		t.Errorf("bad: got %+v, want InvalidRelated naming spec.related[0] (credentials): object.name", v)
+	}
+	if p := projections[widgets.GroupResource()]; p.Blocked == "" {
+		t.Errorf("widgets: got %+v, want blocked", p)
+	}
+	for _, k := range []string{key("source"), key("good")} {
+		if !verdicts[k].Accepted {
+			t.Errorf("%s: got %+v, want accepted", k, verdicts[k])
+		}
+	}
+}

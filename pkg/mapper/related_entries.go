@@ -57,24 +57,31 @@ func compileRelatedMapping(u *unstructured.Unstructured, accepted bool) *related
 		out.Err = fmt.Errorf("the mapping cannot be read: %w", err)
 		return out
 	}
-	source := schema.GroupVersionResource{Group: rm.Spec.Source.Group, Version: rm.Spec.Source.Version, Resource: rm.Spec.Source.Resource}
+	out.Entries, out.Err = compileRelatedEntries(rm.Spec)
+	return out
+}
+
+// compileRelatedEntries compiles the entries of origin Target of spec, in order. The error
+// names the first entry that does not compile and its field ("spec.related[0] (credentials):
+// object.name: ..."); then no entry is returned.
+func compileRelatedEntries(spec controlv1alpha1.ResourceMappingSpec) ([]*relatedEntry, error) {
+	source := schema.GroupVersionResource{Group: spec.Source.Group, Version: spec.Source.Version, Resource: spec.Source.Resource}
 	copyResource := source
-	if t := rm.Spec.Target; t != nil {
+	if t := spec.Target; t != nil {
 		copyResource = schema.GroupVersionResource{Group: t.Group, Version: t.Version, Resource: t.Resource}
 	}
-	for i, spec := range rm.Spec.Related {
-		if spec.Origin != controlv1alpha1.RelatedOriginTarget {
+	var entries []*relatedEntry
+	for i, r := range spec.Related {
+		if r.Origin != controlv1alpha1.RelatedOriginTarget {
 			continue
 		}
-		e, err := compileRelatedEntry(spec, source, copyResource)
+		e, err := compileRelatedEntry(r, source, copyResource)
 		if err != nil {
-			out.Err = fmt.Errorf("spec.related[%d] (%s): %w", i, spec.Identifier, err)
-			out.Entries = nil
-			return out
+			return nil, fmt.Errorf("spec.related[%d] (%s): %w", i, r.Identifier, err)
 		}
-		out.Entries = append(out.Entries, e)
+		entries = append(entries, e)
 	}
-	return out
+	return entries, nil
 }
 
 // compileRelatedEntry compiles the expressions of one entry; the error names the field.

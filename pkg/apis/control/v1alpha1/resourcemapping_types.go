@@ -184,6 +184,9 @@ const (
 	ReasonConflict = "Conflict"
 	// ReasonInvalidNaming: spec.naming does not compile; the source resource is not mapped.
 	ReasonInvalidNaming = "InvalidNaming"
+	// ReasonInvalidRelated: an entry of spec.related of origin Target does not compile (an
+	// expression, or a label key of object.labelSelector); the source resource is not mapped.
+	ReasonInvalidRelated = "InvalidRelated"
 	// ReasonSharedTarget: the source resource and another would be written as one target
 	// resource; neither is mapped (docs/resourcemapping.md, "Shared target resources").
 	ReasonSharedTarget = "SharedTargetResource"
