@@ -18,7 +18,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/apis/mapper/v1alpha1"
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
-	"github.com/cluster-mapper/cluster-mapper/pkg/deletionevents"
+	"github.com/cluster-mapper/cluster-mapper/pkg/locationevents"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/location"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/view"
 	"github.com/cluster-mapper/cluster-mapper/pkg/source"
@@ -46,9 +46,11 @@ type ExtraConfig struct {
 	// Registrations follows the source's SyncTargets and location Leases for `locations`;
 	// nil serves the index's locations only.
 	Registrations *location.Registrations
-	// DeletionEvents records an Event on a source object that waits for a location's
-	// deletion (the cache reports them, cache.StoreOptions.DeletionPending); nil records none.
-	DeletionEvents *deletionevents.Recorder
+	// LocationEvents records Events on source objects about their locations: a deletion that
+	// waits for a location (the cache reports them, cache.StoreOptions.DeletionPending), and an
+	// outcome record a location wrote with a new reason (view.Options.OutcomeRecorded); nil
+	// records none.
+	LocationEvents *locationevents.Recorder
 }
 
 // Config is the configuration of a mapper-apiserver: the generic server's and our own.
@@ -121,7 +123,7 @@ func (c completedConfig) New() (*Server, error) {
 	}
 
 	sourceCache, registrations, rules := c.ExtraConfig.Cache, c.ExtraConfig.Registrations, c.ExtraConfig.Rules
-	deletionEvents, renderEvents := c.ExtraConfig.DeletionEvents, c.ExtraConfig.RenderEvents
+	deletionEvents, renderEvents := c.ExtraConfig.LocationEvents, c.ExtraConfig.RenderEvents
 	s.GenericAPIServer.AddPostStartHookOrDie("start-source-cache", func(ctx genericapiserver.PostStartHookContext) error {
 		if deletionEvents != nil {
 			go deletionEvents.Run(ctx)

@@ -28,9 +28,9 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/customization"
-	"github.com/cluster-mapper/cluster-mapper/pkg/deletionevents"
 	generatedopenapi "github.com/cluster-mapper/cluster-mapper/pkg/generated/openapi"
 	"github.com/cluster-mapper/cluster-mapper/pkg/locationbinding"
+	"github.com/cluster-mapper/cluster-mapper/pkg/locationevents"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/location"
 	"github.com/cluster-mapper/cluster-mapper/pkg/registry/view"
 	"github.com/cluster-mapper/cluster-mapper/pkg/rendercheck"
@@ -79,7 +79,7 @@ type Options struct {
 	WatcherBufferSize             int
 	BookmarkInterval              time.Duration
 	// DeletionEventDelay is --deletion-event-delay: how long a location may hold an object it
-	// is to delete its copy of before an Event on the object names it (pkg/deletionevents).
+	// is to delete its copy of before an Event on the object names it (pkg/locationevents).
 	DeletionEventDelay time.Duration
 	DiscoveryInterval  time.Duration
 	FreshnessTimeout   time.Duration
@@ -323,7 +323,7 @@ func (o *Options) Config() (*Config, error) {
 	}
 	// c is set below; the recorder asks it only once the cache runs.
 	var c *cache.Cache
-	pending := deletionevents.New(deletionevents.Config{
+	pending := locationevents.New(locationevents.Config{
 		Client:   writeClient,
 		Still:    func(p cache.PendingDeletion) bool { return stillPending(c, p) },
 		Kind:     func(gvr schema.GroupVersionResource) (string, string) { return kindOf(c, gvr) },
@@ -373,7 +373,7 @@ func (o *Options) Config() (*Config, error) {
 			Source:         src,
 			Cache:          c,
 			Registrations:  location.NewRegistrations(kube, dyn, LeaseNamespace),
-			DeletionEvents: pending,
+			LocationEvents: pending,
 			Rules:          rules,
 			RenderEvents:   customization.NewEventWriter(renderRefusals(c), writeClient, customizationStatusInterval),
 			View: view.Options{
@@ -382,6 +382,7 @@ func (o *Options) Config() (*Config, error) {
 				ConsistentReadWait: o.ConsistentReadWait,
 				MinRequestTimeout:  time.Duration(o.MinRequestTimeout) * time.Second,
 				MaxWatchesPerUser:  o.MaxWatchesPerUser,
+				OutcomeRecorded:    pending.Recorded,
 			},
 		},
 	}, nil

@@ -18,7 +18,7 @@ import (
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
-	"github.com/cluster-mapper/cluster-mapper/pkg/deletionevents"
+	"github.com/cluster-mapper/cluster-mapper/pkg/locationevents"
 	"github.com/cluster-mapper/cluster-mapper/test/framework"
 )
 
@@ -176,7 +176,7 @@ func TestDeletionProtocol(t *testing.T) {
 		pending := cache.PendingDeletion{Name: "web", UID: u.GetUID(), Location: "east"}
 		events := env.src.Resource(schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}).Namespace(deletionNamespace)
 		await(t, ctx, time.Minute, "an Event naming east on the object", func(ctx context.Context) (bool, error) {
-			e, err := events.Get(ctx, deletionevents.EventName(pending), metav1.GetOptions{})
+			e, err := events.Get(ctx, locationevents.EventName(pending), metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				return false, nil
 			}
@@ -188,7 +188,7 @@ func TestDeletionProtocol(t *testing.T) {
 			return strings.Contains(note, "location east") && uid == string(u.GetUID()), nil
 		})
 		pending.Location = "west"
-		if _, err := events.Get(ctx, deletionevents.EventName(pending), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := events.Get(ctx, locationevents.EventName(pending), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("an Event names west, which released the object at once: %v", err)
 		}
 		if v := env.server.Metric(t, env.source.Admin(), "mapper_apiserver_location_pending_deletions", `location="east"`); v != 1 {

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
-	"github.com/cluster-mapper/cluster-mapper/pkg/deletionevents"
+	"github.com/cluster-mapper/cluster-mapper/pkg/locationevents"
 	"github.com/cluster-mapper/cluster-mapper/pkg/synctarget"
 	"github.com/cluster-mapper/cluster-mapper/test/framework"
 )
@@ -84,7 +84,7 @@ func installedDeletion(t *testing.T, ctx context.Context, src, tgt dynamic.Inter
 		t.Fatal(err)
 	}
 	events := src.Resource(schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}).Namespace(ns)
-	name := deletionevents.EventName(cache.PendingDeletion{Name: "orders", UID: orders.GetUID(), Location: "east"})
+	name := locationevents.EventName(cache.PendingDeletion{Name: "orders", UID: orders.GetUID(), Location: "east"})
 	await(t, ctx, time.Minute, "the DeletionPending Event naming east on orders", func(ctx context.Context) (bool, error) {
 		e, err := events.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {

@@ -46,8 +46,9 @@ func newNamingMapping(name string, source schema.GroupVersionResource, namespace
 //     namespace the mapper creates), its status comes back to the widget, `mapper verify`
 //     finds it in place, and deleting the widget deletes the copy there;
 //   - gadgets all named `"shared-" + location`: two gadgets of one namespace collide; the lower
-//     key (g1) takes the place, g2 carries the outcome record Conflict, a Warning Event
-//     MappingConflict is on the target namespace, the SyncTarget's status.resources entry of
+//     key (g1) takes the place, g2 carries the outcome record Conflict and a Warning Event
+//     Conflict regarding it at the source, a Warning Event MappingConflict is on the target
+//     namespace, the SyncTarget's status.resources entry of
 //     gadgets says ObjectsInConflict, and g2 never overwrites g1's copy; once g1 is deleted,
 //     g2 is mapped there, and g0, created then, does not take it although its key is lower;
 //   - sprockets with a naming that does not compile: the mapping says Accepted=False
@@ -157,6 +158,18 @@ func TestResourceMappingNaming(t *testing.T) {
 			}
 		}
 		return false, "no such event"
+	})
+	mapperEventually(t, ctx, 30*time.Second, "a Warning Event Conflict regarding g2 at the source", func() (bool, string) {
+		events, err := env.source.Admin().Client(t).EventsV1().Events("apps").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, e := range events.Items {
+			if e.Reason == contract.OutcomeConflict && e.Type == "Warning" && e.Regarding.Name == "g2" && strings.Contains(e.Note, "Location east") && strings.Contains(e.Note, "g1") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d Events in apps, none about g2's conflict", len(events.Items))
 	})
 	waitSyncTarget(t, ctx, src, "east", time.Minute, "status.resources names gadgets in conflict, ResourcesCompatible False naming sprockets-bad", func(st *controlv1alpha1.SyncTarget) bool {
 		inConflict := false

@@ -15,7 +15,9 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/locationevents"
 )
 
 // marksStorage writes `<resource>/<name>` itself through a location view onto the source, for
@@ -51,6 +53,9 @@ import (
 //     is behind the source or another writer came first.
 type marksStorage struct {
 	st *statusStorage
+	// recorded, when not nil, is told of every outcome record written with a new reason
+	// (Options.OutcomeRecorded).
+	recorded func(locationevents.Outcome)
 }
 
 var (
@@ -188,9 +193,30 @@ func (m *marksStorage) updateOnce(ctx context.Context, client dynamic.ResourceIn
 	} else if cached {
 		return refuse(change, nil) // no write to send: the source's object decides
 	}
+	if change.outcome > 0 && m.recorded != nil && written != current {
+		m.recordOutcome(current, cluster, location, change.outcomeRecord)
+	}
 	answer := withClusterAnnotation(m.st.store.LocationView(written, cluster, locations, location), cluster)
 	m.st.answerResourceVersion(ctx, answer, current, written, location, cluster)
 	return answer, change, false, nil
+}
+
+// recordOutcome tells m.recorded of outcome record, just written by location on before (the
+// object as it was before the write, READ-ONLY), when its reason is not the reason of before's
+// record of the location: a location that writes the same failure again (a new generation, a
+// new message) makes no new Event.
+func (m *marksStorage) recordOutcome(before *unstructured.Unstructured, cluster, location, record string) {
+	now, err := contract.ParseOutcomeRecord(record)
+	if err != nil {
+		return // checkOutcomeRecord refused such a record before the write
+	}
+	if old, err := contract.ParseOutcomeRecord(before.GetAnnotations()[contract.OutcomeAnnotation(location)]); err == nil && old.Reason == now.Reason {
+		return
+	}
+	m.recorded(locationevents.Outcome{
+		Object: cache.PendingDeletion{GVR: m.st.info.GVR, Cluster: cluster, Namespace: before.GetNamespace(), Name: before.GetName(), UID: before.GetUID(), Location: location},
+		Reason: now.Reason, Message: now.Message,
+	})
 }
 
 // notOwnMarks is the 405 of a write of the object itself that changes more than the location's

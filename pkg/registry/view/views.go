@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
+	"github.com/cluster-mapper/cluster-mapper/pkg/locationevents"
 	"github.com/cluster-mapper/cluster-mapper/pkg/source"
 )
 
@@ -40,6 +41,11 @@ type Options struct {
 	// MaxWatchesPerUser bounds the concurrent watches of one user on one location's view; past
 	// it a watch is answered 429 (watchLimiter). 0 means no limit.
 	MaxWatchesPerUser int
+	// OutcomeRecorded, when not nil, is called after a location's write through its view set
+	// its apply outcome record on an object with a reason the object's record of that location
+	// did not have (docs/mapper.md, "Outcome records"), so that it becomes an Event at the
+	// source (locationevents.Recorder.Recorded). It must not block.
+	OutcomeRecorded func(locationevents.Outcome)
 }
 
 // Views serves every location's view from one cache. It is safe for concurrent use.
@@ -255,7 +261,7 @@ func (v *Views) handlers(gvr schema.GroupVersionResource) (*resourceHandlers, bo
 	if marksScope, err := newWriteScope(info, v.serializer, ""); err != nil {
 		klog.ErrorS(err, "finalizer writes are disabled for the resource", "resource", gvr)
 	} else {
-		ow := &objectWrites{marks: &marksStorage{st: ss}, rules: relatedRules{info: info, objects: v.objects}}
+		ow := &objectWrites{marks: &marksStorage{st: ss, recorded: v.opts.OutcomeRecorded}, rules: relatedRules{info: info, objects: v.objects}}
 		h.updateMarks = handlers.UpdateResource(ow, marksScope, nil)
 		h.patchMarks = handlers.PatchResource(ow, marksScope, nil, statusPatchTypes(info))
 		h.create = handlers.CreateResource(ow, marksScope, nil)

@@ -1,4 +1,4 @@
-package deletionevents
+package locationevents
 
 import (
 	"context"

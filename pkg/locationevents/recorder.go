@@ -1,15 +1,22 @@
-// Package deletionevents records, on a source object that waits for a location to delete its
-// copy, an Event naming that location (docs/views.md, "Deletion"): at most one per object and
-// location, whatever the number of mapper-apiserver replicas and restarts, because its name
-// is derived from the object's UID and the location and a second create of it answers
-// AlreadyExists.
+// Package locationevents records Events on source objects about what a location does with
+// them, so that a location's trouble is visible at the source with `kubectl describe` and
+// `kubectl events`:
+//   - a deletion that waits for a location to delete its copy (docs/views.md, "Deletion"): at
+//     most one Event per object and location;
+//   - an apply outcome record a location writes through its view (docs/mapper.md, "Outcome
+//     records": a conflict, a refused apply, a halted resource): at most one Warning Event per
+//     object, location and reason.
+//
+// "At most one" holds whatever the number of mapper-apiserver replicas and restarts, because
+// an Event's name is derived from the object's UID, the location (and the reason), and a
+// second create of it answers AlreadyExists.
 //
 // The cache reports each (object, location) whose view starts showing the object deleting
 // (cache.StoreOptions.DeletionPending); the Recorder waits Delay, and if the location still
 // holds the object then (the location is slow, offline or gone), creates the Event in the
 // object's namespace ("default" for a cluster-scoped object) of its logical cluster. A
 // location that releases the object within Delay leaves no Event.
-package deletionevents
+package locationevents
 
 import (
 	"context"
@@ -30,7 +37,7 @@ import (
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 )
 
-// Reason is the reason of the Events the Recorder writes.
+// Reason is the reason of the Events of pending deletions.
 const Reason = "DeletionPending"
 
 // reportingController names mapper-apiserver in the Events (events.k8s.io/v1
@@ -61,7 +68,23 @@ type Config struct {
 // the cache, with its locks held: it only queues.
 type Recorder struct {
 	cfg   Config
-	queue workqueue.TypedRateLimitingInterface[cache.PendingDeletion]
+	queue workqueue.TypedRateLimitingInterface[item]
+}
+
+// item is one Event to record: of a pending deletion (Outcome empty), or of the outcome
+// record with reason Outcome and message Message that p.Location wrote on p's object.
+type item struct {
+	cache.PendingDeletion
+	Outcome, Message string
+}
+
+// Outcome is an apply outcome record a location wrote on a source object through its view
+// (docs/mapper.md, "Outcome records").
+type Outcome struct {
+	// Object names the object (GVR, cluster, namespace, name, UID) and the location.
+	Object cache.PendingDeletion
+	// Reason and Message are the record's reason and message.
+	Reason, Message string
 }
 
 // New returns a Recorder; Run starts it.
@@ -70,17 +93,24 @@ func New(cfg Config) *Recorder {
 		cfg.Delay = 5 * time.Second
 	}
 	return &Recorder{cfg: cfg, queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.DefaultTypedControllerRateLimiter[cache.PendingDeletion](),
-		workqueue.TypedRateLimitingQueueConfig[cache.PendingDeletion]{Name: "deletion_pending_events"})}
+		workqueue.DefaultTypedControllerRateLimiter[item](),
+		workqueue.TypedRateLimitingQueueConfig[item]{Name: "deletion_pending_events"})}
 }
 
 // Pending queues p, to be recorded after Delay if it is still pending then.
 func (r *Recorder) Pending(p cache.PendingDeletion) {
 	klog.V(4).InfoS("A location's view shows an object deleting", "resource", p.GVR.String(), "namespace", p.Namespace, "name", p.Name, "location", p.Location)
-	r.queue.AddAfter(p, r.cfg.Delay)
+	r.queue.AddAfter(item{PendingDeletion: p}, r.cfg.Delay)
 }
 
-// Run records until ctx ends, with one worker (Events are few: one per slow deletion).
+// Recorded queues the Warning Event of outcome record o, to be recorded at once. It never
+// blocks.
+func (r *Recorder) Recorded(o Outcome) {
+	r.queue.Add(item{PendingDeletion: o.Object, Outcome: o.Reason, Message: contract.Truncate(o.Message, 1024)})
+}
+
+// Run records until ctx ends, with one worker (Events are few: one per slow deletion or new
+// outcome reason).
 func (r *Recorder) Run(ctx context.Context) {
 	go func() {
 		<-ctx.Done()
@@ -101,10 +131,11 @@ func (r *Recorder) Run(ctx context.Context) {
 	}
 }
 
-// record creates the Event of p when the object still waits for the location. An Event of
-// that name that exists already (another replica, an earlier run) counts as recorded.
-func (r *Recorder) record(ctx context.Context, p cache.PendingDeletion) error {
-	if r.cfg.Still != nil && !r.cfg.Still(p) {
+// record creates the Event of p: of an outcome record, or of a pending deletion when the object
+// still waits for the location. An Event of that name that exists already (another replica,
+// an earlier run) counts as recorded.
+func (r *Recorder) record(ctx context.Context, p item) error {
+	if p.Outcome == "" && r.cfg.Still != nil && !r.cfg.Still(p.PendingDeletion) {
 		klog.FromContext(ctx).V(4).Info("A pending deletion finished within the delay; no Event", "resource", p.GVR.String(), "namespace", p.Namespace, "name", p.Name, "location", p.Location)
 		return nil
 	}
@@ -121,7 +152,7 @@ func (r *Recorder) record(ctx context.Context, p cache.PendingDeletion) error {
 		return nil
 	}
 	if err == nil {
-		klog.FromContext(ctx).V(2).Info("Recorded a pending deletion", "resource", p.GVR.String(), "namespace", p.Namespace, "name", p.Name, "location", p.Location)
+		klog.FromContext(ctx).V(2).Info("Recorded an Event of a location", "resource", p.GVR.String(), "namespace", p.Namespace, "name", p.Name, "location", p.Location, "outcome", p.Outcome)
 	}
 	return err
 }
@@ -137,8 +168,19 @@ func EventName(p cache.PendingDeletion) string {
 	return name + ".deletion-" + hex.EncodeToString(sum[:8])
 }
 
+// OutcomeEventName returns the name of the Event of o: the object's name (shortened) and a
+// hash of its UID, the location and the reason, the same on every replica.
+func OutcomeEventName(o Outcome) string {
+	sum := sha256.Sum256([]byte(string(o.Object.UID) + "/" + o.Object.Location + "/" + o.Reason))
+	name := o.Object.Name
+	if len(name) > 200 {
+		name = name[:200]
+	}
+	return name + ".outcome-" + hex.EncodeToString(sum[:8])
+}
+
 // event builds p's events.k8s.io/v1 Event in namespace ns.
-func (r *Recorder) event(p cache.PendingDeletion, ns string) *unstructured.Unstructured {
+func (r *Recorder) event(p item, ns string) *unstructured.Unstructured {
 	apiVersion, kind := "", ""
 	if r.cfg.Kind != nil {
 		apiVersion, kind = r.cfg.Kind(p.GVR)
@@ -148,10 +190,10 @@ func (r *Recorder) event(p cache.PendingDeletion, ns string) *unstructured.Unstr
 		regarding["namespace"] = p.Namespace
 	}
 	now := metav1.NowMicro()
-	return &unstructured.Unstructured{Object: map[string]interface{}{
+	event := map[string]interface{}{
 		"apiVersion":          "events.k8s.io/v1",
 		"kind":                "Event",
-		"metadata":            map[string]interface{}{"name": EventName(p), "namespace": ns},
+		"metadata":            map[string]interface{}{"name": EventName(p.PendingDeletion), "namespace": ns},
 		"eventTime":           now.Format(metav1.RFC3339Micro),
 		"reportingController": reportingController,
 		"reportingInstance":   r.cfg.Instance,
@@ -159,7 +201,14 @@ func (r *Recorder) event(p cache.PendingDeletion, ns string) *unstructured.Unstr
 		"reason":              Reason,
 		"type":                "Normal",
 		"regarding":           regarding,
-		"note": fmt.Sprintf("Waiting for location %s to delete its copy: the object keeps the finalizer %s until the location's mapper has deleted the copy from its target (or an administrator releases it, docs/mapper.md \"Deletion\")",
-			p.Location, contract.LocationFinalizer(p.Location)),
-	}}
+	}
+	if p.Outcome != "" {
+		event["metadata"] = map[string]interface{}{"name": OutcomeEventName(Outcome{Object: p.PendingDeletion, Reason: p.Outcome}), "namespace": ns}
+		event["action"], event["reason"], event["type"] = "Map", p.Outcome, "Warning"
+		event["note"] = contract.Truncate(fmt.Sprintf("Location %s: %s (its outcome record %s)", p.Location, p.Message, contract.OutcomeAnnotation(p.Location)), 1024)
+		return &unstructured.Unstructured{Object: event}
+	}
+	event["note"] = fmt.Sprintf("Waiting for location %s to delete its copy: the object keeps the finalizer %s until the location's mapper has deleted the copy from its target (or an administrator releases it, docs/mapper.md \"Deletion\")",
+		p.Location, contract.LocationFinalizer(p.Location))
+	return &unstructured.Unstructured{Object: event}
 }
