@@ -108,24 +108,9 @@ func sourceRequests(t *testing.T, ctx context.Context, kube kubernetes.Interface
 func TestMarkWritesAtTheSource(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Name: "source"})
-	dyn, kube := sourceWithNamespace(t, ctx, cp)
-	src := liveSource{dyn: dyn}
-	cms := dyn.Resource(configMapsGVR).Namespace("ns")
-	obj := cm("ns", "a", 0, "x", "east")
-	unstructured.RemoveNestedField(obj.Object, "metadata", "resourceVersion")
-	unstructured.RemoveNestedField(obj.Object, "metadata", "uid")
-	created, err := cms.Create(ctx, obj, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := cache.NewResourceStore(configMapsGVR, configMapsInfo.GVK(), true, cache.StoreOptions{DefaultCluster: "root"})
-	t.Cleanup(store.Close)
-	if err := store.Replace([]interface{}{created}, created.GetResourceVersion()); err != nil {
-		t.Fatal(err)
-	}
-	ss := &statusStorage{info: configMapsInfo, store: store, source: src, clusters: clusters{plain: "root"}, freshness: freshness{gvr: configMapsGVR, store: store, source: src}}
-	ms := &marksStorage{st: ss}
+	f := startMarksFixture(t, ctx)
+	kube, cms, store := f.kube, f.cms, f.store
+	ms := &marksStorage{st: f.ss}
 	east := contract.LocationFinalizer("east")
 	setFinalizer := func(add bool) error {
 		_, _, err := ms.Update(viewCtx("east", "ns"), "a", finalizerChange("east", add), nil, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
@@ -183,6 +168,41 @@ func TestMarkWritesAtTheSource(t *testing.T) {
 	if fins := sourceFinalizers(); !slices.Equal(fins, []string{"example.com/other"}) {
 		t.Fatalf("source finalizers %v after east removed its own, want the other writer's only", fins)
 	}
+}
+
+// marksFixture is a real source with the ConfigMap ns/a assigned to east (created), and a
+// statusStorage over a store that holds it as created.
+type marksFixture struct {
+	dyn     dynamic.Interface
+	kube    kubernetes.Interface
+	cms     dynamic.ResourceInterface
+	created *unstructured.Unstructured
+	store   *cache.ResourceStore
+	ss      *statusStorage
+}
+
+// startMarksFixture starts a source control plane (stopped when t ends) and builds a
+// marksFixture on it.
+func startMarksFixture(t *testing.T, ctx context.Context) *marksFixture {
+	t.Helper()
+	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Name: "source"})
+	dyn, kube := sourceWithNamespace(t, ctx, cp)
+	src := liveSource{dyn: dyn}
+	cms := dyn.Resource(configMapsGVR).Namespace("ns")
+	obj := cm("ns", "a", 0, "x", "east")
+	unstructured.RemoveNestedField(obj.Object, "metadata", "resourceVersion")
+	unstructured.RemoveNestedField(obj.Object, "metadata", "uid")
+	created, err := cms.Create(ctx, obj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := cache.NewResourceStore(configMapsGVR, configMapsInfo.GVK(), true, cache.StoreOptions{DefaultCluster: "root"})
+	t.Cleanup(store.Close)
+	if err := store.Replace([]interface{}{created}, created.GetResourceVersion()); err != nil {
+		t.Fatal(err)
+	}
+	ss := &statusStorage{info: configMapsInfo, store: store, source: src, clusters: clusters{plain: "root"}, freshness: freshness{gvr: configMapsGVR, store: store, source: src}}
+	return &marksFixture{dyn: dyn, kube: kube, cms: cms, created: created, store: store, ss: ss}
 }
 
 // finalizerChange is a write of location's finalizer through its view as a patch makes it:

@@ -14,10 +14,8 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/cluster-mapper/cluster-mapper/pkg/cache"
 	"github.com/cluster-mapper/cluster-mapper/pkg/contract"
 	"github.com/cluster-mapper/cluster-mapper/pkg/locationevents"
-	"github.com/cluster-mapper/cluster-mapper/test/framework"
 )
 
 // eventsGVR is events.k8s.io/v1 events.
@@ -31,31 +29,16 @@ var eventsGVR = schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1
 func TestOutcomeRecordsBecomeEvents(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Name: "source"})
-	dyn, _ := sourceWithNamespace(t, ctx, cp)
-	src := liveSource{dyn: dyn}
-	cms := dyn.Resource(configMapsGVR).Namespace("ns")
-	obj := cm("ns", "a", 0, "x", "east")
-	unstructured.RemoveNestedField(obj.Object, "metadata", "resourceVersion")
-	unstructured.RemoveNestedField(obj.Object, "metadata", "uid")
-	created, err := cms.Create(ctx, obj, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := cache.NewResourceStore(configMapsGVR, configMapsInfo.GVK(), true, cache.StoreOptions{DefaultCluster: "root"})
-	t.Cleanup(store.Close)
-	if err := store.Replace([]interface{}{created}, created.GetResourceVersion()); err != nil {
-		t.Fatal(err)
-	}
+	f := startMarksFixture(t, ctx)
+	dyn, cms, store, created := f.dyn, f.cms, f.store, f.created
 	recorder := locationevents.New(locationevents.Config{
 		Client:   func(string) (dynamic.Interface, error) { return dyn, nil },
 		Kind:     func(schema.GroupVersionResource) (string, string) { return "v1", "ConfigMap" },
 		Instance: "test",
 	})
 	go recorder.Run(ctx)
-	ss := &statusStorage{info: configMapsInfo, store: store, source: src, clusters: clusters{plain: "root"}, freshness: freshness{gvr: configMapsGVR, store: store, source: src}}
 	var told []string // the reasons marksStorage told the Recorder of
-	ms := &marksStorage{st: ss, recorded: func(o locationevents.Outcome) {
+	ms := &marksStorage{st: f.ss, recorded: func(o locationevents.Outcome) {
 		told = append(told, o.Reason)
 		recorder.Recorded(o)
 	}}
